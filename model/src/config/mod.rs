@@ -1,0 +1,169 @@
+//! The pipeline config: tables, edge sets, multikey indexes, event routes and
+//! alarm thresholds. One TOML file, loaded into these typed structs and
+//! validated as a whole (see [`load`]).
+//!
+//! LOADING IS TODO (helper).
+
+use crate::sortkey::Column;
+
+/// The whole, validated pipeline config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub tables: Vec<TableConfig>,
+    pub edge_sets: Vec<EdgeSetConfig>,
+    pub indexes: Vec<IndexConfig>,
+    pub events: EventsConfig,
+    pub routes: Vec<RouteConfig>,
+    pub alarms: AlarmConfig,
+}
+
+impl Config {
+    /// The declared table with this name.
+    pub fn table(&self, name: &str) -> Option<&TableConfig> {
+        self.tables.iter().find(|t| t.name == name)
+    }
+}
+
+/// A source table (`[table.NAME]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableConfig {
+    pub name: String,
+    pub partition_key: String,
+    pub sort_key: Option<String>,
+    /// The TTL attribute, when the table expires items.
+    pub ttl_attribute: Option<String>,
+}
+
+/// An edge set (`[[edge_set]]`): a String Set on each node item of `table`
+/// that replicates the members of the node's edges.
+///
+/// In the table, a node is an item whose sort key equals its partition key;
+/// an edge is any other item of the node's partition, and its *edge type* is
+/// its sort key up to the first `-` (`GOALMEMBERSHIP-USER-42` → `GOALMEMBERSHIP`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EdgeSetConfig {
+    pub table: String,
+    /// The String Set attribute on the node item. Owned by the pipeline.
+    pub attribute: String,
+    /// Edge types that are replicated; edges of other types are skipped.
+    pub include: Vec<String>,
+    /// Attributes of the edge item whose values (S or N) make up the member,
+    /// joined reversibly (see [`crate::edge`]).
+    pub member: Vec<String>,
+    /// Past this many members the node is flagged instead of growing.
+    pub max_members: usize,
+    /// The BOOL attribute set to `false` on a node whose set is incomplete.
+    pub complete_attribute: String,
+}
+
+/// A custom multikey index (`[[index]]`): rows in `table` derived from items
+/// of `source.table`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexConfig {
+    pub name: String,
+    pub source: SourceConfig,
+    /// The index table's name.
+    pub table: String,
+    /// The index table's partition key attribute (a String). Default `pk`.
+    pub partition_key: String,
+    /// The index table's sort key attribute (a String, CSS1). Default `sk`.
+    pub sort_key: String,
+    /// One row per entry of this attribute (map: key/value; list: position/element;
+    /// set: member/member), or one row per item when absent.
+    pub for_each: Option<String>,
+    /// The partition key value, rendered from literals and value references.
+    pub partition: Template,
+    /// The sort columns; the source item's primary key is appended after them.
+    pub sort: Vec<SortColumn>,
+    /// Item attributes copied onto the row (the source key attributes always are).
+    pub project: Vec<String>,
+}
+
+/// Which items of a table feed an index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceConfig {
+    pub table: String,
+    /// Only items whose partition key value starts with this.
+    pub key_prefix: Option<String>,
+}
+
+/// A reference to a value of an item, or of the current `for_each` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueRef {
+    /// A top-level attribute of the item (`num`, `{num}`).
+    Attribute(String),
+    /// The entry's key (`{entry.key}`): a map key (S), a list position (N), a set member.
+    EntryKey,
+    /// The entry's value (`{entry.value}`): a map value, a list element, a set member.
+    EntryValue,
+}
+
+/// A partition template such as `field#{entry.key}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pub parts: Vec<TemplatePart>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TemplatePart {
+    Literal(String),
+    Ref(ValueRef),
+}
+
+/// One sort column: where its value comes from and how it is encoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortColumn {
+    pub value: ValueRef,
+    pub column: Column,
+}
+
+/// Where events go (`[events]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventsConfig {
+    /// The EventBridge `Source` of every entry. Default `streamdex`.
+    pub source: String,
+    /// The event bus name. Default `streamdex`.
+    pub bus: String,
+    /// The PutEvents size budget per call, in bytes. Default 256 KiB.
+    pub max_request_bytes: usize,
+}
+
+/// Which stream events a route takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RouteEvent {
+    Insert,
+    Modify,
+    /// A REMOVE not done by the TTL service.
+    Remove,
+    /// A REMOVE done by the TTL service.
+    Expire,
+}
+
+/// Which items of a table with an edge set a route takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RouteItems {
+    #[default]
+    All,
+    Nodes,
+    Edges,
+}
+
+/// An event route (`[[route]]`): matching records become one event each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteConfig {
+    pub table: String,
+    pub detail_type: String,
+    pub events: Vec<RouteEvent>,
+    /// Only items whose partition key value starts with this.
+    pub key_prefix: Option<String>,
+    pub items: RouteItems,
+}
+
+/// Alarm thresholds (`[alarms]`), in seconds of iterator age.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlarmConfig {
+    /// Warn when the oldest unprocessed record is this old. Default 300 (5 min).
+    pub iterator_age_warn_seconds: u64,
+    /// Page when it is this old, well before the 24 h retention. Default 3,600 (1 h).
+    pub iterator_age_page_seconds: u64,
+}

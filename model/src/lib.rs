@@ -1,0 +1,24 @@
+//! The pure core of streamdex: everything that can be decided without I/O.
+//!
+//! - [`value`]: DynamoDB attribute values and item images.
+//! - [`record`]: one change record, normalised from every shape AWS delivers.
+//! - [`config`]: the pipeline config (the one source of truth) and its validation.
+//! - [`sortkey`]: the CSS1 composite sort string codec.
+//! - [`index`]: which index rows an item image produces.
+//! - [`edge`]: which edge-set member an edge item contributes to its node.
+//! - [`plan`]: the change planner (old image, new image → minimal mutations).
+//!
+//! No I/O, no async, no AWS SDK: the other crates carry out what this one decides.
+
+pub mod config;
+pub mod edge;
+pub mod index;
+pub mod plan;
+pub mod record;
+pub mod sortkey;
+pub mod value;
+
+pub use config::Config;
+pub use plan::{plan, Mutation, Plan, PlanError};
+pub use record::{ChangeRecord, EventKind};
+pub use value::{Image, Value};

@@ -1,0 +1,30 @@
+//! DynamoDB attribute values and item images.
+//!
+//! We use `serde_dynamo::AttributeValue` as the value type: numbers stay the
+//! decimal text DynamoDB sent (never an `f64`), and it (de)serializes the
+//! DynamoDB JSON wire form (`{"S": "..."}`, `{"N": "4.2"}`, ...).
+
+use std::collections::HashMap;
+
+/// One DynamoDB attribute value. Numbers are kept as their exact decimal text.
+pub type Value = serde_dynamo::AttributeValue;
+
+/// An item image (or a key): attribute name → value.
+pub type Image = HashMap<String, Value>;
+
+/// The DynamoDB type tag of a value (`S`, `N`, `B`, `BOOL`, `NULL`, `M`, `L`, `SS`, `NS`, `BS`),
+/// for error messages.
+pub fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::S(_) => "S",
+        Value::N(_) => "N",
+        Value::B(_) => "B",
+        Value::Bool(_) => "BOOL",
+        Value::Null(_) => "NULL",
+        Value::M(_) => "M",
+        Value::L(_) => "L",
+        Value::Ss(_) => "SS",
+        Value::Ns(_) => "NS",
+        Value::Bs(_) => "BS",
+    }
+}
