@@ -1,0 +1,180 @@
+//! Edge sets: which items of a graph table are nodes and edges, and which
+//! member an edge contributes to its node's String Set.
+//!
+//! A node is an item whose sort key equals its partition key. Any other item
+//! of the partition is an edge of that node; its *edge type* is its sort key
+//! up to the first `-` (`GOALMEMBERSHIP-USER-42` → `GOALMEMBERSHIP`), or the
+//! whole sort key when it has no `-`.
+//!
+//! A member joins the configured parts of the edge with [`SEPARATOR`],
+//! escaping `\` as `\\` and the separator as `\#`, so [`decode_member`]
+//! recovers the parts exactly. Parts without those characters are copied as
+//! they are: `GOALMEMBERSHIP-USER-42#400-CONTRIBUTOR`.
+
+use crate::config::{EdgeSetConfig, TableConfig};
+use crate::sortkey;
+use crate::value::{type_name, Image, Value};
+
+/// Joins the parts of a member.
+pub const SEPARATOR: char = '#';
+const ESCAPE: char = '\\';
+
+/// What an item of a table with an edge set is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphItem<'a> {
+    /// A node: sort key == partition key.
+    Node { id: &'a str },
+    /// An edge of node `node`, of a type the edge set includes.
+    Edge { node: &'a str, edge_type: &'a str },
+    /// An edge of a type the edge set skips.
+    Skipped,
+}
+
+/// Why an item's graph role or member could not be worked out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EdgeError {
+    #[error("key attribute `{attribute}` must be a String (S) in a table with an edge set, got {found}")]
+    KeyNotString { attribute: String, found: &'static str },
+    #[error("key attribute `{attribute}` is missing")]
+    KeyMissing { attribute: String },
+    #[error("member part `{attribute}` must be S or N, got {found}")]
+    PartType { attribute: String, found: &'static str },
+    #[error("member part `{attribute}`: {source}")]
+    PartNumber { attribute: String, source: sortkey::SortKeyError },
+}
+
+/// The edge type of an edge's sort key.
+pub fn edge_type(sort_key: &str) -> &str {
+    sort_key.split_once('-').map_or(sort_key, |(head, _)| head)
+}
+
+fn key_str<'a>(item: &'a Image, attribute: &str) -> Result<&'a str, EdgeError> {
+    match item.get(attribute) {
+        Some(Value::S(s)) => Ok(s),
+        Some(other) => Err(EdgeError::KeyNotString { attribute: attribute.to_owned(), found: type_name(other) }),
+        None => Err(EdgeError::KeyMissing { attribute: attribute.to_owned() }),
+    }
+}
+
+/// Classifies an item (or its keys) of `table`, which has the edge set `set`.
+pub fn classify<'a>(set: &EdgeSetConfig, table: &TableConfig, keys: &'a Image) -> Result<GraphItem<'a>, EdgeError> {
+    let pk = key_str(keys, &table.partition_key)?;
+    // An edge set is only accepted on a table with a sort key (config validation).
+    let sk = match &table.sort_key {
+        Some(name) => key_str(keys, name)?,
+        None => return Ok(GraphItem::Skipped),
+    };
+    if pk == sk {
+        return Ok(GraphItem::Node { id: pk });
+    }
+    let ty = edge_type(sk);
+    if set.include.iter().any(|t| t == ty) {
+        Ok(GraphItem::Edge { node: pk, edge_type: ty })
+    } else {
+        Ok(GraphItem::Skipped)
+    }
+}
+
+/// The member an edge item contributes, or `None` when one of its parts is
+/// missing (or NULL): such an edge is not replicated.
+pub fn member(set: &EdgeSetConfig, item: &Image) -> Result<Option<String>, EdgeError> {
+    let mut out = String::new();
+    for (i, attribute) in set.member.iter().enumerate() {
+        if i > 0 {
+            out.push(SEPARATOR);
+        }
+        match item.get(attribute) {
+            None | Some(Value::Null(_)) => return Ok(None),
+            Some(Value::S(s)) => push_escaped(&mut out, s),
+            Some(Value::N(n)) => {
+                let canonical = sortkey::canonical_number(n)
+                    .map_err(|source| EdgeError::PartNumber { attribute: attribute.clone(), source })?;
+                push_escaped(&mut out, &canonical);
+            }
+            Some(other) => return Err(EdgeError::PartType { attribute: attribute.clone(), found: type_name(other) }),
+        }
+    }
+    Ok(Some(out))
+}
+
+fn push_escaped(out: &mut String, part: &str) {
+    if !part.contains([SEPARATOR, ESCAPE]) {
+        out.push_str(part);
+        return;
+    }
+    for c in part.chars() {
+        if c == SEPARATOR || c == ESCAPE {
+            out.push(ESCAPE);
+        }
+        out.push(c);
+    }
+}
+
+/// Splits a member back into its parts; `None` if it is not a valid encoding
+/// (a dangling or unknown escape).
+pub fn decode_member(member: &str) -> Option<Vec<String>> {
+    let mut parts = vec![String::new()];
+    let mut chars = member.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ESCAPE => match chars.next() {
+                Some(e @ (SEPARATOR | ESCAPE)) => parts.last_mut()?.push(e),
+                _ => return None,
+            },
+            SEPARATOR => parts.push(String::new()),
+            c => parts.last_mut()?.push(c),
+        }
+    }
+    Some(parts)
+}
+
+/// Encodes parts the way [`member`] does (for tools and tests).
+pub fn encode_member<S: AsRef<str>>(parts: &[S]) -> String {
+    let mut out = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(SEPARATOR);
+        }
+        push_escaped(&mut out, part.as_ref());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn edge_types() {
+        assert_eq!(edge_type("GOALMEMBERSHIP-USER-42"), "GOALMEMBERSHIP");
+        assert_eq!(edge_type("PLAIN"), "PLAIN");
+        assert_eq!(edge_type("-X"), "");
+    }
+
+    #[test]
+    fn plain_parts_are_copied() {
+        assert_eq!(encode_member(&["GOALMEMBERSHIP-USER-42", "400-CONTRIBUTOR"]), "GOALMEMBERSHIP-USER-42#400-CONTRIBUTOR");
+    }
+
+    #[test]
+    fn escapes() {
+        assert_eq!(encode_member(&["a#b", "c\\"]), "a\\#b#c\\\\");
+        assert_eq!(decode_member("a\\#b#c\\\\"), Some(vec!["a#b".to_owned(), "c\\".to_owned()]));
+        assert_eq!(decode_member("a\\"), None);
+        assert_eq!(decode_member("a\\x"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn members_round_trip(parts in proptest::collection::vec("[a-c#\\\\-]{0,6}", 1..4)) {
+            let encoded = encode_member(&parts);
+            prop_assert_eq!(decode_member(&encoded), Some(parts));
+        }
+
+        #[test]
+        fn distinct_parts_give_distinct_members(a in proptest::collection::vec("[a#\\\\]{0,4}", 2), b in proptest::collection::vec("[a#\\\\]{0,4}", 2)) {
+            prop_assert_eq!(a == b, encode_member(&a) == encode_member(&b));
+        }
+    }
+}

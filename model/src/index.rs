@@ -1,0 +1,286 @@
+//! Multikey indexes: the rows one item image produces for one index.
+//!
+//! An index is a function from an item image to a set of rows
+//! `(partition, sort) → projected attributes`. The partition is rendered from
+//! the index's template; the sort key is the CSS1 encoding of the configured
+//! columns followed by the source item's primary key (ascending), so two items
+//! never share a row. Items lacking a referenced attribute produce no row
+//! (sparse); values of the wrong type are errors.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use crate::config::{IndexConfig, TableConfig, TemplatePart, ValueRef};
+use crate::sortkey::{self, Column, ColumnType, Direction, SortKeyError};
+use crate::value::{type_name, Image, Value};
+
+/// DynamoDB's limit on a partition key value, in UTF-8 bytes.
+pub const MAX_PARTITION_BYTES: usize = 2048;
+
+/// At most this many rows per item and index; an item with more entries is
+/// refused (quarantined) rather than flooding the index table.
+pub const MAX_ROWS_PER_ITEM: usize = 1000;
+
+/// The key of one index row (both parts are Strings in the index table).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowKey {
+    pub partition: String,
+    pub sort: String,
+}
+
+/// Every row one item produces for one index: the keys (sorted, distinct) and
+/// the attributes every one of those rows carries.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Rows {
+    pub keys: Vec<RowKey>,
+    /// The source key attributes and the projected attributes the item has.
+    pub projection: Image,
+}
+
+/// Why an item's rows could not be derived. The record goes to quarantine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IndexError {
+    #[error("`for_each` attribute `{attribute}` must be a map, list or set, got {found}")]
+    ForEachType { attribute: String, found: &'static str },
+    #[error("`{attribute}` has {entries} entries, over the index's limit of {limit} rows per item")]
+    TooManyRows { attribute: String, entries: usize, limit: usize },
+    #[error("{entry}partition template reference `{reference}` must be S, N or BOOL, got {found}")]
+    PartitionType { entry: EntryLabel, reference: String, found: &'static str },
+    #[error("{entry}partition template reference `{reference}`: {source}")]
+    PartitionNumber { entry: EntryLabel, reference: String, source: SortKeyError },
+    #[error("{entry}the rendered partition key is empty")]
+    PartitionEmpty { entry: EntryLabel },
+    #[error("{entry}the rendered partition key is {bytes} bytes, over DynamoDB's {MAX_PARTITION_BYTES}-byte limit")]
+    PartitionTooLong { entry: EntryLabel, bytes: usize },
+    #[error("{entry}sort column {column} (`{reference}`): {source}")]
+    SortColumn { entry: EntryLabel, column: usize, reference: String, source: SortKeyError },
+    #[error("source key attribute `{attribute}` is missing or not S, N or B")]
+    SourceKey { attribute: String },
+    #[error("{entry}sort key: {source}")]
+    SortKey { entry: EntryLabel, source: SortKeyError },
+}
+
+/// Names the `for_each` entry an error is about (empty for per-item indexes).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EntryLabel(pub Option<String>);
+
+impl std::fmt::Display for EntryLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(label) => write!(f, "entry {label}: "),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One entry of the `for_each` attribute.
+struct Entry<'a> {
+    key: EntryKey<'a>,
+    value: Cow<'a, Value>,
+}
+
+enum EntryKey<'a> {
+    Name(&'a str),
+    Position(usize),
+    /// A set member: the key is the value.
+    Member,
+}
+
+impl Entry<'_> {
+    fn label(&self, attribute: &str) -> EntryLabel {
+        EntryLabel(Some(match self.key {
+            EntryKey::Name(k) => format!("`{attribute}.{k}`"),
+            EntryKey::Position(i) => format!("`{attribute}[{i}]`"),
+            EntryKey::Member => format!("member of `{attribute}`"),
+        }))
+    }
+
+    fn key_value(&self) -> Value {
+        match self.key {
+            EntryKey::Name(k) => Value::S(k.to_owned()),
+            EntryKey::Position(i) => Value::N(i.to_string()),
+            EntryKey::Member => self.value.as_ref().clone(),
+        }
+    }
+}
+
+/// Does `item` feed `index` at all (the source's key prefix)?
+pub fn selects(index: &IndexConfig, table: &TableConfig, item: &Image) -> bool {
+    match &index.source.key_prefix {
+        None => true,
+        Some(prefix) => matches!(item.get(&table.partition_key), Some(Value::S(pk)) if pk.starts_with(prefix.as_str())),
+    }
+}
+
+/// The rows `item` (an image of `table`) produces for `index`.
+pub fn rows(index: &IndexConfig, table: &TableConfig, item: &Image) -> Result<Rows, IndexError> {
+    if !selects(index, table, item) {
+        return Ok(Rows::default());
+    }
+    let suffix = key_suffix(table, item)?;
+    let mut keys = Vec::new();
+    match &index.for_each {
+        None => keys.extend(row_key(index, item, None, &suffix, EntryLabel::default)?),
+        Some(attribute) => {
+            let entries = entries(attribute, item.get(attribute))?;
+            if entries.len() > MAX_ROWS_PER_ITEM {
+                return Err(IndexError::TooManyRows {
+                    attribute: attribute.clone(),
+                    entries: entries.len(),
+                    limit: MAX_ROWS_PER_ITEM,
+                });
+            }
+            keys.reserve(entries.len());
+            for entry in &entries {
+                keys.extend(row_key(index, item, Some(entry), &suffix, || entry.label(attribute))?);
+            }
+        }
+    }
+    if keys.is_empty() {
+        return Ok(Rows::default());
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    Ok(Rows { keys, projection: projection(index, table, item) })
+}
+
+fn entries<'a>(attribute: &str, value: Option<&'a Value>) -> Result<Vec<Entry<'a>>, IndexError> {
+    let list = match value {
+        None | Some(Value::Null(_)) => Vec::new(),
+        Some(Value::M(map)) => map
+            .iter()
+            .map(|(k, value)| Entry { key: EntryKey::Name(k), value: Cow::Borrowed(value) })
+            .collect(),
+        Some(Value::L(list)) => list
+            .iter()
+            .enumerate()
+            .map(|(i, value)| Entry { key: EntryKey::Position(i), value: Cow::Borrowed(value) })
+            .collect(),
+        Some(Value::Ss(members)) => members.iter().map(|m| member(Value::S(m.clone()))).collect(),
+        Some(Value::Ns(members)) => members.iter().map(|m| member(Value::N(m.clone()))).collect(),
+        Some(Value::Bs(members)) => members.iter().map(|m| member(Value::B(m.clone()))).collect(),
+        Some(other) => {
+            return Err(IndexError::ForEachType { attribute: attribute.to_owned(), found: type_name(other) });
+        }
+    };
+    Ok(list)
+}
+
+fn member(value: Value) -> Entry<'static> {
+    Entry { key: EntryKey::Member, value: Cow::Owned(value) }
+}
+
+/// The CSS1 encoding of the source item's primary key, appended to every sort key.
+fn key_suffix(table: &TableConfig, item: &Image) -> Result<String, IndexError> {
+    let mut out = String::new();
+    for attribute in std::iter::once(&table.partition_key).chain(table.sort_key.as_ref()) {
+        let value = item.get(attribute);
+        let ty = match value {
+            Some(Value::S(_)) => ColumnType::S,
+            Some(Value::N(_)) => ColumnType::N,
+            Some(Value::B(_)) => ColumnType::B,
+            _ => return Err(IndexError::SourceKey { attribute: attribute.clone() }),
+        };
+        sortkey::encode_value(&Column::new(ty, Direction::Asc), value, &mut out)
+            .map_err(|_| IndexError::SourceKey { attribute: attribute.clone() })?;
+    }
+    Ok(out)
+}
+
+fn lookup<'a>(item: &'a Image, entry: Option<&'a Entry<'a>>, reference: &ValueRef, key_value: &'a Option<Value>) -> Option<&'a Value> {
+    match reference {
+        ValueRef::Attribute(name) => item.get(name),
+        ValueRef::EntryValue => entry.map(|e| e.value.as_ref()),
+        ValueRef::EntryKey => key_value.as_ref(),
+    }
+}
+
+fn describe(reference: &ValueRef) -> String {
+    match reference {
+        ValueRef::Attribute(name) => name.clone(),
+        ValueRef::EntryKey => "entry.key".to_owned(),
+        ValueRef::EntryValue => "entry.value".to_owned(),
+    }
+}
+
+/// The row key for the item (and entry), or `None` when a referenced value is missing.
+fn row_key(
+    index: &IndexConfig,
+    item: &Image,
+    entry: Option<&Entry<'_>>,
+    suffix: &str,
+    label: impl Fn() -> EntryLabel,
+) -> Result<Option<RowKey>, IndexError> {
+    let key_value = entry.map(Entry::key_value);
+    let Some(partition) = render_partition(index, item, entry, &key_value, &label)? else {
+        return Ok(None);
+    };
+    let mut sort = String::with_capacity(32 + suffix.len());
+    for (i, column) in index.sort.iter().enumerate() {
+        let value = lookup(item, entry, &column.value, &key_value);
+        if value.is_none() && !matches!(column.value, ValueRef::Attribute(_)) {
+            return Ok(None);
+        }
+        sortkey::encode_value(&column.column, value, &mut sort).map_err(|source| IndexError::SortColumn {
+            entry: label(),
+            column: i + 1,
+            reference: describe(&column.value),
+            source,
+        })?;
+    }
+    sort.push_str(suffix);
+    sortkey::check_length(&sort).map_err(|source| IndexError::SortKey { entry: label(), source })?;
+    Ok(Some(RowKey { partition, sort }))
+}
+
+fn render_partition(
+    index: &IndexConfig,
+    item: &Image,
+    entry: Option<&Entry<'_>>,
+    key_value: &Option<Value>,
+    label: &impl Fn() -> EntryLabel,
+) -> Result<Option<String>, IndexError> {
+    let mut out = String::new();
+    for part in &index.partition.parts {
+        match part {
+            TemplatePart::Literal(text) => out.push_str(text),
+            TemplatePart::Ref(reference) => match lookup(item, entry, reference, key_value) {
+                None | Some(Value::Null(_)) => return Ok(None),
+                Some(Value::S(s)) => out.push_str(s),
+                Some(Value::N(n)) => {
+                    let canonical = sortkey::canonical_number(n).map_err(|source| IndexError::PartitionNumber {
+                        entry: label(),
+                        reference: describe(reference),
+                        source,
+                    })?;
+                    out.push_str(&canonical);
+                }
+                Some(Value::Bool(b)) => {
+                    let _ = write!(out, "{b}");
+                }
+                Some(other) => {
+                    return Err(IndexError::PartitionType {
+                        entry: label(),
+                        reference: describe(reference),
+                        found: type_name(other),
+                    })
+                }
+            },
+        }
+    }
+    if out.is_empty() {
+        return Err(IndexError::PartitionEmpty { entry: label() });
+    }
+    if out.len() > MAX_PARTITION_BYTES {
+        return Err(IndexError::PartitionTooLong { entry: label(), bytes: out.len() });
+    }
+    Ok(Some(out))
+}
+
+/// The attributes every row of the item carries: the source key and the projection.
+fn projection(index: &IndexConfig, table: &TableConfig, item: &Image) -> Image {
+    let names = std::iter::once(&table.partition_key)
+        .chain(table.sort_key.as_ref())
+        .chain(index.project.iter());
+    names.filter_map(|name| item.get(name).map(|v| (name.clone(), v.clone()))).collect()
+}

@@ -19,6 +19,6 @@ pub mod sortkey;
 pub mod value;
 
 pub use config::Config;
-pub use plan::{plan, Mutation, Plan, PlanError};
+pub use plan::{Mutation, Plan, PlanError, Planner};
 pub use record::{ChangeRecord, EventKind};
 pub use value::{Image, Value};

@@ -1,6 +1,323 @@
-//! The change planner. TODO.
-pub struct Plan;
-pub enum Mutation {}
-#[derive(Debug)]
-pub struct PlanError;
-pub fn plan() {}
+//! The change planner: from one change record and the config, the minimal
+//! list of mutations that keeps index rows and edge sets in step.
+//!
+//! Plans are values. One place (the indexer's executor, or the in-memory
+//! model in tests) carries them out; the planner itself does no I/O.
+//!
+//! The rules (see `docs/DESIGN.md`, "Invariants"):
+//!
+//! - **Indexes.** rows(old) and rows(new) are compared: rows only in old are
+//!   deleted, rows only in new are put, rows in both are put again only when
+//!   their projection changed. Puts come before deletes. An index whose
+//!   referenced attributes are all unchanged is not even derived.
+//! - **Edge sets.** An edge INSERT adds its member to its node's set, a REMOVE
+//!   removes it, a MODIFY that changes the member adds the new one and then
+//!   removes the old one. A node INSERT, and a node whose set and marker both
+//!   vanished (a PutItem overwrite), restore the set from the node's partition.
+//!   The pipeline's own writes keep the marker (`complete_attribute`), so
+//!   they never plan anything: the loop is closed.
+//! - **Poison.** A new image that cannot be indexed (wrong types, a key over
+//!   1024 bytes) still has its old rows deleted, and the plan reports the
+//!   problem so the record is quarantined. So the index always holds exactly
+//!   rows(old image) of the next record, with unusable images counting as
+//!   none, and an old image's own errors can be read as "no rows".
+
+use crate::config::{Config, EdgeSetConfig, IndexConfig, TableConfig, TemplatePart, ValueRef};
+use crate::edge::{self, EdgeError, GraphItem};
+use crate::index::{self, IndexError, RowKey, Rows};
+use crate::record::{ChangeRecord, EventKind};
+use crate::value::Image;
+
+/// One change to derived data. `index` and `edge_set` are positions in the
+/// config's `indexes` and `edge_sets`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mutation {
+    /// Write the index row with these attributes (the key attributes are added
+    /// by the executor under the index's key names).
+    PutRow { index: usize, key: RowKey, attributes: Image },
+    /// Delete the index row.
+    DeleteRow { index: usize, key: RowKey },
+    /// Add `member` to the set on node `node` (key: partition = sort = `node`),
+    /// if the node exists.
+    AddMember { edge_set: usize, node: String, member: String },
+    /// Remove `member` from the set on node `node`, if the node exists.
+    RemoveMember { edge_set: usize, node: String, member: String },
+    /// Rebuild the set of node `node` from a Query of its partition.
+    RestoreSet { edge_set: usize, node: String },
+}
+
+impl Mutation {
+    /// A short name for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Mutation::PutRow { .. } => "put_row",
+            Mutation::DeleteRow { .. } => "delete_row",
+            Mutation::AddMember { .. } => "add_member",
+            Mutation::RemoveMember { .. } => "remove_member",
+            Mutation::RestoreSet { .. } => "restore_set",
+        }
+    }
+}
+
+/// Why (part of) a record could not be planned. The record is quarantined
+/// after its plan's mutations are applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("table `{table}` is not declared in the config")]
+    UnknownTable { table: String },
+    #[error("cannot tell the record's table: it has no eventSourceARN and its key attributes ({keys}) match no declared table")]
+    NoTable { keys: String },
+    #[error("index `{index}`: {source}")]
+    Index { index: String, source: Box<IndexError> },
+    #[error("edge set `{attribute}` of table `{table}`: {source}")]
+    Edge { table: String, attribute: String, source: EdgeError },
+}
+
+/// The plan for one record.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Plan {
+    pub mutations: Vec<Mutation>,
+    /// Problems found; non-empty means the record goes to quarantine once the
+    /// mutations are applied.
+    pub problems: Vec<PlanError>,
+}
+
+impl Plan {
+    pub fn clear(&mut self) {
+        self.mutations.clear();
+        self.problems.clear();
+    }
+}
+
+/// What the planner precomputes for one source table.
+#[derive(Debug, Clone)]
+struct TablePlan {
+    table: usize,
+    /// (position in `config.indexes`, attributes the index reads).
+    indexes: Vec<(usize, Vec<String>)>,
+    edge_set: Option<usize>,
+}
+
+/// Plans records against one config.
+#[derive(Debug, Clone)]
+pub struct Planner<'c> {
+    config: &'c Config,
+    tables: Vec<TablePlan>,
+}
+
+impl<'c> Planner<'c> {
+    pub fn new(config: &'c Config) -> Planner<'c> {
+        let tables = config
+            .tables
+            .iter()
+            .enumerate()
+            .map(|(t, table)| TablePlan {
+                table: t,
+                indexes: config
+                    .indexes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| i.source.table == table.name)
+                    .map(|(i, index)| (i, read_attributes(index, table)))
+                    .collect(),
+                edge_set: config.edge_sets.iter().position(|e| e.table == table.name),
+            })
+            .collect();
+        Planner { config, tables }
+    }
+
+    pub fn config(&self) -> &'c Config {
+        self.config
+    }
+
+    /// The declared table a record comes from: its `eventSourceARN`'s table,
+    /// or else the one declared table whose key attributes are the record's.
+    pub fn table_of(&self, record: &ChangeRecord) -> Result<&'c TableConfig, PlanError> {
+        if let Some(name) = &record.table {
+            return self
+                .config
+                .table(name)
+                .ok_or_else(|| PlanError::UnknownTable { table: name.clone() });
+        }
+        let matches = |t: &TableConfig| {
+            record.keys.len() == 1 + usize::from(t.sort_key.is_some())
+                && record.keys.contains_key(&t.partition_key)
+                && t.sort_key.as_ref().is_none_or(|sk| record.keys.contains_key(sk))
+        };
+        let mut found = self.config.tables.iter().filter(|t| matches(t));
+        match (found.next(), found.next()) {
+            (Some(table), None) => Ok(table),
+            _ => {
+                let mut keys: Vec<&str> = record.keys.keys().map(String::as_str).collect();
+                keys.sort_unstable();
+                Err(PlanError::NoTable { keys: keys.join(", ") })
+            }
+        }
+    }
+
+    /// Plans `record`.
+    pub fn plan(&self, record: &ChangeRecord) -> Plan {
+        let mut plan = Plan::default();
+        self.plan_into(record, &mut plan);
+        plan
+    }
+
+    /// Plans `record` into `plan` (cleared first), reusing its allocations.
+    pub fn plan_into(&self, record: &ChangeRecord, plan: &mut Plan) {
+        plan.clear();
+        let table = match self.table_of(record) {
+            Ok(table) => table,
+            Err(e) => return plan.problems.push(e),
+        };
+        let Some(tp) = self.tables.iter().find(|tp| std::ptr::eq(&self.config.tables[tp.table], table)) else {
+            return;
+        };
+        let (old, new) = images(record);
+        for (i, reads) in &tp.indexes {
+            if let (Some(o), Some(n)) = (old, new) {
+                if reads.iter().all(|a| o.get(a) == n.get(a)) {
+                    continue;
+                }
+            }
+            plan_index(*i, &self.config.indexes[*i], table, old, new, plan);
+        }
+        if let Some(e) = tp.edge_set {
+            if let Err(source) = plan_edge_set(e, &self.config.edge_sets[e], table, record, old, new, &mut plan.mutations) {
+                let set = &self.config.edge_sets[e];
+                plan.problems.push(PlanError::Edge { table: set.table.clone(), attribute: set.attribute.clone(), source });
+            }
+        }
+    }
+}
+
+/// The images that count for the record's kind.
+fn images(record: &ChangeRecord) -> (Option<&Image>, Option<&Image>) {
+    match record.kind {
+        EventKind::Insert => (None, record.new.as_ref()),
+        EventKind::Modify => (record.old.as_ref(), record.new.as_ref()),
+        EventKind::Remove => (record.old.as_ref(), None),
+    }
+}
+
+/// Every attribute an index reads: if all are equal in old and new, its rows are.
+fn read_attributes(index: &IndexConfig, table: &TableConfig) -> Vec<String> {
+    let mut names: Vec<String> = std::iter::once(&table.partition_key)
+        .chain(table.sort_key.as_ref())
+        .chain(index.for_each.as_ref())
+        .chain(index.project.iter())
+        .cloned()
+        .collect();
+    let refs = index
+        .partition
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            TemplatePart::Ref(r) => Some(r),
+            TemplatePart::Literal(_) => None,
+        })
+        .chain(index.sort.iter().map(|c| &c.value));
+    for r in refs {
+        if let ValueRef::Attribute(name) = r {
+            names.push(name.clone());
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+fn plan_index(i: usize, index: &IndexConfig, table: &TableConfig, old: Option<&Image>, new: Option<&Image>, plan: &mut Plan) {
+    // An old image that cannot be indexed produced no rows (see the module doc).
+    let old_rows = old.and_then(|o| index::rows(index, table, o).ok()).unwrap_or_default();
+    let new_rows = match new.map(|n| index::rows(index, table, n)).transpose() {
+        Ok(rows) => rows.unwrap_or_default(),
+        Err(source) => {
+            plan.problems.push(PlanError::Index { index: index.name.clone(), source: Box::new(source) });
+            Rows::default()
+        }
+    };
+    diff_rows(i, old_rows, new_rows, &mut plan.mutations);
+}
+
+/// Puts for rows new or changed, then deletes for rows gone.
+fn diff_rows(i: usize, old: Rows, new: Rows, out: &mut Vec<Mutation>) {
+    let same_projection = old.projection == new.projection;
+    let mut deletes = Vec::new();
+    let (mut a, mut b) = (old.keys.into_iter().peekable(), new.keys.into_iter().peekable());
+    loop {
+        let order = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) => x.cmp(y),
+        };
+        match order {
+            std::cmp::Ordering::Less => deletes.extend(a.next().map(|key| Mutation::DeleteRow { index: i, key })),
+            std::cmp::Ordering::Greater => {
+                out.extend(b.next().map(|key| Mutation::PutRow { index: i, key, attributes: new.projection.clone() }))
+            }
+            std::cmp::Ordering::Equal => {
+                a.next();
+                if let Some(key) = b.next() {
+                    if !same_projection {
+                        out.push(Mutation::PutRow { index: i, key, attributes: new.projection.clone() });
+                    }
+                }
+            }
+        }
+    }
+    out.append(&mut deletes);
+}
+
+fn has(image: Option<&Image>, attribute: &str) -> bool {
+    image.is_some_and(|i| i.contains_key(attribute))
+}
+
+fn plan_edge_set(
+    e: usize,
+    set: &EdgeSetConfig,
+    table: &TableConfig,
+    record: &ChangeRecord,
+    old: Option<&Image>,
+    new: Option<&Image>,
+    out: &mut Vec<Mutation>,
+) -> Result<(), EdgeError> {
+    match edge::classify(set, table, &record.keys)? {
+        GraphItem::Skipped => Ok(()),
+        GraphItem::Node { id } => {
+            let wiped = || {
+                (has(old, &set.attribute) || has(old, &set.complete_attribute))
+                    && !has(new, &set.attribute)
+                    && !has(new, &set.complete_attribute)
+            };
+            let restore = match record.kind {
+                EventKind::Insert => new.is_some(),
+                EventKind::Modify => new.is_some() && wiped(),
+                EventKind::Remove => false,
+            };
+            if restore {
+                out.push(Mutation::RestoreSet { edge_set: e, node: id.to_owned() });
+            }
+            Ok(())
+        }
+        GraphItem::Edge { node, .. } => {
+            let old_member = old.and_then(|o| edge::member(set, o).ok().flatten());
+            let (new_member, problem) = match new.map(|n| edge::member(set, n)).transpose() {
+                Ok(m) => (m.flatten(), None),
+                Err(err) => (None, Some(err)),
+            };
+            if old_member != new_member {
+                if let Some(member) = new_member {
+                    out.push(Mutation::AddMember { edge_set: e, node: node.to_owned(), member });
+                }
+                if let Some(member) = old_member {
+                    out.push(Mutation::RemoveMember { edge_set: e, node: node.to_owned(), member });
+                }
+            }
+            problem.map_or(Ok(()), Err)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

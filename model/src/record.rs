@@ -2,9 +2,53 @@
 //! stream record in: the Lambda DynamoDB event, a DynamoDB Streams
 //! `GetRecords` response, and JSON Lines with one record per line.
 //!
-//! PARSING IS TODO (helper): see the contract at the bottom of this file.
+//! # Parsing
+//!
+//! - [`parse_batch`]: a Lambda event or a `GetRecords` response, both
+//!   `{"Records": [...], ...}`.
+//! - [`parse_json_lines`]: one record object per line (either spelling),
+//!   blank lines ignored; each record comes with its line number.
+//! - [`parse_any`]: detects which of the two it was given.
+//! - [`parse_record`]: one record's JSON.
+//!
+//! Input that is not JSON at all (or not one of these shapes) is a
+//! [`ParseError`] with a line and column. Otherwise every record comes back
+//! as a [`Received`], with its raw JSON text (for the quarantine), its
+//! sequence number when it has a usable one (for `batchItemFailures`) and
+//! either the [`ChangeRecord`] or the [`RecordError`] that says why it is
+//! unusable. One bad record never stops the others from parsing.
+//!
+//! Parsing is two-step: the document into borrowed raw records, then each raw
+//! record into private borrowed serde structs, then validation. Nothing goes
+//! through `serde_json::Value` or `f64`: numbers stay their exact decimal text
+//! and `ApproximateCreationDateTime` is read from its digits.
+//!
+//! Error messages never carry item contents: they name the record (by
+//! sequence number, else `eventID`, else position), the image and the
+//! attribute name, and say what is wrong, never what the value was.
+//!
+//! With the `lambda-events` feature, a record already deserialized by
+//! `aws_lambda_events` converts with `ChangeRecord::try_from`. That path is
+//! secondary and lossy: aws_lambda_events 1.2.1 mis-reads a fractional
+//! `ApproximateCreationDateTime` (microseconds stored as nanoseconds, after an
+//! `f64` step), so the conversion keeps whole seconds only; it also cannot
+//! tell an absent image from an empty one. The raw parsers are the main path.
+
+mod attr;
+#[cfg(feature = "lambda-events")]
+mod lambda;
+mod parse;
+#[cfg(test)]
+mod tests;
+mod time;
+
+use std::fmt;
+
+use serde_json::value::RawValue;
 
 use crate::value::Image;
+
+pub use parse::{parse_any, parse_batch, parse_json_lines, parse_record, table_from_arn};
 
 /// What happened to the item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,4 +111,199 @@ pub struct ChangeRecord {
     /// True when `userIdentity` says the TTL service deleted the item
     /// (type `Service`, principal `dynamodb.amazonaws.com`, either key spelling).
     pub ttl_expiry: bool,
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl ViewType {
+    /// The stream's spelling: `KEYS_ONLY`, `NEW_IMAGE`, `OLD_IMAGE`,
+    /// `NEW_AND_OLD_IMAGES`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ViewType::KeysOnly => "KEYS_ONLY",
+            ViewType::NewImage => "NEW_IMAGE",
+            ViewType::OldImage => "OLD_IMAGE",
+            ViewType::NewAndOldImages => "NEW_AND_OLD_IMAGES",
+        }
+    }
+}
+
+impl fmt::Display for ViewType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One stream record as received: its raw JSON, and what it parsed to.
+#[derive(Debug)]
+pub struct Received {
+    /// The record's JSON text exactly as delivered (for the quarantine).
+    pub raw: Box<RawValue>,
+    /// `dynamodb.SequenceNumber` when the record has a usable one (a non-empty
+    /// string of decimal digits), even when the record itself is unusable: it
+    /// is what `batchItemFailures` reports.
+    pub sequence_number: Option<String>,
+    pub record: Result<ChangeRecord, RecordError>,
+}
+
+/// Which part of `dynamodb` an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImagePart {
+    Keys,
+    NewImage,
+    OldImage,
+}
+
+impl ImagePart {
+    /// The stream's spelling: `Keys`, `NewImage`, `OldImage`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImagePart::Keys => "Keys",
+            ImagePart::NewImage => "NewImage",
+            ImagePart::OldImage => "OldImage",
+        }
+    }
+}
+
+impl fmt::Display for ImagePart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How an image disagrees with `Keys`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyProblem {
+    /// The image lacks the key attribute.
+    Missing,
+    /// The image has the key attribute with another value (or type).
+    Different,
+}
+
+impl fmt::Display for KeyProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KeyProblem::Missing => "missing",
+            KeyProblem::Different => "different",
+        })
+    }
+}
+
+/// How an error names its record: by sequence number when it has one, else by
+/// `eventID`, else by position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordId {
+    /// `dynamodb.SequenceNumber`.
+    Sequence(String),
+    /// `eventID`, for a record without a usable sequence number.
+    EventId(String),
+    /// Position in the batch's `Records` array, from 0.
+    Index(usize),
+    /// Line of a JSON Lines file (or of the line a lone record starts on), from 1.
+    Line(usize),
+    /// A record given on its own ([`parse_record`]), without either.
+    Unidentified,
+}
+
+impl fmt::Display for RecordId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordId::Sequence(seq) => write!(f, "record {seq}"),
+            RecordId::EventId(id) => write!(f, "record with eventID {id:?} (no usable SequenceNumber)"),
+            RecordId::Index(index) => write!(f, "record Records[{index}] (no SequenceNumber or eventID)"),
+            RecordId::Line(line) => write!(f, "record on line {line} (no SequenceNumber or eventID)"),
+            RecordId::Unidentified => f.write_str("record without SequenceNumber or eventID"),
+        }
+    }
+}
+
+/// Why one stream record is unusable. Every message names the record (see
+/// [`RecordId`]) and never carries item contents: at most an attribute name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The record is valid JSON but not an object.
+    #[error("{record}: not a JSON object")]
+    NotAnObject { record: RecordId },
+    /// A field has the wrong JSON type (or is duplicated, or nests too deep).
+    #[error("{record}: malformed record: {reason}")]
+    Malformed { record: RecordId, reason: String },
+    #[error("{record}: no `dynamodb` part")]
+    NoDynamodb { record: RecordId },
+    #[error("{record}: no `dynamodb.SequenceNumber`")]
+    MissingSequenceNumber { record: RecordId },
+    #[error("{record}: `dynamodb.SequenceNumber` is not a string of decimal digits")]
+    BadSequenceNumber { record: RecordId },
+    #[error("{record}: no `eventName`")]
+    MissingEventName { record: RecordId },
+    /// `name` is clipped to a few dozen characters.
+    #[error("{record}: unknown eventName {name:?} (expected INSERT, MODIFY or REMOVE)")]
+    UnknownEventName { record: RecordId, name: String },
+    /// `view_type` is clipped to a few dozen characters.
+    #[error(
+        "{record}: unknown StreamViewType {view_type:?} \
+         (expected KEYS_ONLY, NEW_IMAGE, OLD_IMAGE or NEW_AND_OLD_IMAGES)"
+    )]
+    UnknownViewType { record: RecordId, view_type: String },
+    /// `Keys` is absent, null or `{}`.
+    #[error("{record}: no `Keys` (or an empty one)")]
+    NoKeys { record: RecordId },
+    /// `Keys`, `NewImage` or `OldImage` is not a JSON object.
+    #[error("{record}: `{part}` is not a JSON object")]
+    NotAnImage { record: RecordId, part: ImagePart },
+    /// One attribute value is not valid DynamoDB JSON.
+    #[error("{record}: attribute `{attribute}` of `{part}` {reason}")]
+    BadAttribute { record: RecordId, part: ImagePart, attribute: String, reason: String },
+    /// The event needs an image the record does not carry, and the record does
+    /// not say its stream's view type rules that image out.
+    #[error("{record}: {kind} record has no `{part}`")]
+    MissingImage { record: RecordId, kind: EventKind, part: ImagePart },
+    /// The event needs an image that the stream's view type never provides.
+    #[error(
+        "{record}: {kind} record has no `{part}` because the stream view type is {view_type}; \
+         the stream view type must be NEW_AND_OLD_IMAGES"
+    )]
+    ViewTypeLacksImage { record: RecordId, kind: EventKind, part: ImagePart, view_type: ViewType },
+    /// A key attribute of `Keys` is missing from an image or differs there.
+    #[error("{record}: key attribute `{attribute}` is {problem} in `{part}`")]
+    KeyMismatch { record: RecordId, part: ImagePart, attribute: String, problem: KeyProblem },
+    /// `ApproximateCreationDateTime` is not epoch seconds (or an RFC 3339 time).
+    #[error("{record}: bad ApproximateCreationDateTime: {reason}")]
+    BadCreationTime { record: RecordId, reason: String },
+}
+
+impl RecordError {
+    /// The record the error is about.
+    pub fn record(&self) -> &RecordId {
+        match self {
+            RecordError::NotAnObject { record }
+            | RecordError::Malformed { record, .. }
+            | RecordError::NoDynamodb { record }
+            | RecordError::MissingSequenceNumber { record }
+            | RecordError::BadSequenceNumber { record }
+            | RecordError::MissingEventName { record }
+            | RecordError::UnknownEventName { record, .. }
+            | RecordError::UnknownViewType { record, .. }
+            | RecordError::NoKeys { record }
+            | RecordError::NotAnImage { record, .. }
+            | RecordError::BadAttribute { record, .. }
+            | RecordError::MissingImage { record, .. }
+            | RecordError::ViewTypeLacksImage { record, .. }
+            | RecordError::KeyMismatch { record, .. }
+            | RecordError::BadCreationTime { record, .. } => record,
+        }
+    }
+}
+
+/// The input as a whole is unusable: not UTF-8, not JSON, or not one of the
+/// accepted shapes. `line` and `column` count from 1 (column in bytes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}, column {column}: {message}")]
+pub struct ParseError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
 }

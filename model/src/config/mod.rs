@@ -1,10 +1,27 @@
 //! The pipeline config: tables, edge sets, multikey indexes, event routes and
 //! alarm thresholds. One TOML file, loaded into these typed structs and
-//! validated as a whole (see [`load`]).
+//! validated as a whole (see [`load`] and [`parse`]).
 //!
-//! LOADING IS TODO (helper).
+//! The syntax is documented, key by key, in the annotated example
+//! [`EXAMPLE_CONFIG`] (`streamdex.example.toml` at the workspace root).
+//! A refused config yields [`ConfigError::Invalid`] with every problem found,
+//! each as `FILE:LINE:COLUMN: KEY: REASON`.
+
+mod error;
+mod load;
+mod raw;
+mod template;
+#[cfg(test)]
+mod tests;
+
+pub use error::{ConfigError, Problem};
+pub use load::{defaults, limits, load, parse};
 
 use crate::sortkey::Column;
+
+/// The annotated example config (`streamdex.example.toml`): three typical
+/// uses, every key explained. It parses and validates.
+pub const EXAMPLE_CONFIG: &str = include_str!("../../../streamdex.example.toml");
 
 /// The whole, validated pipeline config.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +39,16 @@ impl Config {
     pub fn table(&self, name: &str) -> Option<&TableConfig> {
         self.tables.iter().find(|t| t.name == name)
     }
+
+    /// The edge set of this table, if it has one (a table has at most one).
+    pub fn edge_set(&self, table: &str) -> Option<&EdgeSetConfig> {
+        self.edge_sets.iter().find(|e| e.table == table)
+    }
+
+    /// The index with this name.
+    pub fn index(&self, name: &str) -> Option<&IndexConfig> {
+        self.indexes.iter().find(|i| i.name == name)
+    }
 }
 
 /// A source table (`[table.NAME]`).
@@ -32,6 +59,15 @@ pub struct TableConfig {
     pub sort_key: Option<String>,
     /// The TTL attribute, when the table expires items.
     pub ttl_attribute: Option<String>,
+}
+
+impl TableConfig {
+    /// The primary key attribute names: the partition key, then the sort key if any.
+    pub fn primary_key(&self) -> Vec<&str> {
+        let mut keys = vec![self.partition_key.as_str()];
+        keys.extend(self.sort_key.as_deref());
+        keys
+    }
 }
 
 /// An edge set (`[[edge_set]]`): a String Set on each node item of `table`
@@ -139,6 +175,24 @@ pub enum RouteEvent {
     Expire,
 }
 
+impl RouteEvent {
+    /// The name used in the config: `INSERT`, `MODIFY`, `REMOVE`, `EXPIRE`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteEvent::Insert => "INSERT",
+            RouteEvent::Modify => "MODIFY",
+            RouteEvent::Remove => "REMOVE",
+            RouteEvent::Expire => "EXPIRE",
+        }
+    }
+}
+
+impl std::fmt::Display for RouteEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Which items of a table with an edge set a route takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RouteItems {
@@ -146,6 +200,17 @@ pub enum RouteItems {
     All,
     Nodes,
     Edges,
+}
+
+impl RouteItems {
+    /// The name used in the config: `all`, `nodes`, `edges`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteItems::All => "all",
+            RouteItems::Nodes => "nodes",
+            RouteItems::Edges => "edges",
+        }
+    }
 }
 
 /// An event route (`[[route]]`): matching records become one event each.

@@ -2,10 +2,36 @@
 //! UTF-8 byte order equals the tuples' order. The format is specified in
 //! `shared/css1.md` (copied to `docs/css1.md`).
 //!
-//! API CONTRACT — bodies are TODO (helper). Signatures may gain items but
-//! these must stay as they are: the planner uses them.
+//! - Encoding: [`encode_value`] appends one element, [`encode`] builds a whole
+//!   key (and checks its length), [`encode_sort_value`] / [`encode_sort_values`]
+//!   do the same from decoded [`SortValue`]s (the only way to put a DATE or
+//!   TIMESTAMP into an ANY column).
+//! - Decoding: [`decode`] is strict: it accepts exactly the strings that
+//!   encoding produces, so `encode_sort_values(decode(k)) == k` for every
+//!   accepted `k`. It never panics.
+//! - Queries: [`prefix`], [`after`], [`between`] and [`succ`] build the sort
+//!   key conditions of a DynamoDB Query ([`KeyCondition`]).
+//! - Schemas: [`Schema`] parses the command-line syntax `N:asc,S:desc:nulls-last`.
+//!
+//! Numbers are parsed exactly from their decimal text (never through `f64`).
 
-use crate::value::Value;
+mod b64s;
+mod bounds;
+mod decode;
+mod encode;
+mod number;
+mod schema;
+mod time;
+
+#[cfg(test)]
+mod tests;
+
+pub use bounds::{after, between, prefix, succ, KeyCondition};
+pub use decode::decode;
+pub use schema::Schema;
+
+use crate::value::{type_name, Value};
+use encode::Elem;
 
 /// Keys are never longer than this many UTF-8 bytes (DynamoDB's sort key limit).
 pub const MAX_KEY_BYTES: usize = 1024;
@@ -54,6 +80,11 @@ impl Column {
         };
         Column { ty, direction, nulls }
     }
+
+    /// The same column with an explicit null placement.
+    pub fn with_nulls(self, nulls: Nulls) -> Column {
+        Column { nulls, ..self }
+    }
 }
 
 /// A decoded (canonical) value.
@@ -71,27 +102,279 @@ pub enum SortValue {
     B(Vec<u8>),
 }
 
-/// Why a value could not be encoded or a key could not be decoded.
+impl SortValue {
+    /// The DynamoDB value this stands for, for printing: DATE and TIMESTAMP
+    /// become `S`, numbers keep their canonical text, null is `NULL`.
+    pub fn to_value(&self) -> Value {
+        match self {
+            SortValue::Null => Value::Null(true),
+            SortValue::Bool(b) => Value::Bool(*b),
+            SortValue::N(n) => Value::N(n.clone()),
+            SortValue::Date(s) | SortValue::Timestamp(s) | SortValue::S(s) => Value::S(s.clone()),
+            SortValue::B(b) => Value::B(b.clone()),
+        }
+    }
+
+    /// The type tag used in messages: `NULL`, `BOOL`, `N`, `DATE`, `TIMESTAMP`, `S`, `B`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            SortValue::Null => "NULL",
+            SortValue::Bool(_) => "BOOL",
+            SortValue::N(_) => "N",
+            SortValue::Date(_) => "DATE",
+            SortValue::Timestamp(_) => "TIMESTAMP",
+            SortValue::S(_) => "S",
+            SortValue::B(_) => "B",
+        }
+    }
+}
+
+/// Why a value could not be encoded, a key could not be decoded, or a schema
+/// could not be parsed.
+///
+/// Errors from [`encode_value`] and [`encode_sort_value`] do not name the
+/// column (the caller knows it); [`encode`], [`prefix`], [`after`] and
+/// [`between`] wrap them in [`SortKeyError::InColumn`]. Column numbers in
+/// messages are 1-based; byte offsets into a key are 0-based.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SortKeyError {
-    #[error("TODO")]
-    Todo,
+    /// The N text is not a decimal number (also NaN, Infinity, empty text).
+    #[error("not a number: `{text}`")]
+    NotANumber { text: String },
+    /// More than 38 significant digits.
+    #[error("number has {digits} significant digits (max 38): `{text}`")]
+    TooManyDigits { digits: usize, text: String },
+    /// The (scientific) exponent is outside −130..125.
+    #[error("number is out of range (exponent {exponent} is outside -130..125; magnitudes run from 1E-130 to 9.99…E+125): `{text}`")]
+    NumberOutOfRange { exponent: i64, text: String },
+    /// A DATE column's value is not a valid `YYYY-MM-DD`.
+    #[error("not a DATE (YYYY-MM-DD): `{text}`: {reason}")]
+    InvalidDate { text: String, reason: String },
+    /// A TIMESTAMP column's value is not a valid RFC 3339 timestamp with an offset.
+    #[error("not a TIMESTAMP (RFC 3339 with an offset): `{text}`: {reason}")]
+    InvalidTimestamp { text: String, reason: String },
+    /// The value's type does not fit the column (`expected` describes what would).
+    #[error("expects {expected}, got {got}")]
+    TypeMismatch { expected: &'static str, got: &'static str },
+    /// More (or, for a whole key, fewer) values than the schema has columns.
+    #[error("schema has {columns} column(s) but {values} value(s) were given")]
+    Arity { columns: usize, values: usize },
+    /// An element error, with the (1-based) column it happened in.
+    #[error("column {column}: {source}")]
+    InColumn { column: usize, source: Box<SortKeyError> },
+    /// Keys are never empty.
+    #[error("key is empty")]
+    EmptyKey,
+    /// The key (or a query bound) is over [`MAX_KEY_BYTES`].
+    #[error("key is {bytes} bytes, over the {max}-byte limit", max = MAX_KEY_BYTES)]
+    KeyTooLong { bytes: usize },
+    /// Decoding failed inside the element of `column` (1-based), at byte `offset` (0-based).
+    #[error("byte {offset} (column {column}): {problem}")]
+    Malformed { column: usize, offset: usize, problem: Malformed },
+    /// The key goes on after the last column's element.
+    #[error("byte {offset}: trailing characters after the last column")]
+    TrailingGarbage { offset: usize },
+    /// The schema text is empty.
+    #[error("schema is empty (expected e.g. `N:asc,S:desc:nulls-last`)")]
+    EmptySchema,
+    /// One column of a schema text is wrong (`column` is 1-based).
+    #[error("schema column {column} `{text}`: {reason}")]
+    InvalidSchema { column: usize, text: String, reason: String },
+}
+
+impl SortKeyError {
+    /// Wraps this error with the (1-based) column it happened in.
+    pub fn in_column(self, column: usize) -> SortKeyError {
+        SortKeyError::InColumn { column, source: Box::new(self) }
+    }
+
+    /// The error without any [`SortKeyError::InColumn`] wrapping.
+    pub fn root(&self) -> &SortKeyError {
+        match self {
+            SortKeyError::InColumn { source, .. } => source.root(),
+            other => other,
+        }
+    }
+
+    /// True for errors about a key's length ([`SortKeyError::EmptyKey`], [`SortKeyError::KeyTooLong`]).
+    pub fn is_length(&self) -> bool {
+        matches!(self.root(), SortKeyError::EmptyKey | SortKeyError::KeyTooLong { .. })
+    }
+
+    /// True for errors about a value's type not fitting its column.
+    pub fn is_type_mismatch(&self) -> bool {
+        matches!(self.root(), SortKeyError::TypeMismatch { .. })
+    }
+}
+
+/// What exactly is wrong inside a key being decoded (see [`SortKeyError::Malformed`]).
+///
+/// In a DESC column, `found` is the character as it stands in the key, while
+/// `expected` describes the ascending form (before the `U+009F − c` mapping).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Malformed {
+    #[error("the key ends where {expected} was expected")]
+    UnexpectedEnd { expected: &'static str },
+    #[error("found {found:?} where {expected} was expected")]
+    Unexpected { found: char, expected: &'static str },
+    #[error("{found:?} is a null placed {placed}, but this column puts nulls {column}")]
+    WrongNullPlacement { found: char, placed: &'static str, column: &'static str },
+    #[error("exponent field {0:03} is over 255")]
+    ExponentOverflow(u16),
+    #[error("the number's digits start with a zero")]
+    LeadingZero,
+    #[error("the number's digits end with a zero")]
+    TrailingZero,
+    #[error("the number has more than 38 digits")]
+    TooManyDigits,
+    #[error("raw U+0000 inside a string (it is written U+0002 U+0001)")]
+    RawNul,
+    #[error("unknown escape: U+0002 followed by {}", describe_next(*.next))]
+    UnknownEscape { next: Option<char> },
+    #[error("{0} base64 characters is an impossible length")]
+    ImpossibleLength(usize),
+    #[error("non-zero padding bits in the last base64 character")]
+    NonZeroPadding,
+    #[error("the string's bytes are not valid UTF-8")]
+    InvalidUtf8,
+    #[error("invalid DATE: {0}")]
+    Date(String),
+    #[error("invalid TIMESTAMP: {0}")]
+    Timestamp(String),
+}
+
+fn describe_next(next: Option<char>) -> String {
+    match next {
+        Some(c) => format!("{c:?}"),
+        None => "the end of the key".to_owned(),
+    }
 }
 
 /// Appends the encoding of `value` (`None` or `NULL` is null) in `column` to `out`.
+///
+/// On error `out` is left as it was.
 pub fn encode_value(column: &Column, value: Option<&Value>, out: &mut String) -> Result<(), SortKeyError> {
-    let _ = (column, value, out);
-    Err(SortKeyError::Todo)
+    let elem = match value {
+        None | Some(Value::Null(_)) => Elem::Null,
+        Some(value) => value_elem(column.ty, value)?,
+    };
+    encode::element(column, elem, out)
+}
+
+fn value_elem(ty: ColumnType, value: &Value) -> Result<Elem<'_>, SortKeyError> {
+    let elem = match (ty, value) {
+        (ColumnType::S | ColumnType::Any, Value::S(s)) => Elem::S(s),
+        (ColumnType::N | ColumnType::Any, Value::N(n)) => Elem::Num(n),
+        (ColumnType::B | ColumnType::Any, Value::B(b)) => Elem::B(b),
+        (ColumnType::Bool | ColumnType::Any, Value::Bool(b)) => Elem::Bool(*b),
+        (ColumnType::Date, Value::S(s)) => Elem::Date(s),
+        (ColumnType::Timestamp, Value::S(s)) => Elem::Timestamp(s),
+        (ty, value) => return Err(SortKeyError::TypeMismatch { expected: expected_value(ty), got: type_name(value) }),
+    };
+    Ok(elem)
+}
+
+fn expected_value(ty: ColumnType) -> &'static str {
+    match ty {
+        ColumnType::S => "S or NULL",
+        ColumnType::N => "N or NULL",
+        ColumnType::B => "B or NULL",
+        ColumnType::Bool => "BOOL or NULL",
+        ColumnType::Date => "S (a DATE, YYYY-MM-DD) or NULL",
+        ColumnType::Timestamp => "S (an RFC 3339 TIMESTAMP) or NULL",
+        ColumnType::Any => "a scalar (S, N, B, BOOL or NULL)",
+    }
+}
+
+/// Appends the encoding of a [`SortValue`] in `column` to `out`.
+///
+/// Unlike [`encode_value`], this can put a DATE or TIMESTAMP into an ANY
+/// column. DATE and TIMESTAMP columns also accept `SortValue::S` (validated
+/// like a DynamoDB `S`). Numbers and timestamps may be in any accepted
+/// spelling; they are canonicalised. On error `out` is left as it was.
+pub fn encode_sort_value(column: &Column, value: &SortValue, out: &mut String) -> Result<(), SortKeyError> {
+    let elem = match (column.ty, value) {
+        (_, SortValue::Null) => Elem::Null,
+        (ColumnType::S | ColumnType::Any, SortValue::S(s)) => Elem::S(s),
+        (ColumnType::N | ColumnType::Any, SortValue::N(n)) => Elem::Num(n),
+        (ColumnType::B | ColumnType::Any, SortValue::B(b)) => Elem::B(b),
+        (ColumnType::Bool | ColumnType::Any, SortValue::Bool(b)) => Elem::Bool(*b),
+        (ColumnType::Date | ColumnType::Any, SortValue::Date(s)) | (ColumnType::Date, SortValue::S(s)) => Elem::Date(s),
+        (ColumnType::Timestamp | ColumnType::Any, SortValue::Timestamp(s)) | (ColumnType::Timestamp, SortValue::S(s)) => {
+            Elem::Timestamp(s)
+        }
+        (ty, value) => {
+            return Err(SortKeyError::TypeMismatch { expected: expected_sort_value(ty), got: value.type_name() })
+        }
+    };
+    encode::element(column, elem, out)
+}
+
+fn expected_sort_value(ty: ColumnType) -> &'static str {
+    match ty {
+        ColumnType::Date => "DATE, S or NULL",
+        ColumnType::Timestamp => "TIMESTAMP, S or NULL",
+        ColumnType::Any => "any sort value",
+        other => expected_value(other),
+    }
+}
+
+/// The whole key for `values` (one per column; `None` or `NULL` is null),
+/// length-checked with [`check_length`].
+pub fn encode(columns: &[Column], values: &[Option<&Value>]) -> Result<String, SortKeyError> {
+    if values.len() != columns.len() {
+        return Err(SortKeyError::Arity { columns: columns.len(), values: values.len() });
+    }
+    let mut out = String::with_capacity(16 * columns.len());
+    for (i, (column, value)) in columns.iter().zip(values).enumerate() {
+        encode_value(column, *value, &mut out).map_err(|e| e.in_column(i + 1))?;
+    }
+    check_length(&out)?;
+    Ok(out)
+}
+
+/// The whole key for decoded values (one per column), length-checked.
+/// `encode_sort_values(columns, &decode(columns, k)?) == k` for every key `decode` accepts.
+pub fn encode_sort_values(columns: &[Column], values: &[SortValue]) -> Result<String, SortKeyError> {
+    if values.len() != columns.len() {
+        return Err(SortKeyError::Arity { columns: columns.len(), values: values.len() });
+    }
+    let mut out = String::with_capacity(16 * columns.len());
+    for (i, (column, value)) in columns.iter().zip(values).enumerate() {
+        encode_sort_value(column, value, &mut out).map_err(|e| e.in_column(i + 1))?;
+    }
+    check_length(&out)?;
+    Ok(out)
 }
 
 /// Errors unless `key` is non-empty and at most [`MAX_KEY_BYTES`] bytes.
 pub fn check_length(key: &str) -> Result<(), SortKeyError> {
-    let _ = key;
-    Err(SortKeyError::Todo)
+    if key.is_empty() {
+        Err(SortKeyError::EmptyKey)
+    } else if key.len() > MAX_KEY_BYTES {
+        Err(SortKeyError::KeyTooLong { bytes: key.len() })
+    } else {
+        Ok(())
+    }
 }
 
 /// The canonical decimal text of a DynamoDB number (`1.50` → `1.5`, `15E-1` → `1.5`, `-0` → `0`).
+///
+/// Canonical text is plain positional notation without an exponent, without
+/// leading zeros (except the one before a leading `.`), without trailing
+/// fraction zeros and without a `+`: `100`, `-0.001`, `4.2`.
 pub fn canonical_number(text: &str) -> Result<String, SortKeyError> {
-    let _ = text;
-    Err(SortKeyError::Todo)
+    Ok(match number::parse(text)? {
+        None => "0".to_owned(),
+        Some(d) => {
+            let mut digits = [0u8; number::MAX_DIGITS];
+            let k = d.digits_into(&mut digits);
+            number::render(d.neg, d.exp(), &digits[..k])
+        }
+    })
+}
+
+/// True if `text` is a number DynamoDB can hold (exactly what [`canonical_number`] accepts).
+pub fn is_number(text: &str) -> bool {
+    number::parse(text).is_ok()
 }

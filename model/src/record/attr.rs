@@ -1,0 +1,482 @@
+//! DynamoDB JSON attribute values, deserialized leniently: a malformed value
+//! never aborts the record's deserialization. It becomes an [`AttrProblem`]
+//! that names what is wrong without repeating the value, and the rest of the
+//! input is consumed as usual. (serde's own type errors quote the offending
+//! value, which may be item contents, and do not say which attribute.)
+
+use std::borrow::Cow;
+use std::collections::hash_map::Entry;
+use std::fmt;
+
+use base64::Engine;
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::value::{Image, Value};
+
+const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+/// A string that borrows from the input when it has no escapes.
+pub(super) struct Text<'a>(pub Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
+
+/// What is wrong with one attribute value. Its `Display` completes the
+/// sentence "attribute `name` of `NewImage` ...".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum AttrProblem {
+    NotAnObject,
+    NoTag,
+    SeveralTags,
+    /// The tag when it is short and alphanumeric (else it is not repeated).
+    UnknownTag(Option<String>),
+    WrongType { tag: &'static str, expected: &'static str },
+    BadNumber { tag: &'static str },
+    BadBase64 { tag: &'static str },
+    Duplicate,
+    /// A key attribute of another type than S, N or B.
+    KeyType { tag: &'static str },
+    /// The problem is somewhere inside this attribute's M or L value.
+    Nested(Box<AttrProblem>),
+}
+
+impl AttrProblem {
+    fn nested(self) -> AttrProblem {
+        match self {
+            nested @ AttrProblem::Nested(_) => nested,
+            other => AttrProblem::Nested(Box::new(other)),
+        }
+    }
+}
+
+impl fmt::Display for AttrProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttrProblem::NotAnObject => {
+                f.write_str("is not a DynamoDB JSON value (an object like {\"S\": ...})")
+            }
+            AttrProblem::NoTag => f.write_str("has no type tag (an empty object)"),
+            AttrProblem::SeveralTags => f.write_str("has more than one type tag"),
+            AttrProblem::UnknownTag(Some(tag)) => write!(
+                f,
+                "has an unknown type tag `{tag}` (expected S, N, B, BOOL, NULL, M, L, SS, NS or BS)"
+            ),
+            AttrProblem::UnknownTag(None) => {
+                f.write_str("has an unknown type tag (expected S, N, B, BOOL, NULL, M, L, SS, NS or BS)")
+            }
+            AttrProblem::WrongType { tag, expected } => {
+                write!(f, "has a `{tag}` value that is not {expected}")
+            }
+            AttrProblem::BadNumber { tag } => {
+                write!(f, "has a `{tag}` value that is not a decimal number")
+            }
+            AttrProblem::BadBase64 { tag } => write!(f, "has a `{tag}` value that is not base64"),
+            AttrProblem::Duplicate => f.write_str("appears more than once"),
+            AttrProblem::KeyType { tag } => {
+                write!(f, "is of type {tag}, but a key attribute must be S, N or B")
+            }
+            AttrProblem::Nested(inner) => write!(f, "holds a nested value that {inner}"),
+        }
+    }
+}
+
+/// What is wrong with a whole image (`Keys`, `NewImage`, `OldImage`, or an `M`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ImageProblem {
+    NotAnObject,
+    Attribute { name: String, problem: AttrProblem },
+}
+
+/// An image, or why it is malformed. `Option<ImageField>` reads `null` as `None`.
+pub(super) struct ImageField(pub Result<Image, ImageProblem>);
+
+/// One attribute value, or why it is malformed.
+struct Attr(Result<Value, AttrProblem>);
+
+/// A JSON string, or `None` for any other JSON value.
+struct MaybeString(Option<String>);
+
+/// A JSON bool, or `None` for any other JSON value.
+struct MaybeBool(Option<bool>);
+
+/// A JSON array of strings, or `None` for any other JSON value.
+struct MaybeStrings(Option<Vec<String>>);
+
+/// A JSON array of attribute values (an `L`), or the first problem.
+struct AttrList(Result<Vec<Value>, AttrProblem>);
+
+/// Drains a map or sequence whose contents are not wanted.
+fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Implements the visitor methods for every JSON scalar, returning `$fallback`.
+macro_rules! lenient_scalars {
+    ($value:ty, $fallback:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
+            Ok($fallback)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
+            Ok($fallback)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
+            Ok($fallback)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
+            Ok($fallback)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
+            Ok($fallback)
+        }
+    };
+}
+
+/// `lenient_scalars!` plus strings, arrays and objects.
+macro_rules! lenient_all_but {
+    (str, $value:ty, $fallback:expr) => {
+        lenient_scalars!($value, $fallback);
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<$value, A::Error> {
+            drain_seq(seq)?;
+            Ok($fallback)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<$value, A::Error> {
+            drain_map(map)?;
+            Ok($fallback)
+        }
+    };
+    (seq, $value:ty, $fallback:expr) => {
+        lenient_scalars!($value, $fallback);
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
+            Ok($fallback)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<$value, A::Error> {
+            drain_map(map)?;
+            Ok($fallback)
+        }
+    };
+    (map, $value:ty, $fallback:expr) => {
+        lenient_scalars!($value, $fallback);
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
+            Ok($fallback)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<$value, A::Error> {
+            drain_seq(seq)?;
+            Ok($fallback)
+        }
+    };
+}
+
+impl<'de> Deserialize<'de> for MaybeString {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MaybeString;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<MaybeString, E> {
+                Ok(MaybeString(Some(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<MaybeString, E> {
+                Ok(MaybeString(Some(v)))
+            }
+            lenient_all_but!(str, MaybeString, MaybeString(None));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for MaybeBool {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MaybeBool;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<MaybeBool, E> {
+                Ok(MaybeBool(Some(v)))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<MaybeBool, E> {
+                Ok(MaybeBool(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<MaybeBool, E> {
+                Ok(MaybeBool(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<MaybeBool, E> {
+                Ok(MaybeBool(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<MaybeBool, E> {
+                Ok(MaybeBool(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<MaybeBool, E> {
+                Ok(MaybeBool(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<MaybeBool, A::Error> {
+                drain_seq(seq)?;
+                Ok(MaybeBool(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<MaybeBool, A::Error> {
+                drain_map(map)?;
+                Ok(MaybeBool(None))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for MaybeStrings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MaybeStrings;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<MaybeStrings, A::Error> {
+                let mut out = Some(Vec::with_capacity(seq.size_hint().unwrap_or(4).min(64)));
+                while let Some(MaybeString(item)) = seq.next_element::<MaybeString>()? {
+                    match (&mut out, item) {
+                        (Some(strings), Some(item)) => strings.push(item),
+                        _ => out = None,
+                    }
+                }
+                Ok(MaybeStrings(out))
+            }
+            lenient_all_but!(seq, MaybeStrings, MaybeStrings(None));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for AttrList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AttrList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AttrList, A::Error> {
+                let mut out = Ok(Vec::with_capacity(seq.size_hint().unwrap_or(4).min(64)));
+                while let Some(Attr(item)) = seq.next_element::<Attr>()? {
+                    match (&mut out, item) {
+                        (Ok(values), Ok(item)) => values.push(item),
+                        (Ok(_), Err(problem)) => out = Err(problem.nested()),
+                        (Err(_), _) => {}
+                    }
+                }
+                Ok(AttrList(out))
+            }
+            lenient_all_but!(
+                seq,
+                AttrList,
+                AttrList(Err(AttrProblem::WrongType { tag: "L", expected: "an array" }))
+            );
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for ImageField {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ImageField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ImageField, A::Error> {
+                let mut image = Image::with_capacity(map.size_hint().unwrap_or(8).min(64));
+                let mut problem = None;
+                while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
+                    let Attr(value) = map.next_value::<Attr>()?;
+                    if problem.is_some() {
+                        continue;
+                    }
+                    match value {
+                        Ok(value) => match image.entry(name.into_owned()) {
+                            Entry::Vacant(slot) => {
+                                slot.insert(value);
+                            }
+                            Entry::Occupied(slot) => {
+                                problem = Some(ImageProblem::Attribute {
+                                    name: slot.key().clone(),
+                                    problem: AttrProblem::Duplicate,
+                                });
+                            }
+                        },
+                        Err(attr_problem) => {
+                            problem =
+                                Some(ImageProblem::Attribute { name: name.into_owned(), problem: attr_problem })
+                        }
+                    }
+                }
+                Ok(ImageField(match problem {
+                    None => Ok(image),
+                    Some(problem) => Err(problem),
+                }))
+            }
+            lenient_all_but!(map, ImageField, ImageField(Err(ImageProblem::NotAnObject)));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Attr {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Attr;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Attr, A::Error> {
+                let Some(Text(tag)) = map.next_key::<Text<'de>>()? else {
+                    return Ok(Attr(Err(AttrProblem::NoTag)));
+                };
+                let value = read_tagged(&tag, &mut map)?;
+                if map.next_key::<IgnoredAny>()?.is_some() {
+                    map.next_value::<IgnoredAny>()?;
+                    drain_map(map)?;
+                    return Ok(Attr(Err(AttrProblem::SeveralTags)));
+                }
+                Ok(Attr(value))
+            }
+            lenient_all_but!(map, Attr, Attr(Err(AttrProblem::NotAnObject)));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// Reads the value of a one-key DynamoDB JSON object whose key is `tag`.
+fn read_tagged<'de, A: MapAccess<'de>>(tag: &str, map: &mut A) -> Result<Result<Value, AttrProblem>, A::Error> {
+    const STRING: &str = "a string";
+    const STRINGS: &str = "an array of strings";
+    Ok(match tag {
+        "S" => match map.next_value::<MaybeString>()?.0 {
+            Some(s) => Ok(Value::S(s)),
+            None => Err(AttrProblem::WrongType { tag: "S", expected: STRING }),
+        },
+        "N" => match map.next_value::<MaybeString>()?.0 {
+            Some(n) if is_number(&n) => Ok(Value::N(n)),
+            Some(_) => Err(AttrProblem::BadNumber { tag: "N" }),
+            None => Err(AttrProblem::WrongType { tag: "N", expected: STRING }),
+        },
+        "B" => match map.next_value::<MaybeString>()?.0 {
+            Some(b) => BASE64.decode(b).map(Value::B).map_err(|_| AttrProblem::BadBase64 { tag: "B" }),
+            None => Err(AttrProblem::WrongType { tag: "B", expected: "a base64 string" }),
+        },
+        "BOOL" => match map.next_value::<MaybeBool>()?.0 {
+            Some(b) => Ok(Value::Bool(b)),
+            None => Err(AttrProblem::WrongType { tag: "BOOL", expected: "true or false" }),
+        },
+        "NULL" => match map.next_value::<MaybeBool>()?.0 {
+            Some(b) => Ok(Value::Null(b)),
+            None => Err(AttrProblem::WrongType { tag: "NULL", expected: "true or false" }),
+        },
+        "M" => match map.next_value::<ImageField>()?.0 {
+            Ok(m) => Ok(Value::M(m)),
+            Err(ImageProblem::NotAnObject) => Err(AttrProblem::WrongType { tag: "M", expected: "an object" }),
+            Err(ImageProblem::Attribute { problem, .. }) => Err(problem.nested()),
+        },
+        "L" => map.next_value::<AttrList>()?.0.map(Value::L),
+        "SS" => match map.next_value::<MaybeStrings>()?.0 {
+            Some(ss) => Ok(Value::Ss(ss)),
+            None => Err(AttrProblem::WrongType { tag: "SS", expected: STRINGS }),
+        },
+        "NS" => match map.next_value::<MaybeStrings>()?.0 {
+            Some(ns) if ns.iter().all(|n| is_number(n)) => Ok(Value::Ns(ns)),
+            Some(_) => Err(AttrProblem::BadNumber { tag: "NS" }),
+            None => Err(AttrProblem::WrongType { tag: "NS", expected: STRINGS }),
+        },
+        "BS" => match map.next_value::<MaybeStrings>()?.0 {
+            Some(bs) => bs
+                .into_iter()
+                .map(|b| BASE64.decode(b))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Bs)
+                .map_err(|_| AttrProblem::BadBase64 { tag: "BS" }),
+            None => Err(AttrProblem::WrongType { tag: "BS", expected: STRINGS }),
+        },
+        other => {
+            map.next_value::<IgnoredAny>()?;
+            let shown = (!other.is_empty() && other.len() <= 8 && other.bytes().all(|b| b.is_ascii_alphanumeric()))
+                .then(|| other.to_owned());
+            Err(AttrProblem::UnknownTag(shown))
+        }
+    })
+}
+
+/// Whether `text` is a decimal number as DynamoDB accepts one: an optional
+/// sign, digits with an optional decimal point (at least one digit), and an
+/// optional exponent. No whitespace, no `NaN` or `Infinity`.
+pub(super) fn is_number(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    if matches!(bytes.first(), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let mut digits = 0;
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        i += 1;
+        digits += 1;
+    }
+    if i < bytes.len() && bytes[i] == b'.' {
+        i += 1;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+            digits += 1;
+        }
+    }
+    if digits == 0 {
+        return false;
+    }
+    if i < bytes.len() && matches!(bytes[i], b'e' | b'E') {
+        i += 1;
+        if i < bytes.len() && matches!(bytes[i], b'+' | b'-') {
+            i += 1;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    i == bytes.len()
+}
+
+/// The type tag of a key attribute that is not S, N or B.
+pub(super) fn bad_key_type(value: &Value) -> Option<&'static str> {
+    match value {
+        Value::S(_) | Value::N(_) | Value::B(_) => None,
+        other => Some(crate::value::type_name(other)),
+    }
+}

@@ -1,0 +1,225 @@
+//! Column schemas in the command-line syntax `N:asc,S:desc:nulls-last`.
+
+use std::fmt;
+use std::ops::Deref;
+use std::str::FromStr;
+
+use super::{Column, ColumnType, Direction, Nulls, SortKeyError};
+
+/// The columns of a key, parsed from `TYPE[:asc|:desc][:nulls-first|:nulls-last],...`.
+///
+/// Types (case-insensitive): `S`, `N`, `B`, `BOOL`, `DATE`, `TIMESTAMP`,
+/// `ANY`. The direction defaults to `asc`; the null placement defaults to
+/// first for `asc` and last for `desc`. Options may come in either order;
+/// spaces around parts are ignored. `Display` gives the canonical text
+/// (`N:asc,S:desc`, with the null placement only where it is not the default).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Schema(pub Vec<Column>);
+
+impl Schema {
+    pub fn columns(&self) -> &[Column] {
+        &self.0
+    }
+}
+
+impl Deref for Schema {
+    type Target = [Column];
+
+    fn deref(&self) -> &[Column] {
+        &self.0
+    }
+}
+
+impl From<Vec<Column>> for Schema {
+    fn from(columns: Vec<Column>) -> Self {
+        Schema(columns)
+    }
+}
+
+impl FromStr for Schema {
+    type Err = SortKeyError;
+
+    fn from_str(text: &str) -> Result<Self, SortKeyError> {
+        if text.trim().is_empty() {
+            return Err(SortKeyError::EmptySchema);
+        }
+        text.split(',')
+            .enumerate()
+            .map(|(i, part)| {
+                parse_column(part).map_err(|reason| SortKeyError::InvalidSchema {
+                    column: i + 1,
+                    text: part.trim().to_owned(),
+                    reason,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Schema)
+    }
+}
+
+impl fmt::Display for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, column) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{column}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Column {
+    type Err = SortKeyError;
+
+    /// One column, `TYPE[:asc|:desc][:nulls-first|:nulls-last]`.
+    fn from_str(text: &str) -> Result<Self, SortKeyError> {
+        parse_column(text).map_err(|reason| SortKeyError::InvalidSchema { column: 1, text: text.trim().to_owned(), reason })
+    }
+}
+
+impl fmt::Display for Column {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.ty, self.direction)?;
+        if self.nulls != Column::new(self.ty, self.direction).nulls {
+            f.write_str(match self.nulls {
+                Nulls::First => ":nulls-first",
+                Nulls::Last => ":nulls-last",
+            })?;
+        }
+        Ok(())
+    }
+}
+
+const TYPES: &str = "S, N, B, BOOL, DATE, TIMESTAMP or ANY";
+
+impl FromStr for ColumnType {
+    type Err = String;
+
+    /// `S`, `N`, `B`, `BOOL`, `DATE`, `TIMESTAMP` or `ANY`, case-insensitive.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let ty = match text.trim().to_ascii_lowercase().as_str() {
+            "s" => ColumnType::S,
+            "n" => ColumnType::N,
+            "b" => ColumnType::B,
+            "bool" => ColumnType::Bool,
+            "date" => ColumnType::Date,
+            "timestamp" => ColumnType::Timestamp,
+            "any" => ColumnType::Any,
+            "" => return Err(format!("missing type (expected {TYPES})")),
+            _ => return Err(format!("unknown type `{}` (expected {TYPES})", text.trim())),
+        };
+        Ok(ty)
+    }
+}
+
+impl fmt::Display for ColumnType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ColumnType::S => "S",
+            ColumnType::N => "N",
+            ColumnType::B => "B",
+            ColumnType::Bool => "BOOL",
+            ColumnType::Date => "DATE",
+            ColumnType::Timestamp => "TIMESTAMP",
+            ColumnType::Any => "ANY",
+        })
+    }
+}
+
+impl FromStr for Direction {
+    type Err = String;
+
+    /// `asc` or `desc`, case-insensitive.
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "asc" => Ok(Direction::Asc),
+            "desc" => Ok(Direction::Desc),
+            _ => Err(format!("unknown direction `{}` (expected asc or desc)", text.trim())),
+        }
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::Asc => "asc",
+            Direction::Desc => "desc",
+        })
+    }
+}
+
+fn parse_column(text: &str) -> Result<Column, String> {
+    let mut parts = text.split(':');
+    let ty: ColumnType = parts.next().unwrap_or_default().parse()?;
+    let mut direction = None;
+    let mut nulls = None;
+    for option in parts {
+        let option = option.trim();
+        match option.to_ascii_lowercase().as_str() {
+            "asc" | "desc" if direction.is_some() => return Err("the direction is given twice".to_owned()),
+            "asc" => direction = Some(Direction::Asc),
+            "desc" => direction = Some(Direction::Desc),
+            "nulls-first" | "nulls-last" if nulls.is_some() => {
+                return Err("the null placement is given twice".to_owned())
+            }
+            "nulls-first" => nulls = Some(Nulls::First),
+            "nulls-last" => nulls = Some(Nulls::Last),
+            "" => return Err("empty option (a stray `:`)".to_owned()),
+            _ => {
+                return Err(format!(
+                    "unknown option `{option}` (expected asc, desc, nulls-first or nulls-last)"
+                ))
+            }
+        }
+    }
+    let column = Column::new(ty, direction.unwrap_or(Direction::Asc));
+    Ok(match nulls {
+        Some(nulls) => column.with_nulls(nulls),
+        None => column,
+    })
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn parses_and_displays() {
+        let schema: Schema = "N:asc,S:desc:nulls-last".parse().unwrap();
+        assert_eq!(
+            schema.0,
+            vec![Column::new(ColumnType::N, Direction::Asc), Column::new(ColumnType::S, Direction::Desc)]
+        );
+        assert_eq!(schema.to_string(), "N:asc,S:desc");
+        let schema: Schema = " any , Bool:DESC:Nulls-First, date:nulls-last ,timestamp,b:desc".parse().unwrap();
+        assert_eq!(
+            schema.0,
+            vec![
+                Column::new(ColumnType::Any, Direction::Asc),
+                Column::new(ColumnType::Bool, Direction::Desc).with_nulls(Nulls::First),
+                Column::new(ColumnType::Date, Direction::Asc).with_nulls(Nulls::Last),
+                Column::new(ColumnType::Timestamp, Direction::Asc),
+                Column::new(ColumnType::B, Direction::Desc),
+            ]
+        );
+        assert_eq!(schema.to_string(), "ANY:asc,BOOL:desc:nulls-first,DATE:asc:nulls-last,TIMESTAMP:asc,B:desc");
+        assert_eq!(schema.to_string().parse::<Schema>().unwrap(), schema);
+        assert_eq!("n".parse::<Column>().unwrap(), Column::new(ColumnType::N, Direction::Asc));
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let err = |text: &str| text.parse::<Schema>().unwrap_err().to_string();
+        assert_eq!(err(""), "schema is empty (expected e.g. `N:asc,S:desc:nulls-last`)");
+        assert_eq!(
+            err("N,X:asc"),
+            "schema column 2 `X:asc`: unknown type `X` (expected S, N, B, BOOL, DATE, TIMESTAMP or ANY)"
+        );
+        assert_eq!(err("N,"), "schema column 2 ``: missing type (expected S, N, B, BOOL, DATE, TIMESTAMP or ANY)");
+        assert_eq!(err("N:up"), "schema column 1 `N:up`: unknown option `up` (expected asc, desc, nulls-first or nulls-last)");
+        assert_eq!(err("N:asc:desc"), "schema column 1 `N:asc:desc`: the direction is given twice");
+        assert_eq!(err("N:nulls-last:nulls-first"), "schema column 1 `N:nulls-last:nulls-first`: the null placement is given twice");
+        assert_eq!(err("N::asc"), "schema column 1 `N::asc`: empty option (a stray `:`)");
+    }
+}

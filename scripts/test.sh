@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs every check and every test: formatting, clippy (-D warnings), unit,
+# property and end-to-end tests. It installs and starts what the tests need
+# by itself: a moto server (the local DynamoDB/Streams/EventBridge/SQS) in a
+# virtualenv under .venv-aws, on a free loopback port, stopped on exit.
+#
+#   scripts/test.sh            # everything
+#   scripts/test.sh -p model   # extra arguments go to `cargo test`
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# --- the local AWS -----------------------------------------------------------
+venv=.venv-aws
+if [ ! -x "$venv/bin/moto_server" ]; then
+  log "installing moto[server] into $venv (once, ~30 s)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'moto[server]>=5,<6' 'cfn-lint>=1,<2'
+fi
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+log "starting moto on 127.0.0.1:$port"
+"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >target-moto.log 2>&1 &
+moto_pid=$!
+trap 'kill "$moto_pid" 2>/dev/null || true; rm -f target-moto.log' EXIT
+for _ in $(seq 1 100); do
+  if curl -fsS -o /dev/null -X POST "http://127.0.0.1:$port/moto-api/reset" 2>/dev/null; then break; fi
+  if ! kill -0 "$moto_pid" 2>/dev/null; then cat target-moto.log >&2; log "moto failed to start"; exit 1; fi
+  sleep 0.1
+done
+export STREAMDEX_TEST_ENDPOINT="http://127.0.0.1:$port"
+export AWS_ENDPOINT_URL="$STREAMDEX_TEST_ENDPOINT" AWS_REGION=us-east-1 \
+       AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
+export PATH="$PWD/$venv/bin:$PATH"
+
+# --- checks and tests ----------------------------------------------------------
+log "cargo fmt --check"
+cargo fmt --all -- --check
+log "cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+log "cargo test"
+cargo test --workspace "$@"
