@@ -1,1 +1,3 @@
+//! streamdex infrastructure: the command line, templates, local stack.
 
+pub mod cli;

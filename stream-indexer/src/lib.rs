@@ -1,1 +1,20 @@
+//! streamdex's first stream consumer: it plans each record with `model` and
+//! carries the plan out against the index tables and edge sets, with the
+//! failure semantics Lambda's event source mappings impose.
+//!
+//! - [`store`]: the `Store` port (DynamoDB and in memory).
+//! - [`quarantine`]: where records that can never succeed go.
+//! - [`apply`]: the executor of one partition-key group's plans (batching,
+//!   coalescing, retries, failure accounting).
+//! - [`batch`]: one invocation's records: grouping, concurrency, quarantine,
+//!   the `batchItemFailures` response.
 
+pub mod apply;
+pub mod batch;
+pub mod quarantine;
+pub mod store;
+
+pub use apply::Backoff;
+pub use batch::{BatchError, BatchOutcome, BatchResponse, BatchStats, Indexer, Options};
+pub use quarantine::memory::MemoryQuarantine;
+pub use store::memory::MemoryStore;

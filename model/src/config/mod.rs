@@ -88,7 +88,10 @@ pub struct EdgeSetConfig {
     pub member: Vec<String>,
     /// Past this many members the node is flagged instead of growing.
     pub max_members: usize,
-    /// The BOOL attribute set to `false` on a node whose set is incomplete.
+    /// A BOOL the pipeline keeps on every node it maintains: `true` when the
+    /// set is complete, `false` when the node was flagged past `max_members`.
+    /// Every set update writes it with `if_not_exists`, so its absence in a
+    /// node's new image (with the set gone too) means a PutItem wiped the set.
     pub complete_attribute: String,
 }
 

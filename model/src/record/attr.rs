@@ -312,7 +312,7 @@ impl<'de> Deserialize<'de> for ImageField {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ImageField, A::Error> {
-                let mut image = Image::with_capacity(map.size_hint().unwrap_or(8).min(64));
+                let mut image = Image::with_capacity(map.size_hint().unwrap_or(7).min(64));
                 let mut problem = None;
                 while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
                     let Attr(value) = map.next_value::<Attr>()?;

@@ -76,11 +76,18 @@ pub fn prefix(columns: &[Column], values: &[Option<&Value>]) -> Result<String, S
 /// also extend `enc(p)` and DynamoDB allows one condition per sort key, so it
 /// is a [`KeyCondition::Between`] whose upper end is `succ(enc(p))` (see
 /// [`between`] for the one case where that is adjusted).
-pub fn after(columns: &[Column], values: &[Option<&Value>], value: Option<&Value>) -> Result<KeyCondition, SortKeyError> {
+pub fn after(
+    columns: &[Column],
+    values: &[Option<&Value>],
+    value: Option<&Value>,
+) -> Result<KeyCondition, SortKeyError> {
     let j = values.len();
     let (p, p_last) = leading(columns, values, 1)?;
     let mut e = p.clone();
-    let column = columns.get(j).ok_or(SortKeyError::Arity { columns: columns.len(), values: j + 1 })?;
+    let column = columns.get(j).ok_or(SortKeyError::Arity {
+        columns: columns.len(),
+        values: j + 1,
+    })?;
     encode_value(column, value, &mut e).map_err(|err| err.in_column(j + 1))?;
     let lower = succ(&e);
     check_bound(&lower)?;
@@ -100,9 +107,10 @@ pub fn after(columns: &[Column], values: &[Option<&Value>], value: Option<&Value
 /// This is `sk BETWEEN enc(p)+enc(a) AND succ(enc(p)+enc(b))` with `a` the
 /// end that sorts first. The upper end is exclusive in effect because no key
 /// equals it — with one exception the spec's formula misses: when the last
-/// element is a BOOL or DATE (or an ANY holding one) and the keys have no
-/// further columns, `succ` of that element's encoding can be the encoding of
-/// the next value (`succ("0")` is `"1"`, false → true). Then the upper end is
+/// element is a BOOL or DATE (or an ANY holding one) and it is the last of
+/// `columns` (so `columns` may be the whole key), `succ` of that element's
+/// encoding can be the encoding of the next value (`succ("0")` is `"1"`,
+/// false → true; `succ("D2024-02-28")` is the next day). Then the upper end is
 /// `enc(p)+enc(b)` followed by U+007F instead (which sorts after every key
 /// extending it: the next element of a key always starts below U+007F), or
 /// just `enc(p)+enc(b)` if that is already [`MAX_KEY_BYTES`] long.
@@ -114,7 +122,10 @@ pub fn between(
 ) -> Result<KeyCondition, SortKeyError> {
     let j = values.len();
     let (p, _) = leading(columns, values, 1)?;
-    let column = columns.get(j).ok_or(SortKeyError::Arity { columns: columns.len(), values: j + 1 })?;
+    let column = columns.get(j).ok_or(SortKeyError::Arity {
+        columns: columns.len(),
+        values: j + 1,
+    })?;
     let mut a = p.clone();
     encode_value(column, low, &mut a).map_err(|err| err.in_column(j + 1))?;
     let mut b = p.clone();
@@ -132,7 +143,10 @@ pub fn between(
 /// `more` is how many further columns the caller needs.
 fn leading(columns: &[Column], values: &[Option<&Value>], more: usize) -> Result<(String, usize), SortKeyError> {
     if values.len() + more > columns.len() {
-        return Err(SortKeyError::Arity { columns: columns.len(), values: values.len() + more });
+        return Err(SortKeyError::Arity {
+            columns: columns.len(),
+            values: values.len() + more,
+        });
     }
     let mut out = String::new();
     let mut last = 0;
@@ -149,9 +163,9 @@ fn upper_bound(columns: &[Column], index: usize, e: &str, last: usize) -> String
     let s = succ(e);
     // succ(e) could only be a key if its last element is valid and no columns follow.
     let succ_is_key = index + 1 == columns.len()
-        && columns
-            .get(index)
-            .is_some_and(|column| matches!(decode::element(column, index + 1, &s, last), Ok((_, end)) if end == s.len()));
+        && columns.get(index).is_some_and(
+            |column| matches!(decode::element(column, index + 1, &s, last), Ok((_, end)) if end == s.len()),
+        );
     if !succ_is_key {
         s
     } else if e.len() < MAX_KEY_BYTES {
@@ -193,8 +207,14 @@ mod unit {
         assert!(cond.matches("0"));
         assert!(!cond.matches("1"));
         // With a following column the spec's succ is used as is.
-        let columns = [Column::new(ColumnType::Bool, Direction::Asc), Column::new(ColumnType::S, Direction::Asc)];
-        assert_eq!(between(&columns, &[], Some(&f), Some(&f)).unwrap(), KeyCondition::Between("0".into(), "1".into()));
+        let columns = [
+            Column::new(ColumnType::Bool, Direction::Asc),
+            Column::new(ColumnType::S, Direction::Asc),
+        ];
+        assert_eq!(
+            between(&columns, &[], Some(&f), Some(&f)).unwrap(),
+            KeyCondition::Between("0".into(), "1".into())
+        );
     }
 
     #[test]

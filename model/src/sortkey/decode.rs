@@ -36,7 +36,12 @@ pub(crate) fn element(
     key: &str,
     start: usize,
 ) -> Result<(SortValue, usize), SortKeyError> {
-    let mut r = Reader { key, pos: start, desc: column.direction == Direction::Desc, column: number };
+    let mut r = Reader {
+        key,
+        pos: start,
+        desc: column.direction == Direction::Desc,
+        column: number,
+    };
     let placement = |nulls| match nulls {
         Nulls::First => "first",
         Nulls::Last => "last",
@@ -135,7 +140,11 @@ impl Reader<'_> {
     }
 
     fn fail_at(&self, offset: usize, problem: Malformed) -> SortKeyError {
-        SortKeyError::Malformed { column: self.column, offset, problem }
+        SortKeyError::Malformed {
+            column: self.column,
+            offset,
+            problem: Box::new(problem),
+        }
     }
 
     /// The error for whatever stands at the current position.
@@ -192,7 +201,11 @@ impl Reader<'_> {
                     break;
                 }
                 _ => {
-                    return Err(self.unexpected(if k == 0 { "a digit" } else { "a digit or the number's terminator" }))
+                    return Err(self.unexpected(if k == 0 {
+                        "a digit"
+                    } else {
+                        "a digit or the number's terminator"
+                    }))
                 }
             }
         }
@@ -227,7 +240,10 @@ impl Reader<'_> {
         let text = self.ascii(30, "a TIMESTAMP character")?;
         let utc = time::parse_timestamp(&text).map_err(|reason| self.fail_at(at, Malformed::Timestamp(reason)))?;
         if utc.to_text() != text {
-            return Err(self.fail_at(at, Malformed::Timestamp("not in the form YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ".into())));
+            return Err(self.fail_at(
+                at,
+                Malformed::Timestamp("not in the form YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ".into()),
+            ));
         }
         Ok(text)
     }
@@ -277,7 +293,9 @@ impl Reader<'_> {
             match chars.next() {
                 None => {
                     self.pos = self.key.len();
-                    return Err(self.fail(Malformed::UnexpectedEnd { expected: "the string terminator U+0001" }));
+                    return Err(self.fail(Malformed::UnexpectedEnd {
+                        expected: "the string terminator U+0001",
+                    }));
                 }
                 Some((i, '\u{1}')) => {
                     s.push_str(body.get(run..i).unwrap_or_default());
@@ -294,7 +312,9 @@ impl Reader<'_> {
                         Some((_, c @ '\u{1}'..='\u{3}')) => s.push(char::from(c as u8 - 1)),
                         next => {
                             self.pos += i;
-                            return Err(self.fail(Malformed::UnknownEscape { next: next.map(|(_, c)| c) }));
+                            return Err(self.fail(Malformed::UnknownEscape {
+                                next: next.map(|(_, c)| c),
+                            }));
                         }
                     }
                     run = i + 2;

@@ -85,13 +85,18 @@ fn write(column: &Column, elem: Elem<'_>, out: &mut String) -> Result<(), SortKe
         Elem::Bool(b) => sink.byte(if b { b'1' } else { b'0' }),
         Elem::Num(text) => number(text, &mut sink)?,
         Elem::Date(text) => {
-            time::check_date(text).map_err(|reason| SortKeyError::InvalidDate { text: text.to_owned(), reason })?;
+            time::check_date(text).map_err(|reason| SortKeyError::InvalidDate {
+                text: text.into(),
+                reason: reason.into(),
+            })?;
             sink.byte(b'D');
             sink.ascii(text);
         }
         Elem::Timestamp(text) => {
-            let utc = time::parse_timestamp(text)
-                .map_err(|reason| SortKeyError::InvalidTimestamp { text: text.to_owned(), reason })?;
+            let utc = time::parse_timestamp(text).map_err(|reason| SortKeyError::InvalidTimestamp {
+                text: text.into(),
+                reason: reason.into(),
+            })?;
             sink.byte(b'I');
             utc.write(&mut sink);
         }

@@ -140,19 +140,19 @@ impl SortValue {
 pub enum SortKeyError {
     /// The N text is not a decimal number (also NaN, Infinity, empty text).
     #[error("not a number: `{text}`")]
-    NotANumber { text: String },
+    NotANumber { text: Box<str> },
     /// More than 38 significant digits.
     #[error("number has {digits} significant digits (max 38): `{text}`")]
-    TooManyDigits { digits: usize, text: String },
+    TooManyDigits { digits: usize, text: Box<str> },
     /// The (scientific) exponent is outside −130..125.
     #[error("number is out of range (exponent {exponent} is outside -130..125; magnitudes run from 1E-130 to 9.99…E+125): `{text}`")]
-    NumberOutOfRange { exponent: i64, text: String },
+    NumberOutOfRange { exponent: i64, text: Box<str> },
     /// A DATE column's value is not a valid `YYYY-MM-DD`.
     #[error("not a DATE (YYYY-MM-DD): `{text}`: {reason}")]
-    InvalidDate { text: String, reason: String },
+    InvalidDate { text: Box<str>, reason: Box<str> },
     /// A TIMESTAMP column's value is not a valid RFC 3339 timestamp with an offset.
     #[error("not a TIMESTAMP (RFC 3339 with an offset): `{text}`: {reason}")]
-    InvalidTimestamp { text: String, reason: String },
+    InvalidTimestamp { text: Box<str>, reason: Box<str> },
     /// The value's type does not fit the column (`expected` describes what would).
     #[error("expects {expected}, got {got}")]
     TypeMismatch { expected: &'static str, got: &'static str },
@@ -170,22 +170,30 @@ pub enum SortKeyError {
     KeyTooLong { bytes: usize },
     /// Decoding failed inside the element of `column` (1-based), at byte `offset` (0-based).
     #[error("byte {offset} (column {column}): {problem}")]
-    Malformed { column: usize, offset: usize, problem: Malformed },
+    Malformed {
+        column: usize,
+        offset: usize,
+        problem: Box<Malformed>,
+    },
     /// The key goes on after the last column's element.
     #[error("byte {offset}: trailing characters after the last column")]
     TrailingGarbage { offset: usize },
     /// The schema text is empty.
     #[error("schema is empty (expected e.g. `N:asc,S:desc:nulls-last`)")]
     EmptySchema,
-    /// One column of a schema text is wrong (`column` is 1-based).
-    #[error("schema column {column} `{text}`: {reason}")]
-    InvalidSchema { column: usize, text: String, reason: String },
+    /// One column of a schema text is wrong (`column` is 1-based; the
+    /// message quotes the column's text and says what is wrong with it).
+    #[error("schema column {column} {message}")]
+    InvalidSchema { column: usize, message: Box<str> },
 }
 
 impl SortKeyError {
     /// Wraps this error with the (1-based) column it happened in.
     pub fn in_column(self, column: usize) -> SortKeyError {
-        SortKeyError::InColumn { column, source: Box::new(self) }
+        SortKeyError::InColumn {
+            column,
+            source: Box::new(self),
+        }
     }
 
     /// The error without any [`SortKeyError::InColumn`] wrapping.
@@ -218,7 +226,11 @@ pub enum Malformed {
     #[error("found {found:?} where {expected} was expected")]
     Unexpected { found: char, expected: &'static str },
     #[error("{found:?} is a null placed {placed}, but this column puts nulls {column}")]
-    WrongNullPlacement { found: char, placed: &'static str, column: &'static str },
+    WrongNullPlacement {
+        found: char,
+        placed: &'static str,
+        column: &'static str,
+    },
     #[error("exponent field {0:03} is over 255")]
     ExponentOverflow(u16),
     #[error("the number's digits start with a zero")]
@@ -269,7 +281,12 @@ fn value_elem(ty: ColumnType, value: &Value) -> Result<Elem<'_>, SortKeyError> {
         (ColumnType::Bool | ColumnType::Any, Value::Bool(b)) => Elem::Bool(*b),
         (ColumnType::Date, Value::S(s)) => Elem::Date(s),
         (ColumnType::Timestamp, Value::S(s)) => Elem::Timestamp(s),
-        (ty, value) => return Err(SortKeyError::TypeMismatch { expected: expected_value(ty), got: type_name(value) }),
+        (ty, value) => {
+            return Err(SortKeyError::TypeMismatch {
+                expected: expected_value(ty),
+                got: type_name(value),
+            })
+        }
     };
     Ok(elem)
 }
@@ -300,11 +317,13 @@ pub fn encode_sort_value(column: &Column, value: &SortValue, out: &mut String) -
         (ColumnType::B | ColumnType::Any, SortValue::B(b)) => Elem::B(b),
         (ColumnType::Bool | ColumnType::Any, SortValue::Bool(b)) => Elem::Bool(*b),
         (ColumnType::Date | ColumnType::Any, SortValue::Date(s)) | (ColumnType::Date, SortValue::S(s)) => Elem::Date(s),
-        (ColumnType::Timestamp | ColumnType::Any, SortValue::Timestamp(s)) | (ColumnType::Timestamp, SortValue::S(s)) => {
-            Elem::Timestamp(s)
-        }
+        (ColumnType::Timestamp | ColumnType::Any, SortValue::Timestamp(s))
+        | (ColumnType::Timestamp, SortValue::S(s)) => Elem::Timestamp(s),
         (ty, value) => {
-            return Err(SortKeyError::TypeMismatch { expected: expected_sort_value(ty), got: value.type_name() })
+            return Err(SortKeyError::TypeMismatch {
+                expected: expected_sort_value(ty),
+                got: value.type_name(),
+            })
         }
     };
     encode::element(column, elem, out)
@@ -323,7 +342,10 @@ fn expected_sort_value(ty: ColumnType) -> &'static str {
 /// length-checked with [`check_length`].
 pub fn encode(columns: &[Column], values: &[Option<&Value>]) -> Result<String, SortKeyError> {
     if values.len() != columns.len() {
-        return Err(SortKeyError::Arity { columns: columns.len(), values: values.len() });
+        return Err(SortKeyError::Arity {
+            columns: columns.len(),
+            values: values.len(),
+        });
     }
     let mut out = String::with_capacity(16 * columns.len());
     for (i, (column, value)) in columns.iter().zip(values).enumerate() {
@@ -337,7 +359,10 @@ pub fn encode(columns: &[Column], values: &[Option<&Value>]) -> Result<String, S
 /// `encode_sort_values(columns, &decode(columns, k)?) == k` for every key `decode` accepts.
 pub fn encode_sort_values(columns: &[Column], values: &[SortValue]) -> Result<String, SortKeyError> {
     if values.len() != columns.len() {
-        return Err(SortKeyError::Arity { columns: columns.len(), values: values.len() });
+        return Err(SortKeyError::Arity {
+            columns: columns.len(),
+            values: values.len(),
+        });
     }
     let mut out = String::with_capacity(16 * columns.len());
     for (i, (column, value)) in columns.iter().zip(values).enumerate() {

@@ -44,7 +44,7 @@ impl Decimal<'_> {
 }
 
 fn not_a_number(text: &str) -> SortKeyError {
-    SortKeyError::NotANumber { text: text.to_owned() }
+    SortKeyError::NotANumber { text: text.into() }
 }
 
 /// Parses DynamoDB number text: `[+-]digits[.digits][(e|E)[+-]digits]`, with
@@ -130,19 +130,32 @@ pub(crate) fn parse(text: &str) -> Result<Option<Decimal<'_>>, SortKeyError> {
     };
     let k = t + 1 - z;
     if k > MAX_DIGITS {
-        return Err(SortKeyError::TooManyDigits { digits: k, text: text.to_owned() });
+        return Err(SortKeyError::TooManyDigits {
+            digits: k,
+            text: text.into(),
+        });
     }
     // The digit at int ++ frac position z has place value 10^(int_len - 1 - z).
     let exp = (int_len as i64 - 1 - z as i64).saturating_add(exp10);
     if !(MIN_EXP..=MAX_EXP).contains(&exp) {
-        return Err(SortKeyError::NumberOutOfRange { exponent: exp, text: text.to_owned() });
+        return Err(SortKeyError::NumberOutOfRange {
+            exponent: exp,
+            text: text.into(),
+        });
     }
     let (head, tail) = if z < int_len {
         let head = (int_start + z)..(int_start + int_len.min(t + 1));
-        let tail = if t >= int_len { frac_start..(frac_start + t + 1 - int_len) } else { frac_start..frac_start };
+        let tail = if t >= int_len {
+            frac_start..(frac_start + t + 1 - int_len)
+        } else {
+            frac_start..frac_start
+        };
         (head, tail)
     } else {
-        ((frac_start + z - int_len)..(frac_start + t + 1 - int_len), frac_end..frac_end)
+        (
+            (frac_start + z - int_len)..(frac_start + t + 1 - int_len),
+            frac_end..frac_end,
+        )
     };
     Ok(Some(Decimal {
         neg,
@@ -186,7 +199,9 @@ mod unit {
     use super::*;
 
     fn parts(text: &str) -> Option<(bool, i32, String)> {
-        parse(text).unwrap().map(|d| (d.neg, d.exp(), format!("{}{}", d.head, d.tail)))
+        parse(text)
+            .unwrap()
+            .map(|d| (d.neg, d.exp(), format!("{}{}", d.head, d.tail)))
     }
 
     #[test]
@@ -205,21 +220,35 @@ mod unit {
         assert_eq!(parts("10.01"), Some((false, 1, "1001".into())));
         assert_eq!(parts("0.0102"), Some((false, -2, "102".into())));
         assert_eq!(parts("1E-130"), Some((false, -130, "1".into())));
-        assert_eq!(parts("1000000000000000000000000000000000000000000000"), Some((false, 45, "1".into())));
+        assert_eq!(
+            parts("1000000000000000000000000000000000000000000000"),
+            Some((false, 45, "1".into()))
+        );
     }
 
     #[test]
     fn rejects() {
-        for bad in ["", "-", "+", ".", "e5", "1e", "1e+", "1.2.3", "NaN", "Infinity", "-inf", " 1", "1 ", "1_0", "0x10", "١"] {
+        for bad in [
+            "", "-", "+", ".", "e5", "1e", "1e+", "1.2.3", "NaN", "Infinity", "-inf", " 1", "1 ", "1_0", "0x10", "١",
+        ] {
             assert!(matches!(parse(bad), Err(SortKeyError::NotANumber { .. })), "{bad:?}");
         }
         assert!(matches!(
             parse("123456789012345678901234567890123456789"),
             Err(SortKeyError::TooManyDigits { digits: 39, .. })
         ));
-        assert!(matches!(parse("1E+126"), Err(SortKeyError::NumberOutOfRange { exponent: 126, .. })));
-        assert!(matches!(parse("0.1E-130"), Err(SortKeyError::NumberOutOfRange { exponent: -131, .. })));
-        assert!(matches!(parse("1E99999999999999999999999"), Err(SortKeyError::NumberOutOfRange { .. })));
+        assert!(matches!(
+            parse("1E+126"),
+            Err(SortKeyError::NumberOutOfRange { exponent: 126, .. })
+        ));
+        assert!(matches!(
+            parse("0.1E-130"),
+            Err(SortKeyError::NumberOutOfRange { exponent: -131, .. })
+        ));
+        assert!(matches!(
+            parse("1E99999999999999999999999"),
+            Err(SortKeyError::NumberOutOfRange { .. })
+        ));
         assert!(parse("9.9999999999999999999999999999999999999E+125").is_ok());
     }
 

@@ -45,13 +45,7 @@ impl FromStr for Schema {
         }
         text.split(',')
             .enumerate()
-            .map(|(i, part)| {
-                parse_column(part).map_err(|reason| SortKeyError::InvalidSchema {
-                    column: i + 1,
-                    text: part.trim().to_owned(),
-                    reason,
-                })
-            })
+            .map(|(i, part)| parse_column(part).map_err(|reason| invalid(i + 1, part, &reason)))
             .collect::<Result<Vec<_>, _>>()
             .map(Schema)
     }
@@ -74,7 +68,7 @@ impl FromStr for Column {
 
     /// One column, `TYPE[:asc|:desc][:nulls-first|:nulls-last]`.
     fn from_str(text: &str) -> Result<Self, SortKeyError> {
-        parse_column(text).map_err(|reason| SortKeyError::InvalidSchema { column: 1, text: text.trim().to_owned(), reason })
+        parse_column(text).map_err(|reason| invalid(1, text, &reason))
     }
 }
 
@@ -88,6 +82,13 @@ impl fmt::Display for Column {
             })?;
         }
         Ok(())
+    }
+}
+
+fn invalid(column: usize, text: &str, reason: &str) -> SortKeyError {
+    SortKeyError::InvalidSchema {
+        column,
+        message: format!("`{}`: {reason}", text.trim()).into(),
     }
 }
 
@@ -189,10 +190,15 @@ mod unit {
         let schema: Schema = "N:asc,S:desc:nulls-last".parse().unwrap();
         assert_eq!(
             schema.0,
-            vec![Column::new(ColumnType::N, Direction::Asc), Column::new(ColumnType::S, Direction::Desc)]
+            vec![
+                Column::new(ColumnType::N, Direction::Asc),
+                Column::new(ColumnType::S, Direction::Desc)
+            ]
         );
         assert_eq!(schema.to_string(), "N:asc,S:desc");
-        let schema: Schema = " any , Bool:DESC:Nulls-First, date:nulls-last ,timestamp,b:desc".parse().unwrap();
+        let schema: Schema = " any , Bool:DESC:Nulls-First, date:nulls-last ,timestamp,b:desc"
+            .parse()
+            .unwrap();
         assert_eq!(
             schema.0,
             vec![
@@ -203,9 +209,15 @@ mod unit {
                 Column::new(ColumnType::B, Direction::Desc),
             ]
         );
-        assert_eq!(schema.to_string(), "ANY:asc,BOOL:desc:nulls-first,DATE:asc:nulls-last,TIMESTAMP:asc,B:desc");
+        assert_eq!(
+            schema.to_string(),
+            "ANY:asc,BOOL:desc:nulls-first,DATE:asc:nulls-last,TIMESTAMP:asc,B:desc"
+        );
         assert_eq!(schema.to_string().parse::<Schema>().unwrap(), schema);
-        assert_eq!("n".parse::<Column>().unwrap(), Column::new(ColumnType::N, Direction::Asc));
+        assert_eq!(
+            "n".parse::<Column>().unwrap(),
+            Column::new(ColumnType::N, Direction::Asc)
+        );
     }
 
     #[test]
@@ -216,10 +228,22 @@ mod unit {
             err("N,X:asc"),
             "schema column 2 `X:asc`: unknown type `X` (expected S, N, B, BOOL, DATE, TIMESTAMP or ANY)"
         );
-        assert_eq!(err("N,"), "schema column 2 ``: missing type (expected S, N, B, BOOL, DATE, TIMESTAMP or ANY)");
-        assert_eq!(err("N:up"), "schema column 1 `N:up`: unknown option `up` (expected asc, desc, nulls-first or nulls-last)");
-        assert_eq!(err("N:asc:desc"), "schema column 1 `N:asc:desc`: the direction is given twice");
-        assert_eq!(err("N:nulls-last:nulls-first"), "schema column 1 `N:nulls-last:nulls-first`: the null placement is given twice");
+        assert_eq!(
+            err("N,"),
+            "schema column 2 ``: missing type (expected S, N, B, BOOL, DATE, TIMESTAMP or ANY)"
+        );
+        assert_eq!(
+            err("N:up"),
+            "schema column 1 `N:up`: unknown option `up` (expected asc, desc, nulls-first or nulls-last)"
+        );
+        assert_eq!(
+            err("N:asc:desc"),
+            "schema column 1 `N:asc:desc`: the direction is given twice"
+        );
+        assert_eq!(
+            err("N:nulls-last:nulls-first"),
+            "schema column 1 `N:nulls-last:nulls-first`: the null placement is given twice"
+        );
         assert_eq!(err("N::asc"), "schema column 1 `N::asc`: empty option (a stray `:`)");
     }
 }

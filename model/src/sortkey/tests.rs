@@ -36,7 +36,9 @@ fn check_group(columns: &[Column], group: &[(Vec<SortValue>, &str)]) {
     let mut previous: Option<&str> = None;
     for (tuple, key) in group {
         assert_eq!(encode_sort_values(columns, tuple).as_deref(), Ok(*key), "{tuple:?}");
-        let representable = tuple.iter().all(|v| !matches!(v, SortValue::Date(_) | SortValue::Timestamp(_)));
+        let representable = tuple
+            .iter()
+            .all(|v| !matches!(v, SortValue::Date(_) | SortValue::Timestamp(_)));
         if representable {
             let values: Vec<Value> = tuple.iter().map(SortValue::to_value).collect();
             let refs: Vec<Option<&Value>> = values.iter().map(Some).collect();
@@ -77,8 +79,14 @@ fn vectors_single_any_column() {
         (vec![n("1E+2")], ">1321!"),
         (vec![n(big)], &big_key),
         (vec![Date("2024-02-29".into())], "D2024-02-29"),
-        (vec![Timestamp("2024-01-01T01:00:00+01:00".into())], "I2024-01-01T00:00:00.000000000Z"),
-        (vec![Timestamp("2024-01-01T00:00:00.5Z".into())], "I2024-01-01T00:00:00.500000000Z"),
+        (
+            vec![Timestamp("2024-01-01T01:00:00+01:00".into())],
+            "I2024-01-01T00:00:00.000000000Z",
+        ),
+        (
+            vec![Timestamp("2024-01-01T00:00:00.5Z".into())],
+            "I2024-01-01T00:00:00.500000000Z",
+        ),
         (vec![s("")], "S\u{1}"),
         (vec![s("\u{0}")], "S\u{2}\u{1}\u{1}"),
         (vec![s("A")], "SA\u{1}"),
@@ -96,7 +104,14 @@ fn vectors_single_any_column() {
     check_group(&[col(ColumnType::Any, Direction::Asc)], &group);
     // 100 in another spelling, and the other zero spellings.
     let any = col(ColumnType::Any, Direction::Asc);
-    for (text, key) in [("100", ">1321!"), ("-0", "="), ("0.00", "="), ("0E+5", "="), ("1.50", ">13015!"), ("15E-1", ">13015!")] {
+    for (text, key) in [
+        ("100", ">1321!"),
+        ("-0", "="),
+        ("0.00", "="),
+        ("0E+5", "="),
+        ("1.50", ">13015!"),
+        ("15E-1", ">13015!"),
+    ] {
         let mut out = String::new();
         encode_value(&any, Some(&Value::N(text.into())), &mut out).unwrap();
         assert_eq!(out, key, "{text}");
@@ -161,10 +176,22 @@ fn typed_columns_and_nulls() {
     assert_eq!(f(N, Asc, Last, Some(&Value::Null(true))).unwrap(), "~");
     assert_eq!(f(S, Desc, First, None).unwrap(), "!");
     assert_eq!(f(Bool, Desc, Last, Some(&Value::Bool(true))).unwrap(), "n");
-    assert_eq!(f(Date, Asc, First, Some(&Value::S("2024-02-29".into()))).unwrap(), "D2024-02-29");
-    assert_eq!(f(Date, Desc, First, Some(&Value::S("2024-02-29".into()))).unwrap(), "[momkromrmf");
     assert_eq!(
-        f(Timestamp, Asc, First, Some(&Value::S("2024-01-01T01:00:00+01:00".into()))).unwrap(),
+        f(Date, Asc, First, Some(&Value::S("2024-02-29".into()))).unwrap(),
+        "D2024-02-29"
+    );
+    assert_eq!(
+        f(Date, Desc, First, Some(&Value::S("2024-02-29".into()))).unwrap(),
+        "[momkromrmf"
+    );
+    assert_eq!(
+        f(
+            Timestamp,
+            Asc,
+            First,
+            Some(&Value::S("2024-01-01T01:00:00+01:00".into()))
+        )
+        .unwrap(),
         "I2024-01-01T00:00:00.000000000Z"
     );
     assert_eq!(f(B, Desc, Last, Some(&Value::B(vec![0xFF]))).unwrap(), "G%4~");
@@ -181,10 +208,22 @@ fn type_errors_name_both_types() {
     assert_eq!(err(ColumnType::N, &Value::S("x".into())), "expects N or NULL, got S");
     assert_eq!(err(ColumnType::S, &Value::N("1".into())), "expects S or NULL, got N");
     assert_eq!(err(ColumnType::Bool, &Value::B(vec![])), "expects BOOL or NULL, got B");
-    assert_eq!(err(ColumnType::Date, &Value::N("1".into())), "expects S (a DATE, YYYY-MM-DD) or NULL, got N");
-    assert_eq!(err(ColumnType::Any, &Value::L(vec![])), "expects a scalar (S, N, B, BOOL or NULL), got L");
-    assert_eq!(err(ColumnType::Any, &Value::M(Default::default())), "expects a scalar (S, N, B, BOOL or NULL), got M");
-    assert_eq!(err(ColumnType::Any, &Value::Ss(vec![])), "expects a scalar (S, N, B, BOOL or NULL), got SS");
+    assert_eq!(
+        err(ColumnType::Date, &Value::N("1".into())),
+        "expects S (a DATE, YYYY-MM-DD) or NULL, got N"
+    );
+    assert_eq!(
+        err(ColumnType::Any, &Value::L(vec![])),
+        "expects a scalar (S, N, B, BOOL or NULL), got L"
+    );
+    assert_eq!(
+        err(ColumnType::Any, &Value::M(Default::default())),
+        "expects a scalar (S, N, B, BOOL or NULL), got M"
+    );
+    assert_eq!(
+        err(ColumnType::Any, &Value::Ss(vec![])),
+        "expects a scalar (S, N, B, BOOL or NULL), got SS"
+    );
     assert_eq!(
         err(ColumnType::Date, &Value::S("2023-02-29".into())),
         "not a DATE (YYYY-MM-DD): `2023-02-29`: day 29 does not exist in 2023-02"
@@ -198,7 +237,10 @@ fn type_errors_name_both_types() {
     let e = encode(&columns, &[Some(&a), Some(&b)]).unwrap_err();
     assert_eq!(e.to_string(), "column 2: expects N or NULL, got S");
     assert!(e.is_type_mismatch());
-    assert_eq!(encode(&columns, &[Some(&a)]).unwrap_err().to_string(), "schema has 2 column(s) but 1 value(s) were given");
+    assert_eq!(
+        encode(&columns, &[Some(&a)]).unwrap_err().to_string(),
+        "schema has 2 column(s) but 1 value(s) were given"
+    );
 }
 
 #[test]
@@ -230,11 +272,14 @@ fn length_limits() {
     let e = encode(&columns, &[Some(&long)]).unwrap_err();
     assert_eq!(e.to_string(), "key is 1100 bytes, over the 1024-byte limit");
     assert!(e.is_length());
-    let fits = Value::S("x".repeat(1021));
+    let fits = Value::S("x".repeat(1022));
     assert_eq!(encode(&columns, &[Some(&fits)]).unwrap().len(), 1024);
     assert_eq!(check_length(""), Err(SortKeyError::EmptyKey));
     assert_eq!(encode(&[], &[]), Err(SortKeyError::EmptyKey));
-    assert_eq!(decode(&columns, &format!("S{}\u{1}", "x".repeat(1023))), Err(SortKeyError::KeyTooLong { bytes: 1025 }));
+    assert_eq!(
+        decode(&columns, &format!("S{}\u{1}", "x".repeat(1023))),
+        Err(SortKeyError::KeyTooLong { bytes: 1025 })
+    );
 }
 
 #[test]
@@ -246,38 +291,122 @@ fn decode_is_strict() {
     let too_many = format!(">130{}!", "1".repeat(39));
     let cases: Vec<(Column, &str, &str)> = vec![
         (any, "", "key is empty"),
-        (any, ">13004!", "byte 4 (column 1): the number's digits start with a zero"),
+        (
+            any,
+            ">13004!",
+            "byte 4 (column 1): the number's digits start with a zero",
+        ),
         (any, ">13040!", "byte 5 (column 1): the number's digits end with a zero"),
         (any, ">2561!", "byte 1 (column 1): exponent field 256 is over 255"),
-        (any, "<12599~", "byte 4 (column 1): the number's digits start with a zero"),
+        (
+            any,
+            "<12599~",
+            "byte 4 (column 1): the number's digits start with a zero",
+        ),
         (any, "<12589~", "byte 5 (column 1): the number's digits end with a zero"),
         (any, ">130!", "byte 4 (column 1): found '!' where a digit was expected"),
-        (any, ">1304", "byte 5 (column 1): the key ends where a digit or the number's terminator was expected"),
-        (any, ">13", "byte 3 (column 1): the key ends where an exponent digit was expected"),
+        (
+            any,
+            ">1304",
+            "byte 5 (column 1): the key ends where a digit or the number's terminator was expected",
+        ),
+        (
+            any,
+            ">13",
+            "byte 3 (column 1): the key ends where an exponent digit was expected",
+        ),
         (any, &too_many, "byte 42 (column 1): the number has more than 38 digits"),
-        (any, "X-!", "byte 1 (column 1): 1 base64 characters is an impossible length"),
-        (any, "X-0!", "byte 2 (column 1): non-zero padding bits in the last base64 character"),
-        (any, "X--=!", "byte 3 (column 1): found '=' where a base64 character or the terminator was expected"),
-        (any, "Sa\u{0}b\u{1}", "byte 2 (column 1): raw U+0000 inside a string (it is written U+0002 U+0001)"),
-        (any, "Sab\u{2}x\u{1}", "byte 3 (column 1): unknown escape: U+0002 followed by 'x'"),
-        (any, "Sab\u{2}", "byte 3 (column 1): unknown escape: U+0002 followed by the end of the key"),
-        (any, "Sab", "byte 3 (column 1): the key ends where the string terminator U+0001 was expected"),
+        (
+            any,
+            "X-!",
+            "byte 1 (column 1): 1 base64 characters is an impossible length",
+        ),
+        (
+            any,
+            "X-0!",
+            "byte 2 (column 1): non-zero padding bits in the last base64 character",
+        ),
+        (
+            any,
+            "X--=!",
+            "byte 3 (column 1): found '=' where a base64 character or the terminator was expected",
+        ),
+        (
+            any,
+            "Sa\u{0}b\u{1}",
+            "byte 2 (column 1): raw U+0000 inside a string (it is written U+0002 U+0001)",
+        ),
+        (
+            any,
+            "Sab\u{2}x\u{1}",
+            "byte 3 (column 1): unknown escape: U+0002 followed by 'x'",
+        ),
+        (
+            any,
+            "Sab\u{2}",
+            "byte 3 (column 1): unknown escape: U+0002 followed by the end of the key",
+        ),
+        (
+            any,
+            "Sab",
+            "byte 3 (column 1): the key ends where the string terminator U+0001 was expected",
+        ),
         (any, "1x", "byte 1: trailing characters after the last column"),
-        (any, "~", "byte 0 (column 1): '~' is a null placed last, but this column puts nulls first"),
-        (col(N, Desc), "!", "byte 0 (column 1): '!' is a null placed first, but this column puts nulls last"),
-        (any, "?", "byte 0 (column 1): found '?' where a type tag or the column's null was expected"),
-        (col(N, Asc), "Sa\u{1}", "byte 0 (column 1): found 'S' where an N value or the column's null was expected"),
-        (any, "D2023-02-29", "byte 1 (column 1): invalid DATE: day 29 does not exist in 2023-02"),
-        (any, "D2023-02", "byte 8 (column 1): the key ends where a DATE character was expected"),
+        (
+            any,
+            "~",
+            "byte 0 (column 1): '~' is a null placed last, but this column puts nulls first",
+        ),
+        (
+            col(N, Desc),
+            "!",
+            "byte 0 (column 1): '!' is a null placed first, but this column puts nulls last",
+        ),
+        (
+            any,
+            "?",
+            "byte 0 (column 1): found '?' where a type tag or the column's null was expected",
+        ),
+        (
+            col(N, Asc),
+            "Sa\u{1}",
+            "byte 0 (column 1): found 'S' where an N value or the column's null was expected",
+        ),
+        (
+            any,
+            "D2023-02-29",
+            "byte 1 (column 1): invalid DATE: day 29 does not exist in 2023-02",
+        ),
+        (
+            any,
+            "D2023-02",
+            "byte 8 (column 1): the key ends where a DATE character was expected",
+        ),
         (
             any,
             "I2024-01-01t00:00:00.000000000Z",
             "byte 1 (column 1): invalid TIMESTAMP: not in the form YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ",
         ),
-        (any, "I2024-01-01T00:00:60.000000000Z", "byte 1 (column 1): invalid TIMESTAMP: leap second :60 is not supported"),
-        (col(S, Desc), "L\u{1}~", "byte 1 (column 1): found '\\u{1}' where a base64 character or the terminator was expected"),
-        (col(S, Desc), "L%4~", "byte 1 (column 1): the string's bytes are not valid UTF-8"),
-        (col(S, Desc), "LQY", "byte 3 (column 1): the key ends where a base64 character or the terminator was expected"),
+        (
+            any,
+            "I2024-01-01T00:00:60.000000000Z",
+            "byte 1 (column 1): invalid TIMESTAMP: leap second :60 is not supported",
+        ),
+        (
+            col(S, Desc),
+            "L\u{1}~",
+            "byte 1 (column 1): found '\\u{1}' where a base64 character or the terminator was expected",
+        ),
+        (
+            col(S, Desc),
+            "L%4~",
+            "byte 1 (column 1): the string's bytes are not valid UTF-8",
+        ),
+        (
+            col(S, Desc),
+            "LQY",
+            "byte 3 (column 1): the key ends where a base64 character or the terminator was expected",
+        ),
     ];
     for (column, key, message) in cases {
         assert_eq!(err(column, key), message, "{key:?}");
@@ -308,9 +437,13 @@ fn sort_values_fit_their_columns() {
         "expects DATE, S or NULL, got N"
     );
     assert_eq!(
-        encode_sort_value(&col(ColumnType::S, Direction::Asc), &SortValue::Date("2024-01-01".into()), &mut out)
-            .unwrap_err()
-            .to_string(),
+        encode_sort_value(
+            &col(ColumnType::S, Direction::Asc),
+            &SortValue::Date("2024-01-01".into()),
+            &mut out
+        )
+        .unwrap_err()
+        .to_string(),
         "expects S or NULL, got DATE"
     );
 }
@@ -407,7 +540,11 @@ fn spell(key: NumKey) -> impl Strategy<Value = String> {
                     (w, 0, sign)
                 };
                 let p = point.index(w.len() + 1);
-                let x = if key.sign == 0 { x } else { i64::from(key.exp) + 1 - p as i64 + a as i64 };
+                let x = if key.sign == 0 {
+                    x
+                } else {
+                    i64::from(key.exp) + 1 - p as i64 + a as i64
+                };
                 let mut text = format!("{sign}{}", &w[..p]);
                 if p < w.len() || trailing_point {
                     text.push('.');
@@ -433,7 +570,20 @@ fn is_leap(y: i64) -> bool {
 }
 
 fn month_lengths(y: i64) -> [i64; 12] {
-    [31, if is_leap(y) { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    [
+        31,
+        if is_leap(y) { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ]
 }
 
 /// Days since 0000-01-01, by counting.
@@ -469,7 +619,10 @@ fn naive_civil(mut days: i64) -> (i64, u32, u32) {
 fn naive_instant(text: &str) -> (i64, u32) {
     let f = |r: std::ops::Range<usize>| text[r].parse::<i64>().unwrap();
     let days = naive_days(f(0..4), f(5..7) as u32, f(8..10) as u32);
-    (days * 86400 + f(11..13) * 3600 + f(14..16) * 60 + f(17..19), f(20..29) as u32)
+    (
+        days * 86400 + f(11..13) * 3600 + f(14..16) * 60 + f(17..19),
+        f(20..29) as u32,
+    )
 }
 
 /// A test value: what goes in, plus what the independent comparator needs.
@@ -548,7 +701,11 @@ impl TV {
 
 /// The order of two values of one column, from the model alone.
 fn cmp_elem(column: &Column, a: &TV, b: &TV) -> Ordering {
-    let null_side = if column.nulls == Nulls::First { Ordering::Less } else { Ordering::Greater };
+    let null_side = if column.nulls == Nulls::First {
+        Ordering::Less
+    } else {
+        Ordering::Greater
+    };
     match (a.is_null(), b.is_null()) {
         (true, true) => Ordering::Equal,
         (true, false) => null_side,
@@ -573,7 +730,12 @@ fn cmp_elem(column: &Column, a: &TV, b: &TV) -> Ordering {
 }
 
 fn cmp_tuple(columns: &[Column], a: &[TV], b: &[TV]) -> Ordering {
-    columns.iter().zip(a.iter().zip(b)).map(|(c, (x, y))| cmp_elem(c, x, y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
+    columns
+        .iter()
+        .zip(a.iter().zip(b))
+        .map(|(c, (x, y))| cmp_elem(c, x, y))
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
 }
 
 fn key_of(columns: &[Column], tuple: &[TV]) -> String {
@@ -622,12 +784,17 @@ fn bytes() -> impl Strategy<Value = Vec<u8>> {
 
 fn date() -> impl Strategy<Value = (u32, u32, u32)> {
     let year = prop_oneof![0u32..=9999, 1999u32..=2001, Just(0), Just(9999)];
-    (year, 1u32..=12, 1u32..=31).prop_map(|(y, m, d)| (y, m, d.min(month_lengths(i64::from(y))[(m - 1) as usize] as u32)))
+    (year, 1u32..=12, 1u32..=31)
+        .prop_map(|(y, m, d)| (y, m, d.min(month_lengths(i64::from(y))[(m - 1) as usize] as u32)))
 }
 
 /// A timestamp spelling of `instant` at a random offset.
 fn ts_text(instant: (i64, u32)) -> impl Strategy<Value = String> {
-    let offset = prop_oneof![Just(0i64), -(23 * 60 + 59)..=(23i64 * 60 + 59), prop::sample::select(vec![-60i64, 60, 330])];
+    let offset = prop_oneof![
+        Just(0i64),
+        -(23 * 60 + 59)..=(23i64 * 60 + 59),
+        prop::sample::select(vec![-60i64, 60, 330])
+    ];
     let zero = prop::sample::select(vec!["Z", "z", "+00:00", "-00:00"]);
     (offset, 0usize..=3, any::<bool>(), zero, any::<Index>()).prop_map(
         move |(offset, extra_zeros, lower_t, zero_style, digits_choice)| {
@@ -636,7 +803,12 @@ fn ts_text(instant: (i64, u32)) -> impl Strategy<Value = String> {
             let (y, m, d) = naive_civil(local.div_euclid(86400));
             let tod = local.rem_euclid(86400);
             let t = if lower_t { 't' } else { 'T' };
-            let mut text = format!("{y:04}-{m:02}-{d:02}{t}{:02}:{:02}:{:02}", tod / 3600, tod / 60 % 60, tod % 60);
+            let mut text = format!(
+                "{y:04}-{m:02}-{d:02}{t}{:02}:{:02}:{:02}",
+                tod / 3600,
+                tod / 60 % 60,
+                tod % 60
+            );
             let nine = format!("{nanos:09}");
             let needed = nine.trim_end_matches('0').len();
             let count = needed + digits_choice.index(9 - needed + 1);
@@ -654,7 +826,12 @@ fn ts_text(instant: (i64, u32)) -> impl Strategy<Value = String> {
                 text.push_str(zero_style);
             } else {
                 let o = offset.abs();
-                text.push_str(&format!("{}{:02}:{:02}", if offset < 0 { '-' } else { '+' }, o / 60, o % 60));
+                text.push_str(&format!(
+                    "{}{:02}:{:02}",
+                    if offset < 0 { '-' } else { '+' },
+                    o / 60,
+                    o % 60
+                ));
             }
             text
         },
@@ -666,7 +843,11 @@ fn instant() -> impl Strategy<Value = (i64, u32)> {
     let hi = naive_days(9998, 12, 30) * 86400;
     let near = naive_days(2024, 1, 1) * 86400;
     let secs = prop_oneof![lo..hi, near..near + 3, Just(lo), Just(hi)];
-    let nanos = prop_oneof![Just(0u32), 0u32..1_000_000_000, prop::sample::select(vec![1u32, 500_000_000, 999_999_999])];
+    let nanos = prop_oneof![
+        Just(0u32),
+        0u32..1_000_000_000,
+        prop::sample::select(vec![1u32, 500_000_000, 999_999_999])
+    ];
     (secs, nanos)
 }
 
@@ -720,7 +901,11 @@ fn respell(v: TV) -> BoxedStrategy<TV> {
 }
 
 fn tuple(columns: &[Column], representable: bool) -> BoxedStrategy<Vec<TV>> {
-    columns.iter().map(|c| value(c.ty, representable)).collect::<Vec<_>>().boxed()
+    columns
+        .iter()
+        .map(|c| value(c.ty, representable))
+        .collect::<Vec<_>>()
+        .boxed()
 }
 
 /// A tuple that often shares values (respelled) with `base`.
@@ -919,20 +1104,31 @@ proptest! {
     }
 }
 
+/// The strictness properties above are only worth something if mutated keys
+/// are sometimes still valid: check that they are, often enough.
 #[test]
-#[ignore]
-fn coverage_stats() {
+fn mutated_keys_are_often_still_accepted() {
     use proptest::strategy::ValueTree;
     let mut runner = proptest::test_runner::TestRunner::deterministic();
-    let (mut ok_random, mut ok_mut, mut total) = (0, 0, 0);
-    for _ in 0..5000 {
-        let (columns, key) = (schema(3), prop::collection::vec(key_char(), 0..40)).new_tree(&mut runner).unwrap().current();
-        let key: String = key.into_iter().collect();
-        ok_random += decode(&columns, &key).is_ok() as u32;
-        let ((columns, t), ms) = (schema_and_tuple(), prop::collection::vec(mutation(), 1..4)).new_tree(&mut runner).unwrap().current();
-        let key = mutate(&key_of(&columns, &t), &ms);
-        ok_mut += decode(&columns, &key).is_ok() as u32;
-        total += 1;
+    let strategy = (schema_and_tuple(), prop::collection::vec(mutation(), 1..4));
+    let mut accepted = 0;
+    for _ in 0..1000 {
+        let ((columns, t), mutations) = strategy.new_tree(&mut runner).unwrap().current();
+        let key = mutate(&key_of(&columns, &t), &mutations);
+        if let Ok(values) = decode(&columns, &key) {
+            assert_eq!(encode_sort_values(&columns, &values).as_deref(), Ok(key.as_str()));
+            accepted += 1;
+        }
     }
-    println!("random ok {ok_random}/{total}, mutated ok {ok_mut}/{total}");
+    assert!(accepted >= 20, "only {accepted} of 1000 mutated keys decoded");
+}
+
+/// Small enough to sit in other errors (and `Result`s) without boxing.
+#[test]
+fn error_is_small() {
+    assert!(
+        std::mem::size_of::<SortKeyError>() <= 40,
+        "{}",
+        std::mem::size_of::<SortKeyError>()
+    );
 }

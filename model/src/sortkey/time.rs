@@ -9,7 +9,9 @@ fn num(b: &[u8]) -> Option<u32> {
     if b.is_empty() {
         return None;
     }
-    b.iter().try_fold(0u32, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
+    b.iter().try_fold(0u32, |acc, &c| {
+        c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
+    })
 }
 
 fn field(b: &[u8], range: std::ops::Range<usize>) -> Option<u32> {
@@ -126,7 +128,14 @@ pub(crate) fn parse_timestamp(text: &str) -> Result<Utc, String> {
         && matches!(at(10), Some(b'T' | b't'))
         && at(13) == Some(b':')
         && at(16) == Some(b':');
-    let fields = (field(b, 0..4), field(b, 5..7), field(b, 8..10), field(b, 11..13), field(b, 14..16), field(b, 17..19));
+    let fields = (
+        field(b, 0..4),
+        field(b, 5..7),
+        field(b, 8..10),
+        field(b, 11..13),
+        field(b, 14..16),
+        field(b, 17..19),
+    );
     let (true, (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second))) = (shape, fields) else {
         return Err(TIMESTAMP_SHAPE.to_owned());
     };
@@ -174,7 +183,10 @@ pub(crate) fn parse_timestamp(text: &str) -> Result<Utc, String> {
                 return Err("expected the offset as ±HH:MM".to_owned());
             };
             if oh > 23 || om > 59 {
-                return Err(format!("offset {}{oh:02}:{om:02} is not a valid ±HH:MM", char::from(sign)));
+                return Err(format!(
+                    "offset {}{oh:02}:{om:02} is not a valid ±HH:MM",
+                    char::from(sign)
+                ));
             }
             i += 6;
             let minutes = i64::from(oh * 60 + om);
@@ -190,7 +202,15 @@ pub(crate) fn parse_timestamp(text: &str) -> Result<Utc, String> {
     if i != b.len() {
         return Err("trailing characters after the offset".to_owned());
     }
-    let local = Utc { year, month, day, hour, minute, second, nanos };
+    let local = Utc {
+        year,
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        nanos,
+    };
     if offset_minutes == 0 {
         return Ok(local);
     }
@@ -200,7 +220,15 @@ pub(crate) fn parse_timestamp(text: &str) -> Result<Utc, String> {
     if !(0..=9999).contains(&year) {
         return Err(format!("year {year} (after conversion to UTC) is outside 0000..9999"));
     }
-    Ok(Utc { year: year as u32, month, day, hour: minute_of_day / 60, minute: minute_of_day % 60, second, nanos })
+    Ok(Utc {
+        year: year as u32,
+        month,
+        day,
+        hour: minute_of_day / 60,
+        minute: minute_of_day % 60,
+        second,
+        nanos,
+    })
 }
 
 #[cfg(test)]
@@ -212,10 +240,24 @@ mod unit {
         assert!(check_date("2024-02-29").is_ok());
         assert!(check_date("0000-02-29").is_ok());
         assert!(check_date("9999-12-31").is_ok());
-        assert_eq!(check_date("2023-02-29").unwrap_err(), "day 29 does not exist in 2023-02");
-        assert_eq!(check_date("1900-02-29").unwrap_err(), "day 29 does not exist in 1900-02");
+        assert_eq!(
+            check_date("2023-02-29").unwrap_err(),
+            "day 29 does not exist in 2023-02"
+        );
+        assert_eq!(
+            check_date("1900-02-29").unwrap_err(),
+            "day 29 does not exist in 1900-02"
+        );
         assert_eq!(check_date("2023-13-01").unwrap_err(), "month 13 is not 01..12");
-        for bad in ["2023-1-01", "20230101", "2023-01-01T", "+2023-01-01", "2023/01/01", "2023-01-0a", ""] {
+        for bad in [
+            "2023-1-01",
+            "20230101",
+            "2023-01-01T",
+            "+2023-01-01",
+            "2023/01/01",
+            "2023-01-0a",
+            "",
+        ] {
             assert_eq!(check_date(bad).unwrap_err(), "expected YYYY-MM-DD", "{bad}");
         }
     }
@@ -233,14 +275,32 @@ mod unit {
     #[test]
     fn timestamps() {
         let ok = |t: &str| parse_timestamp(t).map(Utc::to_text);
-        assert_eq!(ok("2024-01-01T01:00:00+01:00").unwrap(), "2024-01-01T00:00:00.000000000Z");
+        assert_eq!(
+            ok("2024-01-01T01:00:00+01:00").unwrap(),
+            "2024-01-01T00:00:00.000000000Z"
+        );
         assert_eq!(ok("2024-01-01T00:00:00.5Z").unwrap(), "2024-01-01T00:00:00.500000000Z");
-        assert_eq!(ok("2024-02-28t23:30:00.123456789000-01:00").unwrap(), "2024-02-29T00:30:00.123456789Z");
-        assert_eq!(ok("2024-03-01T00:10:00+00:30").unwrap(), "2024-02-29T23:40:00.000000000Z");
-        assert_eq!(ok("2023-12-31T23:59:59.999999999-23:59").unwrap(), "2024-01-01T23:58:59.999999999Z");
+        assert_eq!(
+            ok("2024-02-28t23:30:00.123456789000-01:00").unwrap(),
+            "2024-02-29T00:30:00.123456789Z"
+        );
+        assert_eq!(
+            ok("2024-03-01T00:10:00+00:30").unwrap(),
+            "2024-02-29T23:40:00.000000000Z"
+        );
+        assert_eq!(
+            ok("2023-12-31T23:59:59.999999999-23:59").unwrap(),
+            "2024-01-01T23:58:59.999999999Z"
+        );
         assert_eq!(ok("0000-01-01T00:00:00z").unwrap(), "0000-01-01T00:00:00.000000000Z");
-        assert_eq!(ok("2024-01-01T00:00:60Z").unwrap_err(), "leap second :60 is not supported");
-        assert_eq!(ok("2024-01-01T00:00:00.0000000001Z").unwrap_err(), "non-zero digits below nanoseconds");
+        assert_eq!(
+            ok("2024-01-01T00:00:60Z").unwrap_err(),
+            "leap second :60 is not supported"
+        );
+        assert_eq!(
+            ok("2024-01-01T00:00:00.0000000001Z").unwrap_err(),
+            "non-zero digits below nanoseconds"
+        );
         assert!(ok("0000-01-01T00:30:00+01:00").unwrap_err().contains("year -1"));
         assert!(ok("9999-12-31T23:30:00-01:00").unwrap_err().contains("year 10000"));
         for bad in [

@@ -1,0 +1,376 @@
+//! The executor's request shapes (batching, coalescing, restores) and its
+//! failure accounting, over the in-memory store wrapped in a `FaultyStore`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use model::config::{self, Config};
+use model::{Image, Value};
+
+use super::*;
+use crate::store::faulty::{Call, CallLog, Fault, FaultyStore};
+use crate::store::memory::MemoryStore;
+
+fn example() -> Arc<Config> {
+    Arc::new(config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("valid"))
+}
+
+fn s(v: &str) -> Value {
+    Value::S(v.to_owned())
+}
+
+fn key(p: &str) -> RowKey {
+    RowKey { partition: p.to_owned(), sort: format!("{p}-sort") }
+}
+
+fn put(record: usize, p: &str) -> Op {
+    Op { record, mutation: Mutation::PutRow { index: 0, key: key(p), attributes: Image::new() } }
+}
+
+fn delete(record: usize, p: &str) -> Op {
+    Op { record, mutation: Mutation::DeleteRow { index: 0, key: key(p) } }
+}
+
+fn add(record: usize, member: &str) -> Op {
+    Op { record, mutation: Mutation::AddMember { edge_set: 0, node: "N".into(), member: member.into() } }
+}
+
+fn remove(record: usize, member: &str) -> Op {
+    Op { record, mutation: Mutation::RemoveMember { edge_set: 0, node: "N".into(), member: member.into() } }
+}
+
+fn restore(record: usize, node: &str) -> Op {
+    Op { record, mutation: Mutation::RestoreSet { edge_set: 0, node: node.into() } }
+}
+
+fn node(id: &str) -> Image {
+    Image::from([("source".to_owned(), s(id)), ("target".to_owned(), s(id))])
+}
+
+fn edge(node: &str, target: &str, role: Option<&str>) -> Image {
+    let mut item = Image::from([("source".to_owned(), s(node)), ("target".to_owned(), s(target))]);
+    if let Some(role) = role {
+        item.insert("gsi0".to_owned(), s(role));
+    }
+    item
+}
+
+fn store_with(script: impl crate::store::faulty::Script + 'static) -> (Arc<Config>, FaultyStore<MemoryStore>) {
+    let config = example();
+    (config.clone(), FaultyStore::new(MemoryStore::new(config), script))
+}
+
+fn no_faults() -> impl FnMut(&Call<'_>) -> Fault + Send {
+    |_: &Call<'_>| Fault::None
+}
+
+async fn run(config: &Config, store: &FaultyStore<MemoryStore>, backoff: Backoff, ops: Vec<Op>) -> GroupResult {
+    apply_group(store, config, &backoff, ops).await
+}
+
+fn set_changes(store: &FaultyStore<MemoryStore>) -> Vec<SetChange> {
+    store
+        .log()
+        .calls
+        .into_iter()
+        .filter_map(|(call, _)| match call {
+            CallLog::UpdateSet { change, .. } => Some(change),
+            _ => None,
+        })
+        .collect()
+}
+
+fn members(v: &[&str]) -> Vec<String> {
+    v.iter().map(|m| (*m).to_owned()).collect()
+}
+
+#[tokio::test]
+async fn row_writes_go_in_calls_of_at_most_25() {
+    let (config, store) = store_with(no_faults());
+    let ops: Vec<Op> = (0..60).map(|i| put(i / 3, &format!("k{i:02}"))).collect();
+    let result = run(&config, &store, Backoff::immediate(3), ops).await;
+    assert_eq!(result.stopped, None);
+    let sizes: Vec<usize> = store
+        .log()
+        .calls
+        .iter()
+        .map(|(call, _)| match call {
+            CallLog::WriteRows(w) => w.len(),
+            other => panic!("unexpected call {other:?}"),
+        })
+        .collect();
+    assert_eq!(sizes, vec![25, 25, 10]);
+    assert_eq!(result.stats.requests.write_rows, 3);
+    assert_eq!(result.stats.applied.put_row, 60);
+    assert_eq!(store.inner().rows(0).len(), 60);
+}
+
+#[tokio::test]
+async fn a_second_write_to_a_key_sends_the_pending_call_first() {
+    let (config, store) = store_with(no_faults());
+    let ops = vec![put(0, "a"), put(0, "b"), delete(1, "a"), put(1, "c"), put(2, "a")];
+    let result = run(&config, &store, Backoff::immediate(3), ops).await;
+    assert_eq!(result.stopped, None);
+    let calls: Vec<Vec<(String, bool)>> = store
+        .log()
+        .calls
+        .into_iter()
+        .filter_map(|(call, _)| match call {
+            CallLog::WriteRows(w) => Some(w.into_iter().map(|(_, k, put)| (k.partition, put)).collect()),
+            _ => None,
+        })
+        .collect();
+    let w = |p: &str, put: bool| (p.to_owned(), put);
+    assert_eq!(
+        calls,
+        vec![vec![w("a", true), w("b", true)], vec![w("a", false), w("c", true)], vec![w("a", true)]]
+    );
+    let rows: Vec<String> = store.inner().rows(0).into_iter().map(|(k, _)| k.partition).collect();
+    assert_eq!(rows, vec!["a", "b", "c"]);
+}
+
+#[tokio::test]
+async fn role_changes_coalesce_into_one_add_and_one_delete() {
+    let (config, store) = store_with(no_faults());
+    store.inner().put_item("records", node("N")).expect("put");
+    let mut ops = Vec::new();
+    for i in 0..10 {
+        ops.push(add(i, &format!("E{i}#new")));
+        ops.push(remove(i, &format!("E{i}#old")));
+    }
+    let result = run(&config, &store, Backoff::immediate(3), ops).await;
+    assert_eq!(result.stopped, None);
+    let changes = set_changes(&store);
+    assert_eq!(changes.len(), 2, "{changes:?}");
+    assert!(matches!(&changes[0], SetChange::Add(m) if m.len() == 10));
+    assert!(matches!(&changes[1], SetChange::Remove(m) if m.len() == 10));
+    assert_eq!(result.stats.applied.add_member, 10);
+    assert_eq!(result.stats.applied.remove_member, 10);
+    let set = &store.inner().node_sets(0)["N"];
+    assert_eq!(set.members.len(), 10);
+    assert!(set.members.iter().all(|m| m.ends_with("#new")));
+}
+
+#[tokio::test]
+async fn a_records_add_stays_before_its_delete_and_members_keep_their_order() {
+    let (config, store) = store_with(no_faults());
+    store.inner().put_item("records", node("N")).expect("put");
+    // An edge deleted (r0), then an edge whose role changed (r1): the new
+    // member must be added before the old one is deleted, so r1's DELETE
+    // cannot join r0's.
+    let ops = vec![remove(0, "X"), add(1, "E#new"), remove(1, "E#old")];
+    run(&config, &store, Backoff::immediate(3), ops).await;
+    assert_eq!(
+        set_changes(&store),
+        vec![
+            SetChange::Remove(members(&["X"])),
+            SetChange::Add(members(&["E#new"])),
+            SetChange::Remove(members(&["E#old"]))
+        ]
+    );
+    // One member added, removed, added again: three requests, in order; the
+    // other members join the earliest request of their kind.
+    let (config, store) = store_with(no_faults());
+    store.inner().put_item("records", node("N")).expect("put");
+    let ops = vec![add(0, "M"), remove(1, "M"), add(2, "M"), add(3, "A"), remove(4, "B")];
+    run(&config, &store, Backoff::immediate(3), ops).await;
+    assert_eq!(
+        set_changes(&store),
+        vec![
+            SetChange::Add(members(&["M", "A"])),
+            SetChange::Remove(members(&["M", "B"])),
+            SetChange::Add(members(&["M"]))
+        ]
+    );
+    assert_eq!(store.inner().node_sets(0)["N"].members.iter().collect::<Vec<_>>(), vec!["A", "M"]);
+}
+
+#[tokio::test]
+async fn a_restore_is_a_barrier_and_adds_every_member_found() {
+    let (config, store) = store_with(no_faults());
+    let inner = store.inner();
+    inner.put_item("records", node("N")).expect("put");
+    inner.put_item("records", edge("N", "GOALMEMBERSHIP-U1", Some("400-C"))).expect("put");
+    inner.put_item("records", edge("N", "TEAMMEMBERSHIP-U2", Some("300-M"))).expect("put");
+    inner.put_item("records", edge("N", "COMMENT-U3", Some("1"))).expect("put"); // a skipped type
+    inner.put_item("records", edge("N", "GOALMEMBERSHIP-U4", None)).expect("put"); // no member
+    inner.put_item("records", node("EMPTY")).expect("put");
+    let ops = vec![add(0, "Z"), restore(1, "N"), remove(2, "Z"), restore(3, "EMPTY"), restore(4, "GONE")];
+    let result = run(&config, &store, Backoff::immediate(3), ops).await;
+    assert_eq!(result.stopped, None);
+    let calls: Vec<CallLog> = store.log().calls.into_iter().map(|(c, _)| c).collect();
+    let update = |node: &str, change: SetChange| CallLog::UpdateSet { edge_set: 0, node: node.into(), change };
+    let query = |node: &str| CallLog::Query { table: "records".into(), partition: node.into() };
+    assert_eq!(
+        calls,
+        vec![
+            update("N", SetChange::Add(members(&["Z"]))),
+            query("N"),
+            update("N", SetChange::Add(members(&["GOALMEMBERSHIP-U1#400-C", "TEAMMEMBERSHIP-U2#300-M"]))),
+            update("N", SetChange::Remove(members(&["Z"]))),
+            query("EMPTY"),
+            update("EMPTY", SetChange::Add(vec![])),
+            query("GONE"),
+            update("GONE", SetChange::Add(vec![])),
+        ]
+    );
+    assert_eq!(result.stats.applied.restore_set, 3);
+    assert_eq!(result.stats.node_missing, 1);
+    let sets = inner.node_sets(0);
+    assert_eq!(sets["N"].members.len(), 2);
+    assert_eq!(sets["EMPTY"].complete, Some(true), "a restore of a node without edges still sets the marker");
+    assert!(sets["EMPTY"].members.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn unprocessed_items_are_resent_after_a_backoff() {
+    let mut n = 0;
+    let (config, store) = store_with(move |call: &Call<'_>| {
+        n += 1;
+        match (n, call) {
+            (1, Call::WriteRows(w)) => Fault::Unprocessed((1..w.len()).collect()),
+            (2 | 3, Call::WriteRows(w)) => Fault::Unprocessed((0..w.len()).collect()),
+            (4, Call::WriteRows(w)) => Fault::Unprocessed((1..w.len()).collect()),
+            _ => Fault::None,
+        }
+    });
+    let backoff = Backoff { base: Duration::from_millis(100), cap: Duration::from_millis(300), max_attempts: 3 };
+    let start = tokio::time::Instant::now();
+    let ops: Vec<Op> = (0..5).map(|i| put(i, &format!("k{i}"))).collect();
+    let result = run(&config, &store, backoff, ops).await;
+    assert_eq!(result.stopped, None);
+    assert_eq!(store.inner().rows(0).len(), 5);
+    assert_eq!(result.stats.requests.write_rows, 5);
+    assert_eq!(result.stats.requests.retries, 4);
+    assert_eq!(result.stats.unprocessed, 4 + 4 + 4 + 3);
+    // Waits: after progress ≤ 100 ms, after no progress ≤ 200 ms and ≤ 300 ms, after progress ≤ 100 ms.
+    assert!(start.elapsed() <= Duration::from_millis(700), "{:?}", start.elapsed());
+}
+
+#[tokio::test(start_paused = true)]
+async fn unprocessed_items_without_progress_stop_the_group() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::WriteRows(w) => Fault::Unprocessed((0..w.len()).collect()),
+        _ => Fault::None,
+    });
+    let backoff = Backoff { base: Duration::from_millis(10), cap: Duration::from_secs(1), max_attempts: 4 };
+    let result = run(&config, &store, backoff, vec![put(0, "a"), put(1, "b")]).await;
+    assert!(matches!(result.stopped, Some(Stopped { record: 0, error: StoreError::Transient(_) })), "{result:?}");
+    assert_eq!(result.stats.requests.write_rows, 4);
+}
+
+#[tokio::test]
+async fn a_transient_failure_stops_at_the_lowest_unfinished_record() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::UpdateSet { .. } => Fault::Throttle,
+        _ => Fault::None,
+    });
+    store.inner().put_item("records", node("N")).expect("put");
+    let ops = vec![put(0, "a"), add(1, "M"), put(2, "b"), add(3, "P")];
+    let result = run(&config, &store, Backoff::immediate(3), ops).await;
+    let stopped = result.stopped.expect("stopped");
+    assert_eq!(stopped.record, 1);
+    assert!(matches!(stopped.error, StoreError::Transient(ref m) if m.contains("3 attempts")), "{stopped:?}");
+    assert_eq!(result.stats.requests.update_set, 3);
+    assert_eq!(result.stats.requests.retries, 2);
+    // Rows of records 0 and 2 went out; nothing was added.
+    assert_eq!(store.inner().rows(0).len(), 2);
+    assert!(store.inner().node_sets(0)["N"].members.is_empty());
+
+    // When the rows fail, the lowest record is 0.
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::WriteRows(_) => Fault::Throttle,
+        _ => Fault::None,
+    });
+    let result = run(&config, &store, Backoff::immediate(2), vec![add(0, "M"), put(1, "a"), put(2, "b")]).await;
+    assert_eq!(result.stopped.map(|s| s.record), Some(0), "the set change of record 0 was never sent");
+}
+
+#[tokio::test]
+async fn timeouts_after_the_request_landed_are_harmless() {
+    let mut first = true;
+    let (config, store) = store_with(move |_: &Call<'_>| {
+        if std::mem::take(&mut first) {
+            Fault::TimeoutAfter
+        } else {
+            Fault::None
+        }
+    });
+    store.inner().put_item("records", node("N")).expect("put");
+    let result = run(&config, &store, Backoff::immediate(3), vec![add(0, "M"), put(0, "a")]).await;
+    assert_eq!(result.stopped, None);
+    assert_eq!(result.stats.requests.retries, 1);
+    assert_eq!(store.inner().rows(0).len(), 1);
+    assert_eq!(store.inner().node_sets(0)["N"].members.len(), 1);
+}
+
+#[tokio::test]
+async fn a_refused_write_is_singled_out_and_the_group_goes_on() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "bad") => Fault::Refused("too big".into()),
+        Call::UpdateSet { change: SetChange::Add(m), .. } if m.iter().any(|m| m == "BAD") => {
+            Fault::Refused("nope".into())
+        }
+        _ => Fault::None,
+    });
+    store.inner().put_item("records", node("N")).expect("put");
+    let ops = vec![put(0, "good1"), put(1, "bad"), add(1, "BAD"), add(2, "OK"), put(2, "good2")];
+    let result = run(&config, &store, Backoff::immediate(3), ops).await;
+    assert_eq!(result.stopped, None);
+    let records: Vec<usize> = result.refused.iter().map(|r| r.record).collect();
+    assert_eq!(records, vec![1, 1], "{:?}", result.refused);
+    assert!(result.refused[0].reason.contains("index `issue-attrib`") && result.refused[0].reason.contains("too big"));
+    assert!(result.refused[1].reason.contains("edge set `edges`"));
+    assert_eq!(store.inner().rows(0).len(), 2);
+    assert_eq!(store.inner().node_sets(0)["N"].members.iter().collect::<Vec<_>>(), vec!["OK"]);
+    assert_eq!(result.stats.refused, 2);
+}
+
+#[tokio::test]
+async fn deployment_errors_stop_at_once() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::Query { .. } => Fault::Deployment("AccessDeniedException".into()),
+        _ => Fault::None,
+    });
+    let result = run(&config, &store, Backoff::immediate(5), vec![put(0, "a"), restore(1, "N"), put(2, "b")]).await;
+    let stopped = result.stopped.expect("stopped");
+    // Record 0's row write was still pending (rows go out in batches), so
+    // record 0 is the lowest whose mutations are not all applied.
+    assert_eq!(stopped.record, 0);
+    assert!(matches!(stopped.error, StoreError::Deployment(_)));
+    assert_eq!(result.stats.requests.query_partition, 1, "no retries");
+}
+
+#[tokio::test]
+async fn refusals_after_the_stop_are_not_reported() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "bad") => Fault::Refused("no".into()),
+        Call::UpdateSet { .. } => Fault::Throttle,
+        _ => Fault::None,
+    });
+    store.inner().put_item("records", node("N")).expect("put");
+    let result = run(&config, &store, Backoff::immediate(2), vec![add(0, "M"), put(1, "bad")]).await;
+    assert_eq!(result.stopped.map(|s| s.record), Some(0));
+    assert!(result.refused.is_empty(), "record 1 will be redelivered: {:?}", result.refused);
+}
+
+#[test]
+fn backoff_ceilings_double_up_to_the_cap() {
+    let b = Backoff { base: Duration::from_millis(10), cap: Duration::from_millis(70), max_attempts: 5 };
+    let ceilings: Vec<u128> = (0..5).map(|r| b.ceiling(r).as_millis()).collect();
+    assert_eq!(ceilings, vec![10, 20, 40, 70, 70]);
+    assert_eq!(b.ceiling(200), Duration::from_millis(70));
+    for r in 0..40 {
+        assert!(b.delay(r) <= b.ceiling(r));
+    }
+    assert_eq!(Backoff::immediate(3).delay(7), Duration::ZERO);
+}
+
+#[test]
+fn big_member_lists_are_chunked() {
+    let members: Vec<String> = (0..2500).map(|i| format!("m{i}")).collect();
+    let sizes: Vec<usize> = chunks(members, |m| m.as_str()).iter().map(Vec::len).collect();
+    assert_eq!(sizes, vec![1000, 1000, 500]);
+    let big: Vec<String> = (0..3).map(|_| "x".repeat(MAX_MEMBER_BYTES_PER_UPDATE / 2)).collect();
+    assert_eq!(chunks(big, |m| m.as_str()).len(), 2);
+}

@@ -1,0 +1,34 @@
+//! The quarantine: where a record that can never succeed goes, with the raw
+//! record and the reason, so that it never blocks its shard and is never lost.
+
+pub mod memory;
+pub mod sqs;
+
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+/// One quarantined record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuarantineEntry {
+    /// Which consumer quarantined it (`stream-indexer`, `event-router`).
+    pub consumer: String,
+    /// The record's sequence number, when it had one.
+    pub sequence_number: Option<String>,
+    /// The source table, when known.
+    pub table: Option<String>,
+    /// Why it can never succeed.
+    pub reason: String,
+    /// The record exactly as delivered (JSON text).
+    pub raw: String,
+}
+
+/// Why quarantining failed. The record then counts as failed (retried), never dropped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("could not quarantine record: {0}")]
+pub struct QuarantineError(pub String);
+
+/// A durable place for poison records.
+pub trait Quarantine: Send + Sync {
+    fn put(&self, entries: Vec<QuarantineEntry>) -> impl Future<Output = Result<(), QuarantineError>> + Send;
+}

@@ -1,0 +1,604 @@
+//! The [`Store`] port on DynamoDB, with `aws-sdk-dynamodb`.
+//!
+//! - [`Store::write_rows`]: one `BatchWriteItem` across the index tables; the
+//!   `UnprocessedItems` come back as the [`RowWrite`]s they were made from.
+//! - [`Store::update_set`]: one conditional `UpdateItem` of the node (ADD or
+//!   DELETE of members, and the completeness marker set if absent), on
+//!   condition that the node exists, so a missing node is never created. An
+//!   ADD that would pass `max_members` (or the 400 KB item limit) flags the
+//!   node instead with a second conditional `UpdateItem`.
+//! - [`Store::query_partition`]: a strongly consistent `Query`, every page.
+//!
+//! Values are converted between `model::Value` and the SDK's
+//! `AttributeValue` by hand: numbers stay their exact decimal text.
+//!
+//! Errors are classified by [`classify`]: throttling, 5xx, timeouts and
+//! connection failures are [`StoreError::Transient`]; a request DynamoDB
+//! refuses for its content is [`StoreError::Refused`]; a missing table,
+//! denied access or missing credentials is [`StoreError::Deployment`]. Every
+//! message names the operation and the table(s).
+
+use std::collections::{BTreeSet, HashMap};
+use std::error::Error as StdError;
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, DeleteRequest, PutRequest, ReturnValuesOnConditionCheckFailure, WriteRequest,
+};
+use aws_sdk_dynamodb::Client;
+use model::config::{EdgeSetConfig, IndexConfig, TableConfig};
+use model::index::RowKey;
+use model::{Config, Image, Value};
+
+use super::{RowWrite, SetChange, SetOutcome, Store, StoreError};
+
+/// The [`Store`] on DynamoDB (or anything that speaks its API).
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    config: Arc<Config>,
+}
+
+impl DynamoStore {
+    /// A store writing the index tables and edge sets of `config` through `client`.
+    ///
+    /// The client's own retry policy applies to each request; the executor
+    /// retries [`StoreError::Transient`] failures and `UnprocessedItems` on top.
+    pub fn new(client: Client, config: Arc<Config>) -> DynamoStore {
+        DynamoStore { client, config }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
+    }
+
+    fn index(&self, index: usize) -> Result<&IndexConfig, StoreError> {
+        self.config.indexes.get(index).ok_or_else(|| {
+            StoreError::Refused(format!(
+                "BatchWriteItem: index #{index} is not in the config ({} indexes)",
+                self.config.indexes.len()
+            ))
+        })
+    }
+
+    fn edge_set(&self, edge_set: usize) -> Result<(&EdgeSetConfig, &TableConfig, &str), StoreError> {
+        let set = self.config.edge_sets.get(edge_set).ok_or_else(|| {
+            StoreError::Refused(format!(
+                "UpdateItem: edge set #{edge_set} is not in the config ({} edge sets)",
+                self.config.edge_sets.len()
+            ))
+        })?;
+        let table = self.config.table(&set.table).ok_or_else(|| {
+            StoreError::Deployment(format!("UpdateItem on table `{}`: the table is not declared", set.table))
+        })?;
+        let sort_key = table.sort_key.as_deref().ok_or_else(|| {
+            StoreError::Deployment(format!("UpdateItem on table `{}`: an edge set needs a table with a sort key", set.table))
+        })?;
+        Ok((set, table, sort_key))
+    }
+
+    /// `SET marker = :false` on an existing node.
+    async fn flag(&self, set: &EdgeSetConfig, table: &TableConfig, key: HashMap<String, AttributeValue>) -> Result<SetOutcome, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&set.table)
+            .set_key(Some(key))
+            .update_expression("SET #marker = :false")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#marker", &set.complete_attribute)
+            .expression_attribute_names("#pk", &table.partition_key)
+            .expression_attribute_values(":false", AttributeValue::Bool(false))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(SetOutcome::Flagged),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(SetOutcome::NodeMissing),
+            Err(e) => Err(store_error("UpdateItem", &set.table, e)),
+        }
+    }
+}
+
+impl Store for DynamoStore {
+    async fn write_rows(&self, writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut requests: HashMap<String, Vec<WriteRequest>> = HashMap::new();
+        let mut pending: HashMap<(String, RowKey), RowWrite> = HashMap::with_capacity(writes.len());
+        for write in writes {
+            let index = self.index(write.index)?;
+            let request = write_request(index, &write)?;
+            requests.entry(index.table.clone()).or_default().push(request);
+            let slot = (index.table.clone(), write.key.clone());
+            if pending.insert(slot, write).is_some() {
+                return Err(StoreError::Refused(format!(
+                    "BatchWriteItem on table `{}`: two writes to one row key in one call",
+                    index.table
+                )));
+            }
+        }
+        let tables = table_list(requests.keys());
+        let output = self
+            .client
+            .batch_write_item()
+            .set_request_items(Some(requests))
+            .send()
+            .await
+            .map_err(|e| store_error("BatchWriteItem", &tables, e))?;
+        let mut unprocessed = Vec::new();
+        for (table, requests) in output.unprocessed_items.unwrap_or_default() {
+            for request in requests {
+                let Some(key) = unprocessed_key(&self.config, &table, &request) else {
+                    return Err(StoreError::Transient(format!(
+                        "BatchWriteItem on table `{table}`: an unprocessed item has no recognisable row key"
+                    )));
+                };
+                match pending.remove(&(table.clone(), key)) {
+                    Some(write) => unprocessed.push(write),
+                    None => {
+                        return Err(StoreError::Transient(format!(
+                            "BatchWriteItem on table `{table}`: an unprocessed item matches no write of the call"
+                        )))
+                    }
+                }
+            }
+        }
+        Ok(unprocessed)
+    }
+
+    async fn update_set(&self, edge_set: usize, node: &str, change: SetChange) -> Result<SetOutcome, StoreError> {
+        let (set, table, sort_key) = self.edge_set(edge_set)?;
+        let key = HashMap::from([
+            (table.partition_key.clone(), AttributeValue::S(node.to_owned())),
+            (sort_key.to_owned(), AttributeValue::S(node.to_owned())),
+        ]);
+        let (adding, members) = match change {
+            SetChange::Add(members) => (true, members),
+            SetChange::Remove(members) => (false, members),
+        };
+        // A String Set holds distinct members; DynamoDB refuses duplicates in a request.
+        let members: Vec<String> = members.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
+        if adding && members.len() > set.max_members {
+            // Could never fit, even in an empty set.
+            return self.flag(set, table, key).await;
+        }
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&set.table)
+            .set_key(Some(key.clone()))
+            .expression_attribute_names("#pk", &table.partition_key)
+            .expression_attribute_names("#marker", &set.complete_attribute)
+            .expression_attribute_values(":true", AttributeValue::Bool(true));
+        let marker = "SET #marker = if_not_exists(#marker, :true)";
+        request = if members.is_empty() {
+            // Nothing to add or remove (a restore of a node without edges): only the marker.
+            request.update_expression(marker).condition_expression("attribute_exists(#pk)")
+        } else if adding {
+            let limit = set.max_members - members.len();
+            request
+                .update_expression(format!("ADD #set :members {marker}"))
+                .condition_expression("attribute_exists(#pk) AND (attribute_not_exists(#set) OR size(#set) <= :limit)")
+                .expression_attribute_names("#set", &set.attribute)
+                .expression_attribute_values(":members", AttributeValue::Ss(members))
+                .expression_attribute_values(":limit", AttributeValue::N(limit.to_string()))
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        } else {
+            request
+                .update_expression(format!("DELETE #set :members {marker}"))
+                .condition_expression("attribute_exists(#pk)")
+                .expression_attribute_names("#set", &set.attribute)
+                .expression_attribute_values(":members", AttributeValue::Ss(members))
+        };
+        match request.send().await {
+            Ok(_) => Ok(SetOutcome::Applied),
+            Err(SdkError::ServiceError(e)) => match e.err() {
+                // The item that failed the condition comes back (ALL_OLD): none
+                // means no node; a node means the size clause failed.
+                UpdateItemError::ConditionalCheckFailedException(failed) => match failed.item() {
+                    Some(item) if adding && !item.is_empty() => self.flag(set, table, key).await,
+                    _ => Ok(SetOutcome::NodeMissing),
+                },
+                err if adding && is_item_too_large(err.code(), err.message()) => self.flag(set, table, key).await,
+                _ => Err(store_error("UpdateItem", &set.table, SdkError::ServiceError(e))),
+            },
+            Err(e) => Err(store_error("UpdateItem", &set.table, e)),
+        }
+    }
+
+    async fn query_partition(&self, table: &str, partition: &str) -> Result<Vec<Image>, StoreError> {
+        let config = self.config.table(table).ok_or_else(|| {
+            StoreError::Deployment(format!("Query on table `{table}`: the table is not declared in the config"))
+        })?;
+        let mut items = Vec::new();
+        let mut start: Option<HashMap<String, AttributeValue>> = None;
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(table)
+                .key_condition_expression("#pk = :pk")
+                .expression_attribute_names("#pk", &config.partition_key)
+                .expression_attribute_values(":pk", AttributeValue::S(partition.to_owned()))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| store_error("Query", table, e))?;
+            for item in output.items.unwrap_or_default() {
+                items.push(
+                    to_image(item).map_err(|reason| StoreError::Refused(format!("Query on table `{table}`: {reason}")))?,
+                );
+            }
+            match output.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => return Ok(items),
+            }
+        }
+    }
+}
+
+/// The `WriteRequest` for one row write: a put of the row's attributes plus
+/// the index's key attributes, or a delete by key.
+fn write_request(index: &IndexConfig, write: &RowWrite) -> Result<WriteRequest, StoreError> {
+    let key = [
+        (index.partition_key.clone(), AttributeValue::S(write.key.partition.clone())),
+        (index.sort_key.clone(), AttributeValue::S(write.key.sort.clone())),
+    ];
+    let built = match &write.put {
+        Some(attributes) => {
+            let mut item: HashMap<String, AttributeValue> =
+                attributes.iter().map(|(name, value)| (name.clone(), to_attribute(value))).collect();
+            item.extend(key);
+            PutRequest::builder()
+                .set_item(Some(item))
+                .build()
+                .map(|put| WriteRequest::builder().put_request(put).build())
+        }
+        None => DeleteRequest::builder()
+            .set_key(Some(key.into_iter().collect()))
+            .build()
+            .map(|delete| WriteRequest::builder().delete_request(delete).build()),
+    };
+    built.map_err(|e| StoreError::Refused(format!("BatchWriteItem on table `{}`: {e}", index.table)))
+}
+
+/// The row key of an unprocessed request of `table`.
+fn unprocessed_key(config: &Config, table: &str, request: &WriteRequest) -> Option<RowKey> {
+    let index = config.indexes.iter().find(|i| i.table == table)?;
+    let attributes = match (&request.put_request, &request.delete_request) {
+        (Some(put), _) => &put.item,
+        (None, Some(delete)) => &delete.key,
+        (None, None) => return None,
+    };
+    match (attributes.get(&index.partition_key), attributes.get(&index.sort_key)) {
+        (Some(AttributeValue::S(partition)), Some(AttributeValue::S(sort))) => {
+            Some(RowKey { partition: partition.clone(), sort: sort.clone() })
+        }
+        _ => None,
+    }
+}
+
+fn table_list<'a>(tables: impl Iterator<Item = &'a String>) -> String {
+    let mut names: Vec<&str> = tables.map(String::as_str).collect();
+    names.sort_unstable();
+    names.join("`, `")
+}
+
+// ---------------------------------------------------------------------------
+// Values
+// ---------------------------------------------------------------------------
+
+/// A model value as the SDK's `AttributeValue` (numbers stay their text).
+pub fn to_attribute(value: &Value) -> AttributeValue {
+    match value {
+        Value::S(s) => AttributeValue::S(s.clone()),
+        Value::N(n) => AttributeValue::N(n.clone()),
+        Value::B(b) => AttributeValue::B(Blob::new(b.clone())),
+        Value::Bool(b) => AttributeValue::Bool(*b),
+        Value::Null(b) => AttributeValue::Null(*b),
+        Value::M(m) => AttributeValue::M(m.iter().map(|(k, v)| (k.clone(), to_attribute(v))).collect()),
+        Value::L(l) => AttributeValue::L(l.iter().map(to_attribute).collect()),
+        Value::Ss(s) => AttributeValue::Ss(s.clone()),
+        Value::Ns(n) => AttributeValue::Ns(n.clone()),
+        Value::Bs(b) => AttributeValue::Bs(b.iter().map(|b| Blob::new(b.clone())).collect()),
+    }
+}
+
+/// The SDK's `AttributeValue` as a model value; an error for a type this SDK
+/// version does not know.
+pub fn from_attribute(value: AttributeValue) -> Result<Value, String> {
+    Ok(match value {
+        AttributeValue::S(s) => Value::S(s),
+        AttributeValue::N(n) => Value::N(n),
+        AttributeValue::B(b) => Value::B(b.into_inner()),
+        AttributeValue::Bool(b) => Value::Bool(b),
+        AttributeValue::Null(b) => Value::Null(b),
+        AttributeValue::M(m) => Value::M(m.into_iter().map(|(k, v)| Ok((k, from_attribute(v)?))).collect::<Result<_, String>>()?),
+        AttributeValue::L(l) => Value::L(l.into_iter().map(from_attribute).collect::<Result<_, _>>()?),
+        AttributeValue::Ss(s) => Value::Ss(s),
+        AttributeValue::Ns(n) => Value::Ns(n),
+        AttributeValue::Bs(b) => Value::Bs(b.into_iter().map(Blob::into_inner).collect()),
+        _ => return Err("an attribute value of a type unknown to this SDK version".to_owned()),
+    })
+}
+
+/// An SDK item as a model image.
+pub fn to_image(item: HashMap<String, AttributeValue>) -> Result<Image, String> {
+    item.into_iter()
+        .map(|(name, value)| from_attribute(value).map(|v| (name.clone(), v)).map_err(|e| format!("attribute `{name}`: {e}")))
+        .collect()
+}
+
+/// A model image as an SDK item.
+pub fn to_item(image: &Image) -> HashMap<String, AttributeValue> {
+    image.iter().map(|(name, value)| (name.clone(), to_attribute(value))).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+/// What kind of [`StoreError`] a failure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    Transient,
+    Refused,
+    Deployment,
+}
+
+impl ErrorClass {
+    fn into_error(self, message: String) -> StoreError {
+        match self {
+            ErrorClass::Transient => StoreError::Transient(message),
+            ErrorClass::Refused => StoreError::Refused(message),
+            ErrorClass::Deployment => StoreError::Deployment(message),
+        }
+    }
+}
+
+/// The class of an error DynamoDB answered with: by its error code, else by
+/// its HTTP status. An unknown 4xx code counts as a deployment problem: it
+/// fails the batch loudly rather than quarantining records for it.
+pub fn classify(code: Option<&str>, status: Option<u16>) -> ErrorClass {
+    match code {
+        Some(
+            "ProvisionedThroughputExceededException"
+            | "ThrottlingException"
+            | "Throttling"
+            | "RequestLimitExceeded"
+            | "InternalServerError"
+            | "InternalFailure"
+            | "ServiceUnavailable"
+            | "ServiceUnavailableException"
+            | "TransactionConflictException"
+            | "ReplicatedWriteConflictException"
+            | "ResourceInUseException"
+            | "RequestExpired"
+            | "RequestTimeout"
+            | "RequestTimeoutException"
+            | "ExpiredTokenException"
+            | "LimitExceededException",
+        ) => ErrorClass::Transient,
+        Some(
+            "ValidationException"
+            | "ValidationError"
+            | "ItemCollectionSizeLimitExceededException"
+            | "SerializationException"
+            | "InvalidParameterValue"
+            | "InvalidParameterCombination"
+            | "MissingParameter"
+            | "ConditionalCheckFailedException",
+        ) => ErrorClass::Refused,
+        Some(
+            "ResourceNotFoundException"
+            | "AccessDeniedException"
+            | "AccessDenied"
+            | "UnrecognizedClientException"
+            | "InvalidClientTokenId"
+            | "MissingAuthenticationToken"
+            | "MissingAuthenticationTokenException"
+            | "IncompleteSignature"
+            | "IncompleteSignatureException"
+            | "InvalidSignatureException"
+            | "NotAuthorized"
+            | "OptInRequired"
+            | "InvalidEndpointException"
+            | "UnknownOperationException"
+            | "InvalidAction",
+        ) => ErrorClass::Deployment,
+        _ => match status {
+            Some(500..=599) | None => ErrorClass::Transient,
+            Some(429) => ErrorClass::Transient,
+            Some(401 | 403 | 404) => ErrorClass::Deployment,
+            Some(_) => ErrorClass::Deployment,
+        },
+    }
+}
+
+/// Whether an error says the item would pass DynamoDB's 400 KB item limit.
+pub fn is_item_too_large(code: Option<&str>, message: Option<&str>) -> bool {
+    code == Some("ValidationException")
+        && message.is_some_and(|m| {
+            let m = m.to_ascii_lowercase();
+            m.contains("item size") && (m.contains("exceeded") || m.contains("maximum"))
+        })
+}
+
+/// Walks an error's source chain.
+fn chain(err: &(dyn StdError + 'static)) -> impl Iterator<Item = &(dyn StdError + 'static)> {
+    std::iter::successors(Some(err), |e| e.source())
+}
+
+fn chain_text(err: &(dyn StdError + 'static)) -> String {
+    chain(err).map(ToString::to_string).collect::<Vec<_>>().join(": ")
+}
+
+/// A failed SDK call as a [`StoreError`] naming the operation and the table(s).
+pub fn store_error<E, R>(operation: &str, table: &str, err: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    let context = format!("{operation} on table `{table}`");
+    match err {
+        SdkError::ServiceError(service) => {
+            let status = raw_status(service.raw());
+            let e = service.err();
+            let code = e.code();
+            let class = classify(code, status);
+            let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+            let message = e.message().unwrap_or("no message");
+            class.into_error(format!("{context}: {}{status}: {message}", code.unwrap_or("unknown error")))
+        }
+        SdkError::TimeoutError(_) => StoreError::Transient(format!("{context}: timed out")),
+        SdkError::DispatchFailure(failure) => {
+            let text = failure.as_connector_error().map(|c| chain_text(c)).unwrap_or_default();
+            let credentials = text.to_ascii_lowercase().contains("credential");
+            if failure.is_io() || failure.is_timeout() {
+                StoreError::Transient(format!("{context}: request not delivered: {text}"))
+            } else if credentials {
+                StoreError::Deployment(format!("{context}: no usable AWS credentials: {text}"))
+            } else if failure.is_user() {
+                StoreError::Deployment(format!("{context}: the request could not be sent (configuration?): {text}"))
+            } else {
+                StoreError::Transient(format!("{context}: request not delivered: {text}"))
+            }
+        }
+        SdkError::ResponseError(response) => {
+            let status = raw_status(response.raw());
+            let class = match status {
+                Some(400..=499) => ErrorClass::Deployment,
+                _ => ErrorClass::Transient,
+            };
+            let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+            class.into_error(format!("{context}: unreadable response{status}: {}", chain_text(response.err())))
+        }
+        SdkError::ConstructionFailure(_) => {
+            StoreError::Deployment(format!("{context}: the request could not be built: {}", chain_text(&err)))
+        }
+        _ => StoreError::Transient(format!("{context}: {}", chain_text(&err))),
+    }
+}
+
+/// The HTTP status of a raw response, when it is the SDK's HTTP response type.
+fn raw_status<R: 'static>(raw: &R) -> Option<u16> {
+    (raw as &dyn std::any::Any)
+        .downcast_ref::<aws_sdk_dynamodb::config::http::HttpResponse>()
+        .map(|r| r.status().as_u16())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::error::ConnectorError;
+
+    #[test]
+    fn codes_are_classified() {
+        for code in [
+            "ProvisionedThroughputExceededException",
+            "ThrottlingException",
+            "RequestLimitExceeded",
+            "InternalServerError",
+            "ServiceUnavailable",
+        ] {
+            assert_eq!(classify(Some(code), Some(400)), ErrorClass::Transient, "{code}");
+        }
+        for code in ["ValidationException", "ItemCollectionSizeLimitExceededException", "SerializationException"] {
+            assert_eq!(classify(Some(code), Some(400)), ErrorClass::Refused, "{code}");
+        }
+        for code in [
+            "ResourceNotFoundException",
+            "AccessDeniedException",
+            "UnrecognizedClientException",
+            "MissingAuthenticationToken",
+            "InvalidSignatureException",
+        ] {
+            assert_eq!(classify(Some(code), Some(400)), ErrorClass::Deployment, "{code}");
+        }
+    }
+
+    #[test]
+    fn statuses_decide_unknown_codes() {
+        assert_eq!(classify(None, Some(500)), ErrorClass::Transient);
+        assert_eq!(classify(Some("Whatever"), Some(503)), ErrorClass::Transient);
+        assert_eq!(classify(None, Some(429)), ErrorClass::Transient);
+        assert_eq!(classify(None, None), ErrorClass::Transient);
+        assert_eq!(classify(Some("Whatever"), Some(403)), ErrorClass::Deployment);
+        assert_eq!(classify(Some("Whatever"), Some(400)), ErrorClass::Deployment);
+    }
+
+    #[test]
+    fn item_too_large_is_recognised() {
+        assert!(is_item_too_large(Some("ValidationException"), Some("Item size has exceeded the maximum allowed size")));
+        assert!(is_item_too_large(
+            Some("ValidationException"),
+            Some("Item size to update has exceeded the maximum allowed size")
+        ));
+        assert!(!is_item_too_large(Some("ValidationException"), Some("An string set  may not be empty")));
+        assert!(!is_item_too_large(Some("ThrottlingException"), Some("Item size has exceeded the maximum allowed size")));
+        assert!(!is_item_too_large(Some("ValidationException"), None));
+    }
+
+    type Err = SdkError<UpdateItemError, aws_sdk_dynamodb::config::http::HttpResponse>;
+
+    #[test]
+    fn transport_failures_are_transient() {
+        let timeout: Err = SdkError::timeout_error("deadline");
+        let e = store_error("UpdateItem", "records", timeout);
+        assert!(matches!(&e, StoreError::Transient(m) if m.contains("UpdateItem on table `records`")), "{e:?}");
+
+        let io: Err = SdkError::dispatch_failure(ConnectorError::io("connection reset".into()));
+        let e = store_error("Query", "records", io);
+        assert!(matches!(&e, StoreError::Transient(m) if m.contains("Query on table `records`")), "{e:?}");
+
+        let connect_timeout: Err = SdkError::dispatch_failure(ConnectorError::timeout("connect".into()));
+        assert!(store_error("Query", "t", connect_timeout).is_retryable());
+    }
+
+    #[test]
+    fn missing_credentials_are_a_deployment_problem() {
+        let creds: Err = SdkError::dispatch_failure(ConnectorError::other(
+            "failed to resolve identity: the credential provider was not enabled".into(),
+            None,
+        ));
+        let e = store_error("BatchWriteItem", "IssueAttribIndex", creds);
+        assert!(
+            matches!(&e, StoreError::Deployment(m) if m.contains("BatchWriteItem on table `IssueAttribIndex`")),
+            "{e:?}"
+        );
+        let construction: Err = SdkError::construction_failure("a region must be set");
+        assert!(matches!(store_error("Query", "t", construction), StoreError::Deployment(_)));
+    }
+
+    #[test]
+    fn values_round_trip_exactly() {
+        let n = "12345678901234567890123456789012345678";
+        let value = Value::M(HashMap::from([
+            ("n".to_owned(), Value::N(n.to_owned())),
+            ("tiny".to_owned(), Value::N("1E-130".to_owned())),
+            ("s".to_owned(), Value::S("x".to_owned())),
+            ("b".to_owned(), Value::B(vec![0, 255])),
+            ("bool".to_owned(), Value::Bool(true)),
+            ("null".to_owned(), Value::Null(true)),
+            ("l".to_owned(), Value::L(vec![Value::N("-0.000000000000000000001".to_owned())])),
+            ("ss".to_owned(), Value::Ss(vec!["a".to_owned(), "b".to_owned()])),
+            ("ns".to_owned(), Value::Ns(vec![n.to_owned()])),
+            ("bs".to_owned(), Value::Bs(vec![vec![1], vec![2, 3]])),
+        ]));
+        let sdk = to_attribute(&value);
+        match &sdk {
+            AttributeValue::M(m) => assert_eq!(m.get("n"), Some(&AttributeValue::N(n.to_owned()))),
+            other => panic!("not a map: {other:?}"),
+        }
+        assert_eq!(from_attribute(sdk), Ok(value));
+    }
+}

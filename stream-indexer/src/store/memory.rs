@@ -1,0 +1,668 @@
+//! The in-memory [`Store`]: source tables, index tables and edge sets in one
+//! process, with DynamoDB's semantics for exactly the requests the indexer
+//! makes (and the limits it checks), so that tests, `replay` and the property
+//! tests exercise the same executor as production.
+//!
+//! - Source tables hold items by primary key. Tests and replays write them
+//!   with [`MemoryStore::put_item`] and [`MemoryStore::delete_item`] (a
+//!   PutItem and a DeleteItem); the indexer itself only reads them
+//!   ([`Store::query_partition`]) and updates node items' edge sets
+//!   ([`Store::update_set`]).
+//! - Index tables hold rows by `(index, RowKey)`.
+//! - Optionally ([`MemoryStore::record_stream`]) every change to a source item
+//!   is recorded as the stream record DynamoDB would emit (a write that
+//!   changes nothing emits none), tagged with who wrote it, so tests can feed
+//!   the pipeline's own writes back in.
+//!
+//! A std [`Mutex`] guards the state; no lock is held across an `.await`
+//! (every method does its work synchronously).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use model::config::{Config, TableConfig};
+use model::edge::{self, GraphItem};
+use model::index::{self, RowKey, MAX_PARTITION_BYTES};
+use model::record::{ChangeRecord, EventKind, ViewType};
+use model::sortkey::{self, MAX_KEY_BYTES};
+use model::{Image, Value};
+
+use super::{RowWrite, SetChange, SetOutcome, Store, StoreError, MAX_BATCH_WRITES};
+
+/// A primary key attribute value, as DynamoDB compares them: numbers by value
+/// (kept as canonical text), strings and binaries by content.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KeyValue {
+    S(String),
+    N(String),
+    B(Vec<u8>),
+}
+
+impl KeyValue {
+    /// The key value of an attribute value, if it can be a key (S, N or B).
+    pub fn from_value(value: &Value) -> Option<KeyValue> {
+        match value {
+            Value::S(s) => Some(KeyValue::S(s.clone())),
+            Value::N(n) => sortkey::canonical_number(n).ok().map(KeyValue::N),
+            Value::B(b) => Some(KeyValue::B(b.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// The primary key of a source item.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ItemKey {
+    pub partition: KeyValue,
+    pub sort: Option<KeyValue>,
+}
+
+/// Who made a change to a source item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// [`MemoryStore::put_item`] or [`MemoryStore::delete_item`].
+    User,
+    /// The indexer's own edge-set update ([`Store::update_set`]).
+    Pipeline,
+}
+
+/// One recorded stream record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamEntry {
+    pub origin: Origin,
+    pub record: ChangeRecord,
+}
+
+/// A misuse of the memory store's own helpers (not a [`Store`] request).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryError {
+    #[error("table `{0}` is not declared in the config")]
+    UnknownTable(String),
+    #[error("table `{table}`: key attribute `{attribute}` is missing or not S, N or B")]
+    BadKey { table: String, attribute: String },
+}
+
+/// The edge set of one node, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSet {
+    pub members: BTreeSet<String>,
+    /// The node's `complete_attribute`, if it is a BOOL.
+    pub complete: Option<bool>,
+}
+
+/// All derived data: what the pipeline maintains, or what it should hold.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Derived {
+    /// `(index position, row key)` → the row's non-key attributes.
+    pub rows: BTreeMap<(usize, RowKey), Image>,
+    /// `(edge set position, node id)` → the node's set, for every node item.
+    pub sets: BTreeMap<(usize, String), NodeSet>,
+}
+
+/// How many requests of each kind the store answered (failed ones included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MemoryRequests {
+    pub write_rows: usize,
+    pub update_set: usize,
+    pub query_partition: usize,
+}
+
+#[derive(Default)]
+struct State {
+    tables: BTreeMap<String, BTreeMap<ItemKey, Image>>,
+    rows: BTreeMap<(usize, RowKey), Image>,
+    stream: Option<Vec<StreamEntry>>,
+    next_sequence: u128,
+    requests: MemoryRequests,
+}
+
+/// An in-memory DynamoDB for the tables of one config. See the module doc.
+pub struct MemoryStore {
+    config: Arc<Config>,
+    state: Mutex<State>,
+}
+
+/// The first sequence number a new store gives out: 21 digits, the shortest
+/// DynamoDB uses.
+pub const FIRST_SEQUENCE_NUMBER: u128 = 100_000_000_000_000_000_000;
+
+impl MemoryStore {
+    pub fn new(config: Arc<Config>) -> MemoryStore {
+        let state = State { next_sequence: FIRST_SEQUENCE_NUMBER, ..State::default() };
+        MemoryStore { config, state: Mutex::new(state) }
+    }
+
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic elsewhere while holding the lock leaves consistent data
+        // (every method finishes its update before it could panic).
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Starts (or stops) recording stream records; stopping discards the unread ones.
+    pub fn record_stream(&self, on: bool) {
+        let mut state = self.lock();
+        match (on, state.stream.is_some()) {
+            (true, false) => state.stream = Some(Vec::new()),
+            (false, _) => state.stream = None,
+            (true, true) => {}
+        }
+    }
+
+    /// Sets the next sequence number given out (to test sequence numbers of varying length).
+    pub fn set_next_sequence_number(&self, next: u128) {
+        self.lock().next_sequence = next;
+    }
+
+    /// The recorded stream records not yet taken, oldest first.
+    pub fn take_stream(&self) -> Vec<StreamEntry> {
+        self.lock().stream.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// How many requests the store answered, by kind.
+    pub fn requests(&self) -> MemoryRequests {
+        self.lock().requests
+    }
+
+    fn table(&self, name: &str) -> Result<&TableConfig, MemoryError> {
+        self.config.table(name).ok_or_else(|| MemoryError::UnknownTable(name.to_owned()))
+    }
+
+    /// The primary key of `item` (or of a key image) in `table`.
+    pub fn item_key(&self, table: &str, item: &Image) -> Result<ItemKey, MemoryError> {
+        item_key(self.table(table)?, item)
+    }
+
+    /// PutItem: replaces the whole item. Returns the old item.
+    pub fn put_item(&self, table: &str, item: Image) -> Result<Option<Image>, MemoryError> {
+        let t = self.table(table)?;
+        let key = item_key(t, &item)?;
+        let keys = key_image(t, &item);
+        let mut state = self.lock();
+        let old = state.tables.entry(table.to_owned()).or_default().insert(key, item.clone());
+        if old.as_ref() != Some(&item) {
+            state.record(table, keys, old.clone(), Some(item), Origin::User);
+        }
+        Ok(old)
+    }
+
+    /// DeleteItem by key (an image holding at least the key attributes).
+    /// Returns the deleted item.
+    pub fn delete_item(&self, table: &str, key: &Image) -> Result<Option<Image>, MemoryError> {
+        let t = self.table(table)?;
+        let item_key = item_key(t, key)?;
+        let keys = key_image(t, key);
+        let mut state = self.lock();
+        let old = state.tables.get_mut(table).and_then(|items| items.remove(&item_key));
+        if old.is_some() {
+            state.record(table, keys, old.clone(), None, Origin::User);
+        }
+        Ok(old)
+    }
+
+    /// GetItem by key.
+    pub fn get_item(&self, table: &str, key: &Image) -> Result<Option<Image>, MemoryError> {
+        let item_key = self.item_key(table, key)?;
+        Ok(self.lock().tables.get(table).and_then(|items| items.get(&item_key)).cloned())
+    }
+
+    /// Every item of a source table, in key order.
+    pub fn items(&self, table: &str) -> Vec<Image> {
+        self.lock().tables.get(table).map(|items| items.values().cloned().collect()).unwrap_or_default()
+    }
+
+    /// The rows of one index, in key order: the key and the non-key attributes.
+    pub fn rows(&self, index: usize) -> Vec<(RowKey, Image)> {
+        let state = self.lock();
+        let from = (index, RowKey { partition: String::new(), sort: String::new() });
+        state
+            .rows
+            .range(from..)
+            .take_while(|((i, _), _)| *i == index)
+            .map(|((_, key), row)| (key.clone(), row.clone()))
+            .collect()
+    }
+
+    /// The stored sets of every node of edge set `edge_set`, by node id.
+    pub fn node_sets(&self, edge_set: usize) -> BTreeMap<String, NodeSet> {
+        let Some(set) = self.config.edge_sets.get(edge_set) else {
+            return BTreeMap::new();
+        };
+        let Ok(table) = self.table(&set.table) else {
+            return BTreeMap::new();
+        };
+        let state = self.lock();
+        let mut out = BTreeMap::new();
+        for item in state.tables.get(&set.table).into_iter().flat_map(|items| items.values()) {
+            if let Ok(GraphItem::Node { id }) = edge::classify(set, table, item) {
+                let members = match item.get(&set.attribute) {
+                    Some(Value::Ss(members)) => members.iter().cloned().collect(),
+                    _ => BTreeSet::new(),
+                };
+                let complete = match item.get(&set.complete_attribute) {
+                    Some(Value::Bool(b)) => Some(*b),
+                    _ => None,
+                };
+                out.insert(id.to_owned(), NodeSet { members, complete });
+            }
+        }
+        out
+    }
+
+    /// The derived data as stored: every index row and every node's set.
+    pub fn snapshot(&self) -> Derived {
+        let rows = self.lock().rows.clone();
+        let mut sets = BTreeMap::new();
+        for e in 0..self.config.edge_sets.len() {
+            for (node, set) in self.node_sets(e) {
+                sets.insert((e, node), set);
+            }
+        }
+        Derived { rows, sets }
+    }
+
+    /// The derived data recomputed from scratch over the source tables: what
+    /// [`MemoryStore::snapshot`] must equal once the stream is processed.
+    /// Items that cannot be indexed produce no rows; every node's set holds
+    /// the members of its partition's edges and is marked complete (unless it
+    /// has more than `max_members`, when it is expected flagged, with
+    /// whatever members it has).
+    pub fn recompute(&self) -> Derived {
+        let state = self.lock();
+        let mut derived = Derived::default();
+        for (i, index) in self.config.indexes.iter().enumerate() {
+            let Some(table) = self.config.table(&index.source.table) else { continue };
+            for item in state.tables.get(&table.name).into_iter().flat_map(|items| items.values()) {
+                let rows = index::rows(index, table, item).unwrap_or_default();
+                for key in rows.keys {
+                    derived.rows.insert((i, key), rows.projection.clone());
+                }
+            }
+        }
+        for (e, set) in self.config.edge_sets.iter().enumerate() {
+            let Some(table) = self.config.table(&set.table) else { continue };
+            let items: Vec<&Image> = state.tables.get(&set.table).into_iter().flat_map(|items| items.values()).collect();
+            let mut sets: BTreeMap<String, NodeSet> = items
+                .iter()
+                .filter_map(|item| match edge::classify(set, table, item) {
+                    Ok(GraphItem::Node { id }) => {
+                        Some((id.to_owned(), NodeSet { members: BTreeSet::new(), complete: Some(true) }))
+                    }
+                    _ => None,
+                })
+                .collect();
+            for item in &items {
+                if let Ok(GraphItem::Edge { node, .. }) = edge::classify(set, table, item) {
+                    if let (Some(node_set), Ok(Some(member))) = (sets.get_mut(node), edge::member(set, item)) {
+                        node_set.members.insert(member);
+                    }
+                }
+            }
+            for (node, mut node_set) in sets {
+                if node_set.members.len() > set.max_members {
+                    node_set.complete = Some(false);
+                }
+                derived.sets.insert((e, node), node_set);
+            }
+        }
+        derived
+    }
+}
+
+impl State {
+    fn record(&mut self, table: &str, keys: Image, old: Option<Image>, new: Option<Image>, origin: Origin) {
+        let Some(stream) = self.stream.as_mut() else { return };
+        let kind = match (&old, &new) {
+            (None, Some(_)) => EventKind::Insert,
+            (Some(_), Some(_)) => EventKind::Modify,
+            (Some(_), None) => EventKind::Remove,
+            (None, None) => return,
+        };
+        let sequence_number = self.next_sequence.to_string();
+        self.next_sequence += 1;
+        let record = ChangeRecord {
+            event_id: Some(format!("memory-{sequence_number}")),
+            kind,
+            table: Some(table.to_owned()),
+            source_arn: Some(stream_arn(table)),
+            keys,
+            old,
+            new,
+            sequence_number,
+            created: None,
+            size_bytes: None,
+            view_type: Some(ViewType::NewAndOldImages),
+            ttl_expiry: false,
+        };
+        stream.push(StreamEntry { origin, record });
+    }
+}
+
+/// The stream ARN the memory store's records carry.
+pub fn stream_arn(table: &str) -> String {
+    format!("arn:aws:dynamodb:local:000000000000:table/{table}/stream/memory")
+}
+
+fn item_key(table: &TableConfig, item: &Image) -> Result<ItemKey, MemoryError> {
+    let part = |name: &String| {
+        item.get(name).and_then(KeyValue::from_value).ok_or_else(|| MemoryError::BadKey {
+            table: table.name.clone(),
+            attribute: name.clone(),
+        })
+    };
+    Ok(ItemKey { partition: part(&table.partition_key)?, sort: table.sort_key.as_ref().map(part).transpose()? })
+}
+
+fn key_image(table: &TableConfig, item: &Image) -> Image {
+    table
+        .primary_key()
+        .into_iter()
+        .filter_map(|name| item.get(name).map(|v| (name.to_owned(), v.clone())))
+        .collect()
+}
+
+/// DynamoDB's checks of an index row key.
+fn check_row_key(key: &RowKey) -> Result<(), StoreError> {
+    if key.partition.is_empty() || key.sort.is_empty() {
+        return Err(StoreError::Refused(
+            "ValidationException: One or more parameter values are not valid. The AttributeValue for a key \
+             attribute cannot contain an empty string value."
+                .to_owned(),
+        ));
+    }
+    if key.partition.len() > MAX_PARTITION_BYTES {
+        return Err(StoreError::Refused(format!(
+            "ValidationException: partition key of {} bytes is over the {MAX_PARTITION_BYTES}-byte limit",
+            key.partition.len()
+        )));
+    }
+    if key.sort.len() > MAX_KEY_BYTES {
+        return Err(StoreError::Refused(format!(
+            "ValidationException: sort key of {} bytes is over the {MAX_KEY_BYTES}-byte limit",
+            key.sort.len()
+        )));
+    }
+    Ok(())
+}
+
+impl Store for MemoryStore {
+    async fn write_rows(&self, writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
+        let mut state = self.lock();
+        state.requests.write_rows += 1;
+        if writes.is_empty() || writes.len() > MAX_BATCH_WRITES {
+            return Err(StoreError::Refused(format!(
+                "ValidationException: BatchWriteItem takes 1 to {MAX_BATCH_WRITES} writes, got {}",
+                writes.len()
+            )));
+        }
+        let mut seen = BTreeSet::new();
+        for write in &writes {
+            if write.index >= self.config.indexes.len() {
+                return Err(StoreError::Deployment(format!("ResourceNotFoundException: no index table #{}", write.index)));
+            }
+            check_row_key(&write.key)?;
+            if !seen.insert((write.index, &write.key)) {
+                return Err(StoreError::Refused(
+                    "ValidationException: Provided list of item keys contains duplicates".to_owned(),
+                ));
+            }
+        }
+        for write in writes {
+            match write.put {
+                Some(attributes) => state.rows.insert((write.index, write.key), attributes),
+                None => state.rows.remove(&(write.index, write.key)),
+            };
+        }
+        Ok(Vec::new())
+    }
+
+    async fn update_set(&self, edge_set: usize, node: &str, change: SetChange) -> Result<SetOutcome, StoreError> {
+        let mut state = self.lock();
+        state.requests.update_set += 1;
+        let set = self
+            .config
+            .edge_sets
+            .get(edge_set)
+            .ok_or_else(|| StoreError::Deployment(format!("no edge set #{edge_set} in the config")))?;
+        let table = self
+            .config
+            .table(&set.table)
+            .filter(|t| t.sort_key.is_some())
+            .ok_or_else(|| StoreError::Deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
+        let members = match &change {
+            SetChange::Add(m) | SetChange::Remove(m) => m,
+        };
+        let distinct: BTreeSet<&String> = members.iter().collect();
+        if distinct.len() != members.len() {
+            return Err(StoreError::Refused("ValidationException: Input collection contains duplicates".to_owned()));
+        }
+        let key = ItemKey { partition: KeyValue::S(node.to_owned()), sort: Some(KeyValue::S(node.to_owned())) };
+        let Some(item) = state.tables.get(&set.table).and_then(|items| items.get(&key)) else {
+            // ConditionalCheckFailed: no node, nothing created.
+            return Ok(SetOutcome::NodeMissing);
+        };
+        let mut current: BTreeSet<String> = match item.get(&set.attribute) {
+            None => BTreeSet::new(),
+            Some(Value::Ss(m)) => m.iter().cloned().collect(),
+            Some(_) => {
+                return Err(StoreError::Refused(
+                    "ValidationException: An operand in the update expression has an incorrect data type".to_owned(),
+                ))
+            }
+        };
+        let mut new = item.clone();
+        let mut outcome = SetOutcome::Applied;
+        match change {
+            SetChange::Add(members) => {
+                let after = current.len() + members.iter().filter(|m| !current.contains(*m)).count();
+                if after > set.max_members {
+                    outcome = SetOutcome::Flagged;
+                } else {
+                    current.extend(members);
+                }
+            }
+            SetChange::Remove(members) => {
+                for m in &members {
+                    current.remove(m);
+                }
+            }
+        }
+        if current.is_empty() {
+            new.remove(&set.attribute);
+        } else {
+            new.insert(set.attribute.clone(), Value::Ss(current.into_iter().collect()));
+        }
+        if outcome == SetOutcome::Flagged {
+            new.insert(set.complete_attribute.clone(), Value::Bool(false));
+        } else {
+            new.entry(set.complete_attribute.clone()).or_insert(Value::Bool(true));
+        }
+        if &new != item {
+            let keys = key_image(table, &new);
+            let old = state.tables.get_mut(&set.table).and_then(|items| items.insert(key, new.clone()));
+            state.record(&set.table, keys, old, Some(new), Origin::Pipeline);
+        }
+        Ok(outcome)
+    }
+
+    async fn query_partition(&self, table: &str, partition: &str) -> Result<Vec<Image>, StoreError> {
+        let mut state = self.lock();
+        state.requests.query_partition += 1;
+        if self.config.table(table).is_none() {
+            return Err(StoreError::Deployment(format!("ResourceNotFoundException: table `{table}`")));
+        }
+        let Some(items) = state.tables.get(table) else {
+            return Ok(Vec::new());
+        };
+        let p = KeyValue::S(partition.to_owned());
+        Ok(items.range(ItemKey { partition: p.clone(), sort: None }..).take_while(|(k, _)| k.partition == p).map(|(_, item)| item.clone()).collect())
+    }
+}
+
+/// A stream record in the Lambda event's shape (`eventSourceARN`,
+/// `dynamodb.NewImage` in DynamoDB JSON, ...), as `parse_batch` reads it.
+pub fn lambda_record(record: &ChangeRecord) -> serde_json::Value {
+    let mut dynamodb = serde_json::Map::new();
+    dynamodb.insert("Keys".into(), serde_json::json!(record.keys));
+    if let Some(new) = &record.new {
+        dynamodb.insert("NewImage".into(), serde_json::json!(new));
+    }
+    if let Some(old) = &record.old {
+        dynamodb.insert("OldImage".into(), serde_json::json!(old));
+    }
+    dynamodb.insert("SequenceNumber".into(), record.sequence_number.clone().into());
+    if let Some(size) = record.size_bytes {
+        dynamodb.insert("SizeBytes".into(), size.into());
+    }
+    if let Some(created) = record.created {
+        dynamodb.insert("ApproximateCreationDateTime".into(), created.seconds.into());
+    }
+    dynamodb.insert(
+        "StreamViewType".into(),
+        record.view_type.unwrap_or(ViewType::NewAndOldImages).as_str().into(),
+    );
+    let mut out = serde_json::Map::new();
+    if let Some(id) = &record.event_id {
+        out.insert("eventID".into(), id.clone().into());
+    }
+    out.insert("eventName".into(), record.kind.as_str().into());
+    out.insert("eventVersion".into(), "1.1".into());
+    out.insert("eventSource".into(), "aws:dynamodb".into());
+    out.insert("awsRegion".into(), "local".into());
+    if record.ttl_expiry {
+        out.insert("userIdentity".into(), serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"}));
+    }
+    out.insert("dynamodb".into(), dynamodb.into());
+    let arn = record.source_arn.clone().or_else(|| record.table.as_deref().map(stream_arn));
+    if let Some(arn) = arn {
+        out.insert("eventSourceARN".into(), arn.into());
+    }
+    out.into()
+}
+
+/// A Lambda DynamoDB event (`{"Records": [...]}`) of these records, as bytes.
+pub fn lambda_event<'a>(records: impl IntoIterator<Item = &'a ChangeRecord>) -> Vec<u8> {
+    let records: Vec<serde_json::Value> = records.into_iter().map(lambda_record).collect();
+    serde_json::json!({ "Records": records }).to_string().into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::config;
+
+    fn s(v: &str) -> Value {
+        Value::S(v.to_owned())
+    }
+
+    fn store() -> MemoryStore {
+        let config = config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("valid");
+        MemoryStore::new(Arc::new(config))
+    }
+
+    fn node(id: &str) -> Image {
+        Image::from([("source".to_owned(), s(id)), ("target".to_owned(), s(id))])
+    }
+
+    fn edge(node: &str, target: &str, role: &str) -> Image {
+        Image::from([("source".to_owned(), s(node)), ("target".to_owned(), s(target)), ("gsi0".to_owned(), s(role))])
+    }
+
+    fn block<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread().build().expect("runtime").block_on(f)
+    }
+
+    #[test]
+    fn set_updates_need_the_node_and_create_nothing() {
+        let store = store();
+        store.record_stream(true);
+        let out = block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["A#1".into()])));
+        assert_eq!(out, Ok(SetOutcome::NodeMissing));
+        assert!(store.items("records").is_empty());
+        assert!(store.take_stream().is_empty());
+    }
+
+    #[test]
+    fn add_remove_marker_and_the_empty_set() {
+        let store = store();
+        store.put_item("records", node("GOAL-1")).expect("put");
+        store.record_stream(true);
+        // marker only
+        assert_eq!(block(store.update_set(0, "GOAL-1", SetChange::Add(vec![]))), Ok(SetOutcome::Applied));
+        let sets = store.node_sets(0);
+        assert_eq!(sets["GOAL-1"], NodeSet { members: BTreeSet::new(), complete: Some(true) });
+        assert_eq!(block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["a".into(), "b".into()]))), Ok(SetOutcome::Applied));
+        assert_eq!(block(store.update_set(0, "GOAL-1", SetChange::Remove(vec!["a".into(), "b".into()]))), Ok(SetOutcome::Applied));
+        let item = store.get_item("records", &node("GOAL-1")).expect("key").expect("item");
+        assert!(!item.contains_key("edges"), "an empty set removes the attribute: {item:?}");
+        assert_eq!(item.get("edgesComplete"), Some(&Value::Bool(true)));
+        // three changes: marker, add, remove; a no-op emits nothing
+        assert_eq!(block(store.update_set(0, "GOAL-1", SetChange::Remove(vec!["zz".into()]))), Ok(SetOutcome::Applied));
+        let stream = store.take_stream();
+        assert_eq!(stream.len(), 3);
+        assert!(stream.iter().all(|e| e.origin == Origin::Pipeline && e.record.kind == EventKind::Modify));
+        // duplicates are refused, as DynamoDB does
+        let dup = block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["a".into(), "a".into()])));
+        assert!(matches!(dup, Err(StoreError::Refused(_))));
+    }
+
+    #[test]
+    fn past_max_members_the_node_is_flagged() {
+        let mut config = config::parse(config::EXAMPLE_CONFIG, "x.toml").expect("valid");
+        config.edge_sets[0].max_members = 2;
+        let store = MemoryStore::new(Arc::new(config));
+        store.put_item("records", node("N")).expect("put");
+        let add = |m: &[&str]| block(store.update_set(0, "N", SetChange::Add(m.iter().map(|s| s.to_string()).collect())));
+        assert_eq!(add(&["a", "b"]), Ok(SetOutcome::Applied));
+        // re-adding present members is not growth
+        assert_eq!(add(&["a", "b"]), Ok(SetOutcome::Applied));
+        assert_eq!(add(&["c"]), Ok(SetOutcome::Flagged));
+        let sets = store.node_sets(0);
+        assert_eq!(sets["N"].members.len(), 2);
+        assert_eq!(sets["N"].complete, Some(false));
+        // the flag stays false
+        assert_eq!(block(store.update_set(0, "N", SetChange::Remove(vec!["a".into()]))), Ok(SetOutcome::Applied));
+        assert_eq!(store.node_sets(0)["N"].complete, Some(false));
+    }
+
+    #[test]
+    fn rows_checks_and_queries() {
+        let store = store();
+        let key = |p: &str, s: &str| RowKey { partition: p.into(), sort: s.into() };
+        let put = |k: RowKey| RowWrite { index: 0, key: k, put: Some(Image::new()) };
+        assert_eq!(block(store.write_rows(vec![put(key("a", "1")), put(key("b", "1"))])), Ok(vec![]));
+        assert!(matches!(block(store.write_rows(vec![put(key("a", "1")), put(key("a", "1"))])), Err(StoreError::Refused(_))));
+        assert!(matches!(block(store.write_rows(vec![put(key("a", &"x".repeat(1025)))])), Err(StoreError::Refused(_))));
+        assert!(matches!(block(store.write_rows((0..26).map(|i| put(key("a", &i.to_string()))).collect())), Err(StoreError::Refused(_))));
+        assert!(matches!(
+            block(store.write_rows(vec![RowWrite { index: 9, key: key("a", "1"), put: None }])),
+            Err(StoreError::Deployment(_))
+        ));
+        assert_eq!(store.rows(0).len(), 2);
+        store.put_item("records", node("N")).expect("put");
+        store.put_item("records", edge("N", "GOALMEMBERSHIP-U", "1")).expect("put");
+        store.put_item("records", edge("M", "GOALMEMBERSHIP-U", "1")).expect("put");
+        assert_eq!(block(store.query_partition("records", "N")).map(|v| v.len()), Ok(2));
+        assert!(matches!(block(store.query_partition("nope", "N")), Err(StoreError::Deployment(_))));
+    }
+
+    #[test]
+    fn the_stream_reads_back_through_the_lambda_parser() {
+        let store = store();
+        store.record_stream(true);
+        store.set_next_sequence_number(99);
+        store.put_item("records", node("N")).expect("put");
+        store.put_item("records", edge("N", "GOALMEMBERSHIP-U", "1")).expect("put");
+        store.delete_item("records", &node("N")).expect("delete");
+        let entries = store.take_stream();
+        let payload = lambda_event(entries.iter().map(|e| &e.record));
+        let parsed = model::record::parse_batch(&payload).expect("a batch");
+        let back: Vec<ChangeRecord> = parsed.into_iter().map(|r| r.record.expect("valid")).collect();
+        let original: Vec<ChangeRecord> = entries.into_iter().map(|e| e.record).collect();
+        assert_eq!(back, original);
+        assert_eq!(back[1].sequence_number, "100");
+    }
+}

@@ -1,0 +1,109 @@
+//! The `Store` port: the three kinds of request the indexer makes of DynamoDB.
+//!
+//! Batching, coalescing, ordering and retries are decided above this port
+//! (in `apply`), so the DynamoDB and the in-memory implementations differ
+//! only in I/O. Every request is idempotent: a row write is last-writer-wins
+//! on one key, a set change is an ADD or DELETE of members.
+
+pub mod dynamo;
+#[cfg(any(test, feature = "testing"))]
+pub mod faulty;
+pub mod memory;
+
+use std::future::Future;
+
+use model::index::RowKey;
+use model::Image;
+
+/// At most this many writes go in one `write_rows` call (BatchWriteItem's limit).
+pub const MAX_BATCH_WRITES: usize = 25;
+
+/// One write to an index row: a put (with the row's non-key attributes) or a delete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowWrite {
+    /// Position of the index in the config's `indexes`.
+    pub index: usize,
+    pub key: RowKey,
+    /// `Some(attributes)` puts the row, `None` deletes it.
+    pub put: Option<Image>,
+}
+
+/// A change to one node's edge set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetChange {
+    /// `ADD` these members (distinct). `Add(vec![])` means "marker only":
+    /// DynamoDB refuses an empty set, so the update is just
+    /// `SET complete_attribute = if_not_exists(complete_attribute, true)`,
+    /// under the same node-exists condition (a restore of a node without edges).
+    Add(Vec<String>),
+    /// `DELETE` these members (distinct). The executor never sends an empty
+    /// one; an implementation may treat it as marker only, like `Add(vec![])`.
+    Remove(Vec<String>),
+}
+
+/// What a set change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOutcome {
+    /// The members were added or removed, and the node carries the marker.
+    Applied,
+    /// There is no node item: nothing to update, and nothing was created.
+    NodeMissing,
+    /// Adding would pass `max_members`: the members were not added and the
+    /// node's `complete_attribute` is now `false`.
+    Flagged,
+}
+
+/// A request that failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// Throttling, a 5xx, a timeout or a dropped connection: worth retrying.
+    #[error("transient: {0}")]
+    Transient(String),
+    /// DynamoDB refused this request's content (a validation error, an item
+    /// over 400 KB): retrying the same record can never succeed.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The deployment is wrong (a missing table, access denied): no record is
+    /// at fault, and the batch must fail so that it is retried and alarms fire.
+    #[error("deployment: {0}")]
+    Deployment(String),
+}
+
+impl StoreError {
+    /// Whether the same request may succeed if sent again.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, StoreError::Transient(_))
+    }
+}
+
+/// The indexer's view of DynamoDB.
+pub trait Store: Send + Sync {
+    /// One BatchWriteItem of at most [`MAX_BATCH_WRITES`] writes to distinct
+    /// row keys (possibly of several index tables). Returns the writes that
+    /// were not processed (`UnprocessedItems`), for the caller to resend.
+    fn write_rows(&self, writes: Vec<RowWrite>) -> impl Future<Output = Result<Vec<RowWrite>, StoreError>> + Send;
+
+    /// One UpdateItem of node `node` (partition key = sort key = `node`) in the
+    /// table of edge set `edge_set`: ADD or DELETE the members of the set
+    /// attribute and `SET complete_attribute = if_not_exists(.., true)`, on
+    /// condition that the node exists (a failed condition is
+    /// [`SetOutcome::NodeMissing`], never an error, and creates nothing).
+    /// An ADD that would take the set past `max_members` flags the node
+    /// instead ([`SetOutcome::Flagged`]): "past" counts the set's size after
+    /// the ADD, |set ∪ members| > `max_members`, so re-adding members already
+    /// present (a replay, a restore of a built set) never flags. A flagged
+    /// node gets `complete_attribute = false` (a plain SET, not
+    /// `if_not_exists`) and none of the members; the flag stays until the node
+    /// is rewritten. A DELETE that empties the set removes the attribute
+    /// (DynamoDB does so itself). See `memory::MemoryStore` for the reference
+    /// semantics.
+    fn update_set(
+        &self,
+        edge_set: usize,
+        node: &str,
+        change: SetChange,
+    ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send;
+
+    /// Every item of one partition of a source table (a Query, all pages).
+    fn query_partition(&self, table: &str, partition: &str) -> impl Future<Output = Result<Vec<Image>, StoreError>> + Send;
+}

@@ -1,0 +1,496 @@
+//! Test support for runs against the local AWS (a moto server).
+//!
+//! `scripts/test.sh` starts one moto server per run and exports its address
+//! as `STREAMDEX_TEST_ENDPOINT` (with `AWS_ENDPOINT_URL`, a region and dummy
+//! credentials). Without that variable, [`Moto::connect`] prints a skip
+//! notice and returns `None`, and the test returns early.
+//!
+//! One server is shared by every test of the run, and tests run concurrently:
+//! each test works on its own tables, named with a [`unique_prefix`] (the
+//! config's table names are rewritten with [`prefixed`]). [`Moto::reset`]
+//! wipes the whole server, so it is only for a test binary whose tests do not
+//! run alongside others.
+//!
+//! - [`Moto::create_tables`]: the config's source tables (keys S, a
+//!   `NEW_AND_OLD_IMAGES` stream, and a `byTarget` GSI on tables with an edge
+//!   set) and index tables (`pk`/`sk` S), idempotently.
+//! - [`StreamReader`]: reads a table's stream with DescribeStream,
+//!   GetShardIterator and GetRecords, remembering where it stopped, and
+//!   returns each record as DynamoDB Streams wire JSON (numbers as strings),
+//!   with `eventSourceARN` added; [`lambda_event`] wraps records as a Lambda
+//!   DynamoDB event payload.
+//! - [`Moto::scan`], [`Moto::put`], [`Moto::delete`]: items as model images.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context, Result};
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType, StreamSpecification, StreamViewType,
+};
+use aws_sdk_dynamodbstreams::types::{AttributeValue as StreamValue, Record, ShardIteratorType};
+use base64::Engine as _;
+use model::{Config, Image};
+use serde_json::{json, Map, Value as Json};
+use stream_indexer::store::dynamo::{to_image, to_item};
+
+/// The variable `scripts/test.sh` sets to the moto server's address.
+pub const ENDPOINT_VAR: &str = "STREAMDEX_TEST_ENDPOINT";
+
+/// The name of the GSI created on tables with an edge set, keyed by the sort key.
+pub const BY_TARGET_INDEX: &str = "byTarget";
+
+/// SDK clients connected to the run's moto server.
+#[derive(Debug, Clone)]
+pub struct Moto {
+    pub endpoint: String,
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub streams: aws_sdk_dynamodbstreams::Client,
+    pub sqs: aws_sdk_sqs::Client,
+}
+
+impl Moto {
+    /// Clients for the server at `STREAMDEX_TEST_ENDPOINT`, or `None` (after
+    /// printing why `test` is skipped) when the variable is not set.
+    pub async fn connect(test: &str) -> Option<Moto> {
+        match std::env::var(ENDPOINT_VAR) {
+            Ok(endpoint) if !endpoint.trim().is_empty() => Some(Moto::at(endpoint.trim()).await),
+            _ => {
+                eprintln!(
+                    "SKIPPED {test}: {ENDPOINT_VAR} is not set; run it with scripts/test.sh, \
+                     which starts a local moto server"
+                );
+                None
+            }
+        }
+    }
+
+    /// Clients for the server at `endpoint` (region from `AWS_REGION`, else
+    /// us-east-1; dummy credentials; bounded timeouts).
+    pub async fn at(endpoint: &str) -> Moto {
+        let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
+        let timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .operation_timeout(Duration::from_secs(120))
+            .build();
+        let config = aws_config::defaults(BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(Region::new(region))
+            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                "test",
+                "test",
+                None,
+                None,
+                "streamdex-tests",
+            ))
+            .timeout_config(timeouts)
+            .load()
+            .await;
+        Moto {
+            endpoint: endpoint.trim_end_matches('/').to_owned(),
+            dynamodb: aws_sdk_dynamodb::Client::new(&config),
+            streams: aws_sdk_dynamodbstreams::Client::new(&config),
+            sqs: aws_sdk_sqs::Client::new(&config),
+        }
+    }
+
+    /// Wipes every table, stream and queue of the server (`POST /moto-api/reset`).
+    /// Only for tests that do not share the server with concurrent tests.
+    pub async fn reset(&self) -> Result<()> {
+        let endpoint = self.endpoint.clone();
+        tokio::task::spawn_blocking(move || post(&endpoint, "/moto-api/reset"))
+            .await
+            .context("reset task")?
+    }
+
+    /// Creates the config's source tables and index tables, leaving tables
+    /// that already exist as they are.
+    pub async fn create_tables(&self, config: &Config) -> Result<()> {
+        for table in &config.tables {
+            let mut keys = vec![(table.partition_key.as_str(), KeyType::Hash)];
+            keys.extend(table.sort_key.as_deref().map(|sk| (sk, KeyType::Range)));
+            let mut request = self
+                .dynamodb
+                .create_table()
+                .table_name(&table.name)
+                .billing_mode(BillingMode::PayPerRequest)
+                .stream_specification(
+                    StreamSpecification::builder()
+                        .stream_enabled(true)
+                        .stream_view_type(StreamViewType::NewAndOldImages)
+                        .build()?,
+                );
+            for (name, ty) in &keys {
+                request = request
+                    .key_schema(KeySchemaElement::builder().attribute_name(*name).key_type(ty.clone()).build()?)
+                    .attribute_definitions(
+                        AttributeDefinition::builder()
+                            .attribute_name(*name)
+                            .attribute_type(ScalarAttributeType::S)
+                            .build()?,
+                    );
+            }
+            if let (Some(sk), Some(_)) = (&table.sort_key, config.edge_set(&table.name)) {
+                request = request.global_secondary_indexes(
+                    GlobalSecondaryIndex::builder()
+                        .index_name(BY_TARGET_INDEX)
+                        .key_schema(KeySchemaElement::builder().attribute_name(sk).key_type(KeyType::Hash).build()?)
+                        .key_schema(
+                            KeySchemaElement::builder()
+                                .attribute_name(&table.partition_key)
+                                .key_type(KeyType::Range)
+                                .build()?,
+                        )
+                        .projection(Projection::builder().projection_type(ProjectionType::All).build())
+                        .build()?,
+                );
+            }
+            created(request.send().await, &table.name)?;
+        }
+        for index in &config.indexes {
+            let mut request = self
+                .dynamodb
+                .create_table()
+                .table_name(&index.table)
+                .billing_mode(BillingMode::PayPerRequest);
+            for (name, ty) in [(&index.partition_key, KeyType::Hash), (&index.sort_key, KeyType::Range)] {
+                request = request
+                    .key_schema(KeySchemaElement::builder().attribute_name(name).key_type(ty).build()?)
+                    .attribute_definitions(
+                        AttributeDefinition::builder()
+                            .attribute_name(name)
+                            .attribute_type(ScalarAttributeType::S)
+                            .build()?,
+                    );
+            }
+            created(request.send().await, &index.table)?;
+        }
+        Ok(())
+    }
+
+    /// Every item of a table (a Scan, all pages, consistent).
+    pub async fn scan(&self, table: &str) -> Result<Vec<Image>> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let output = self
+                .dynamodb
+                .scan()
+                .table_name(table)
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| anyhow!("Scan of {table}: {}", DisplayErrorContext(&e)))?;
+            for item in output.items.unwrap_or_default() {
+                items.push(to_image(item).map_err(|e| anyhow!("Scan of {table}: {e}"))?);
+            }
+            match output.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// PutItem.
+    pub async fn put(&self, table: &str, item: &Image) -> Result<()> {
+        self.dynamodb
+            .put_item()
+            .table_name(table)
+            .set_item(Some(to_item(item)))
+            .send()
+            .await
+            .map_err(|e| anyhow!("PutItem into {table}: {}", DisplayErrorContext(&e)))?;
+        Ok(())
+    }
+
+    /// DeleteItem.
+    pub async fn delete(&self, table: &str, key: &Image) -> Result<()> {
+        self.dynamodb
+            .delete_item()
+            .table_name(table)
+            .set_key(Some(to_item(key)))
+            .send()
+            .await
+            .map_err(|e| anyhow!("DeleteItem from {table}: {}", DisplayErrorContext(&e)))?;
+        Ok(())
+    }
+
+    /// GetItem (consistent).
+    pub async fn get(&self, table: &str, key: &Image) -> Result<Option<Image>> {
+        let output = self
+            .dynamodb
+            .get_item()
+            .table_name(table)
+            .set_key(Some(to_item(key)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| anyhow!("GetItem from {table}: {}", DisplayErrorContext(&e)))?;
+        output.item.map(to_image).transpose().map_err(|e| anyhow!("GetItem from {table}: {e}"))
+    }
+}
+
+/// Accepts a CreateTable result, or the error saying the table already exists.
+fn created<T, E>(result: Result<T, aws_sdk_dynamodb::error::SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>>, table: &str) -> Result<()>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == Some("ResourceInUseException") => Ok(()),
+        Err(e) => Err(anyhow!("CreateTable {table}: {}", DisplayErrorContext(&e))),
+    }
+}
+
+/// A POST without a body to `endpoint` (`http://HOST:PORT`), expecting a 2xx.
+fn post(endpoint: &str, path: &str) -> Result<()> {
+    let authority = endpoint
+        .strip_prefix("http://")
+        .ok_or_else(|| anyhow!("{ENDPOINT_VAR} must be an http:// address, got {endpoint}"))?
+        .trim_end_matches('/');
+    let mut stream = TcpStream::connect(authority).with_context(|| format!("connecting to {authority}"))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(stream, "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let status = response.split_whitespace().nth(1).unwrap_or_default();
+    if !status.starts_with('2') {
+        bail!("POST {endpoint}{path}: {}", response.lines().next().unwrap_or("no response"));
+    }
+    Ok(())
+}
+
+/// A table-name prefix no other test of this or an earlier run uses:
+/// `NAME-PID-N-TIME-` with NAME cut to 40 characters of `[A-Za-z0-9_.-]`.
+pub fn unique_prefix(name: &str) -> String {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let clean: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' { c } else { '-' })
+        .take(40)
+        .collect();
+    let time = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() % 100_000_000);
+    format!("{clean}-{}-{}-{time}-", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// `config` with every table name (source and index tables) prefixed.
+pub fn prefixed(config: &Config, prefix: &str) -> Config {
+    let mut config = config.clone();
+    let p = |name: &mut String| *name = format!("{prefix}{name}");
+    config.tables.iter_mut().for_each(|t| p(&mut t.name));
+    config.edge_sets.iter_mut().for_each(|e| p(&mut e.table));
+    for index in &mut config.indexes {
+        p(&mut index.table);
+        p(&mut index.source.table);
+    }
+    config.routes.iter_mut().for_each(|r| p(&mut r.table));
+    config
+}
+
+// ---------------------------------------------------------------------------
+// Streams
+// ---------------------------------------------------------------------------
+
+/// One stream record as DynamoDB Streams wire JSON.
+#[derive(Debug, Clone)]
+pub struct StreamRecord {
+    pub sequence_number: String,
+    /// `INSERT`, `MODIFY` or `REMOVE`.
+    pub event_name: String,
+    /// The record's JSON text.
+    pub json: String,
+}
+
+/// The Lambda DynamoDB event payload `{"Records": [...]}` of these records.
+pub fn lambda_event(records: &[StreamRecord]) -> Vec<u8> {
+    let mut out = String::from("{\"Records\":[");
+    for (i, record) in records.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&record.json);
+    }
+    out.push_str("]}");
+    out.into_bytes()
+}
+
+/// Reads a table's stream, shard by shard, from where it last stopped.
+#[derive(Debug, Clone)]
+pub struct StreamReader {
+    pub table: String,
+    pub stream_arn: String,
+    /// Shard id → the last sequence number read from it.
+    positions: BTreeMap<String, Option<String>>,
+}
+
+impl StreamReader {
+    /// A reader at the start (TRIM_HORIZON) of the table's latest stream.
+    pub async fn open(moto: &Moto, table: &str) -> Result<StreamReader> {
+        let output = moto
+            .dynamodb
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(|e| anyhow!("DescribeTable {table}: {}", DisplayErrorContext(&e)))?;
+        let stream_arn = output
+            .table
+            .and_then(|t| t.latest_stream_arn)
+            .ok_or_else(|| anyhow!("table {table} has no stream"))?;
+        Ok(StreamReader { table: table.to_owned(), stream_arn, positions: BTreeMap::new() })
+    }
+
+    /// Every record not read yet, shard by shard (moto has one shard), each
+    /// in stream order.
+    pub async fn read_new(&mut self, moto: &Moto) -> Result<Vec<StreamRecord>> {
+        let mut shards = Vec::new();
+        let mut start = None;
+        loop {
+            let output = moto
+                .streams
+                .describe_stream()
+                .stream_arn(&self.stream_arn)
+                .set_exclusive_start_shard_id(start.take())
+                .send()
+                .await
+                .map_err(|e| anyhow!("DescribeStream {}: {}", self.stream_arn, DisplayErrorContext(&e)))?;
+            let description = output.stream_description.ok_or_else(|| anyhow!("DescribeStream: no description"))?;
+            shards.extend(description.shards.unwrap_or_default().into_iter().filter_map(|s| s.shard_id));
+            match description.last_evaluated_shard_id {
+                Some(id) => start = Some(id),
+                None => break,
+            }
+        }
+        let mut records = Vec::new();
+        for shard in shards {
+            let position = self.positions.entry(shard.clone()).or_default();
+            let request = moto.streams.get_shard_iterator().stream_arn(&self.stream_arn).shard_id(&shard);
+            let request = match position {
+                Some(seq) => request.shard_iterator_type(ShardIteratorType::AfterSequenceNumber).sequence_number(seq.clone()),
+                None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
+            };
+            let mut iterator = request
+                .send()
+                .await
+                .map_err(|e| anyhow!("GetShardIterator {shard}: {}", DisplayErrorContext(&e)))?
+                .shard_iterator;
+            while let Some(it) = iterator {
+                let output = moto
+                    .streams
+                    .get_records()
+                    .shard_iterator(it)
+                    .limit(1000)
+                    .send()
+                    .await
+                    .map_err(|e| anyhow!("GetRecords {shard}: {}", DisplayErrorContext(&e)))?;
+                let batch = output.records.unwrap_or_default();
+                if batch.is_empty() {
+                    break;
+                }
+                for record in &batch {
+                    let wire = wire_record(record, &self.stream_arn)?;
+                    *position = Some(wire.sequence_number.clone());
+                    records.push(wire);
+                }
+                iterator = output.next_shard_iterator;
+            }
+        }
+        Ok(records)
+    }
+}
+
+/// A GetRecords record as its wire JSON, with `eventSourceARN` as Lambda adds it.
+pub fn wire_record(record: &Record, stream_arn: &str) -> Result<StreamRecord> {
+    let stream = record.dynamodb.as_ref().ok_or_else(|| anyhow!("record without `dynamodb`"))?;
+    let sequence_number =
+        stream.sequence_number.clone().ok_or_else(|| anyhow!("record without a sequence number"))?;
+    let event_name = record
+        .event_name
+        .as_ref()
+        .map(|n| n.as_str().to_owned())
+        .ok_or_else(|| anyhow!("record {sequence_number} without eventName"))?;
+    let mut dynamodb = Map::new();
+    let image = |image: &HashMap<String, StreamValue>| -> Result<Json> {
+        image
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), wire_value(v)?)))
+            .collect::<Result<Map<_, _>>>()
+            .map(Json::Object)
+    };
+    if let Some(keys) = &stream.keys {
+        dynamodb.insert("Keys".into(), image(keys)?);
+    }
+    if let Some(new) = &stream.new_image {
+        dynamodb.insert("NewImage".into(), image(new)?);
+    }
+    if let Some(old) = &stream.old_image {
+        dynamodb.insert("OldImage".into(), image(old)?);
+    }
+    dynamodb.insert("SequenceNumber".into(), json!(sequence_number));
+    if let Some(size) = stream.size_bytes {
+        dynamodb.insert("SizeBytes".into(), json!(size));
+    }
+    if let Some(view) = &stream.stream_view_type {
+        dynamodb.insert("StreamViewType".into(), json!(view.as_str()));
+    }
+    let mut dynamodb = Json::Object(dynamodb).to_string();
+    // The creation time is a JSON number with the exact fraction GetRecords
+    // carries; spliced in as text so it never goes through f64.
+    if let Some(time) = &stream.approximate_creation_date_time {
+        let mut text = time.secs().to_string();
+        if time.subsec_nanos() != 0 {
+            let fraction = format!("{:09}", time.subsec_nanos());
+            text = format!("{text}.{}", fraction.trim_end_matches('0'));
+        }
+        dynamodb.insert_str(1, &format!("\"ApproximateCreationDateTime\":{text},"));
+    }
+    let mut outer = Map::new();
+    let mut put = |name: &str, value: &Option<String>| {
+        if let Some(v) = value {
+            outer.insert(name.to_owned(), json!(v));
+        }
+    };
+    put("eventID", &record.event_id);
+    put("eventName", &Some(event_name.clone()));
+    put("eventVersion", &record.event_version);
+    put("eventSource", &record.event_source);
+    put("awsRegion", &record.aws_region);
+    put("eventSourceARN", &Some(stream_arn.to_owned()));
+    if let Some(identity) = &record.user_identity {
+        outer.insert(
+            "userIdentity".into(),
+            json!({ "PrincipalId": identity.principal_id, "Type": identity.r#type }),
+        );
+    }
+    let mut json = Json::Object(outer).to_string();
+    json.insert_str(json.len() - 1, &format!(",\"dynamodb\":{dynamodb}"));
+    Ok(StreamRecord { sequence_number, event_name, json })
+}
+
+/// One attribute value in DynamoDB JSON (numbers as strings, binary as base64).
+pub fn wire_value(value: &StreamValue) -> Result<Json> {
+    let b64 = |b: &aws_sdk_dynamodbstreams::primitives::Blob| base64::engine::general_purpose::STANDARD.encode(b.as_ref());
+    Ok(match value {
+        StreamValue::S(s) => json!({ "S": s }),
+        StreamValue::N(n) => json!({ "N": n }),
+        StreamValue::B(b) => json!({ "B": b64(b) }),
+        StreamValue::Bool(b) => json!({ "BOOL": b }),
+        StreamValue::Null(b) => json!({ "NULL": b }),
+        StreamValue::Ss(s) => json!({ "SS": s }),
+        StreamValue::Ns(n) => json!({ "NS": n }),
+        StreamValue::Bs(b) => json!({ "BS": b.iter().map(b64).collect::<Vec<_>>() }),
+        StreamValue::L(l) => json!({ "L": l.iter().map(wire_value).collect::<Result<Vec<_>>>()? }),
+        StreamValue::M(m) => {
+            let map = m.iter().map(|(k, v)| Ok((k.clone(), wire_value(v)?))).collect::<Result<Map<_, _>>>()?;
+            json!({ "M": map })
+        }
+        other => bail!("attribute value of an unknown type: {other:?}"),
+    })
+}
