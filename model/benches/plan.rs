@@ -42,7 +42,12 @@ fn edge_role_change() -> ChangeRecord {
         .map(|(k, v)| (k.to_owned(), v))
         .collect()
     };
-    record("records", &["source", "target"], edge("400-CONTRIBUTOR", "2020-07-01"), edge("500-LEAD", "2020-07-02"))
+    record(
+        "records",
+        &["source", "target"],
+        edge("400-CONTRIBUTOR", "2020-07-01"),
+        edge("500-LEAD", "2020-07-02"),
+    )
 }
 
 fn issue_modify() -> ChangeRecord {
@@ -54,7 +59,10 @@ fn issue_modify() -> ChangeRecord {
                     1 => s(&format!("value {i}")),
                     _ => s("2023-06-01"),
                 };
-                (format!("f{i:03x}"), if i == 4 { Value::N(changed.to_owned()) } else { value })
+                (
+                    format!("f{i:03x}"),
+                    if i == 4 { Value::N(changed.to_owned()) } else { value },
+                )
             })
             .collect();
         [
@@ -77,10 +85,16 @@ fn bench(c: &mut Criterion) {
     let planner = Planner::new(&config);
     let mut group = c.benchmark_group("plan");
     group.throughput(Throughput::Elements(1));
-    for (name, record) in [("edge_role_change", edge_role_change()), ("issue_modify_10_fields", issue_modify())] {
+    for (name, record) in [
+        ("edge_role_change", edge_role_change()),
+        ("issue_modify_10_fields", issue_modify()),
+    ] {
         let mut plan = Plan::default();
         planner.plan_into(&record, &mut plan);
-        assert!(!plan.mutations.is_empty() && plan.problems.is_empty(), "{name}: {plan:?}");
+        assert!(
+            !plan.mutations.is_empty() && plan.problems.is_empty(),
+            "{name}: {plan:?}"
+        );
         group.bench_function(name, |b| b.iter(|| planner.plan_into(black_box(&record), &mut plan)));
     }
     group.finish();

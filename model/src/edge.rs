@@ -40,7 +40,10 @@ pub enum EdgeError {
     #[error("member part `{attribute}` must be S or N, got {found}")]
     PartType { attribute: String, found: &'static str },
     #[error("member part `{attribute}`: {source}")]
-    PartNumber { attribute: String, source: sortkey::SortKeyError },
+    PartNumber {
+        attribute: String,
+        source: sortkey::SortKeyError,
+    },
 }
 
 /// The edge type of an edge's sort key.
@@ -51,8 +54,13 @@ pub fn edge_type(sort_key: &str) -> &str {
 fn key_str<'a>(item: &'a Image, attribute: &str) -> Result<&'a str, EdgeError> {
     match item.get(attribute) {
         Some(Value::S(s)) => Ok(s),
-        Some(other) => Err(EdgeError::KeyNotString { attribute: attribute.to_owned(), found: type_name(other) }),
-        None => Err(EdgeError::KeyMissing { attribute: attribute.to_owned() }),
+        Some(other) => Err(EdgeError::KeyNotString {
+            attribute: attribute.to_owned(),
+            found: type_name(other),
+        }),
+        None => Err(EdgeError::KeyMissing {
+            attribute: attribute.to_owned(),
+        }),
     }
 }
 
@@ -69,7 +77,10 @@ pub fn classify<'a>(set: &EdgeSetConfig, table: &TableConfig, keys: &'a Image) -
     }
     let ty = edge_type(sk);
     if set.include.iter().any(|t| t == ty) {
-        Ok(GraphItem::Edge { node: pk, edge_type: ty })
+        Ok(GraphItem::Edge {
+            node: pk,
+            edge_type: ty,
+        })
     } else {
         Ok(GraphItem::Skipped)
     }
@@ -87,11 +98,18 @@ pub fn member(set: &EdgeSetConfig, item: &Image) -> Result<Option<String>, EdgeE
             None | Some(Value::Null(_)) => return Ok(None),
             Some(Value::S(s)) => push_escaped(&mut out, s),
             Some(Value::N(n)) => {
-                let canonical = sortkey::canonical_number(n)
-                    .map_err(|source| EdgeError::PartNumber { attribute: attribute.clone(), source })?;
+                let canonical = sortkey::canonical_number(n).map_err(|source| EdgeError::PartNumber {
+                    attribute: attribute.clone(),
+                    source,
+                })?;
                 push_escaped(&mut out, &canonical);
             }
-            Some(other) => return Err(EdgeError::PartType { attribute: attribute.clone(), found: type_name(other) }),
+            Some(other) => {
+                return Err(EdgeError::PartType {
+                    attribute: attribute.clone(),
+                    found: type_name(other),
+                })
+            }
         }
     }
     Ok(Some(out))
@@ -154,13 +172,19 @@ mod tests {
 
     #[test]
     fn plain_parts_are_copied() {
-        assert_eq!(encode_member(&["GOALMEMBERSHIP-USER-42", "400-CONTRIBUTOR"]), "GOALMEMBERSHIP-USER-42#400-CONTRIBUTOR");
+        assert_eq!(
+            encode_member(&["GOALMEMBERSHIP-USER-42", "400-CONTRIBUTOR"]),
+            "GOALMEMBERSHIP-USER-42#400-CONTRIBUTOR"
+        );
     }
 
     #[test]
     fn escapes() {
         assert_eq!(encode_member(&["a#b", "c\\"]), "a\\#b#c\\\\");
-        assert_eq!(decode_member("a\\#b#c\\\\"), Some(vec!["a#b".to_owned(), "c\\".to_owned()]));
+        assert_eq!(
+            decode_member("a\\#b#c\\\\"),
+            Some(vec!["a#b".to_owned(), "c\\".to_owned()])
+        );
         assert_eq!(decode_member("a\\"), None);
         assert_eq!(decode_member("a\\x"), None);
     }

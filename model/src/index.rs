@@ -35,6 +35,18 @@ pub struct Rows {
     pub keys: Vec<RowKey>,
     /// The source key attributes and the projected attributes the item has.
     pub projection: Image,
+    /// Entries of the `for_each` attribute that could not be indexed: each
+    /// produces no row, the item's other entries still do.
+    pub problems: Vec<IndexError>,
+}
+
+/// The row keys of one image (see [`row_keys`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RowKeys {
+    /// Sorted and distinct.
+    pub keys: Vec<RowKey>,
+    /// Entries that produce no row because they cannot be indexed.
+    pub problems: Vec<IndexError>,
 }
 
 /// Why an item's rows could not be derived. The record goes to quarantine.
@@ -43,17 +55,34 @@ pub enum IndexError {
     #[error("`for_each` attribute `{attribute}` must be a map, list or set, got {found}")]
     ForEachType { attribute: String, found: &'static str },
     #[error("`{attribute}` has {entries} entries, over the index's limit of {limit} rows per item")]
-    TooManyRows { attribute: String, entries: usize, limit: usize },
+    TooManyRows {
+        attribute: String,
+        entries: usize,
+        limit: usize,
+    },
     #[error("{entry}partition template reference `{reference}` must be S, N or BOOL, got {found}")]
-    PartitionType { entry: EntryLabel, reference: String, found: &'static str },
+    PartitionType {
+        entry: EntryLabel,
+        reference: String,
+        found: &'static str,
+    },
     #[error("{entry}partition template reference `{reference}`: {source}")]
-    PartitionNumber { entry: EntryLabel, reference: String, source: SortKeyError },
+    PartitionNumber {
+        entry: EntryLabel,
+        reference: String,
+        source: SortKeyError,
+    },
     #[error("{entry}the rendered partition key is empty")]
     PartitionEmpty { entry: EntryLabel },
     #[error("{entry}the rendered partition key is {bytes} bytes, over DynamoDB's {MAX_PARTITION_BYTES}-byte limit")]
     PartitionTooLong { entry: EntryLabel, bytes: usize },
     #[error("{entry}sort column {column} (`{reference}`): {source}")]
-    SortColumn { entry: EntryLabel, column: usize, reference: String, source: SortKeyError },
+    SortColumn {
+        entry: EntryLabel,
+        column: usize,
+        reference: String,
+        source: SortKeyError,
+    },
     #[error("source key attribute `{attribute}` is missing or not S, N or B")]
     SourceKey { attribute: String },
     #[error("{entry}sort key: {source}")]
@@ -114,15 +143,55 @@ pub fn selects(index: &IndexConfig, table: &TableConfig, item: &Image) -> bool {
 
 /// The rows `item` (an image of `table`) produces for `index`.
 pub fn rows(index: &IndexConfig, table: &TableConfig, item: &Image) -> Result<Rows, IndexError> {
+    let RowKeys { keys, problems } = row_keys(index, table, item, None)?;
+    let projection = if keys.is_empty() {
+        Image::new()
+    } else {
+        projection(index, table, item)
+    };
+    Ok(Rows {
+        keys,
+        projection,
+        problems,
+    })
+}
+
+/// Whether rows from distinct `for_each` entries always have distinct keys:
+/// true when the partition or a sort column refers to `entry.key` (a map key
+/// or a list position, unique within the item). Only then may rows be derived
+/// for the changed entries alone (see [`row_keys`]).
+pub fn entry_rows_are_distinct(index: &IndexConfig) -> bool {
+    index.for_each.is_some()
+        && (index.partition.refs().any(|r| *r == ValueRef::EntryKey)
+            || index.sort.iter().any(|c| c.value == ValueRef::EntryKey))
+}
+
+/// The row keys `item` produces for `index`, sorted and distinct.
+///
+/// With `unchanged_in = Some(other)`, the `for_each` attribute's value in
+/// another image of the same item, entries that `other` holds unchanged (the
+/// same map key or list position with an equal value) are skipped: their rows
+/// are the same in both images, provided every other attribute the index
+/// reads is equal too and [`entry_rows_are_distinct`] holds (an entry's rows
+/// and problems depend only on the entry and those attributes). Sets are
+/// never skipped.
+pub fn row_keys(
+    index: &IndexConfig,
+    table: &TableConfig,
+    item: &Image,
+    unchanged_in: Option<Option<&Value>>,
+) -> Result<RowKeys, IndexError> {
     if !selects(index, table, item) {
-        return Ok(Rows::default());
+        return Ok(RowKeys::default());
     }
     let suffix = key_suffix(table, item)?;
     let mut keys = Vec::new();
+    let mut problems = Vec::new();
     match &index.for_each {
         None => keys.extend(row_key(index, item, None, &suffix, EntryLabel::default)?),
         Some(attribute) => {
-            let entries = entries(attribute, item.get(attribute))?;
+            let value = item.get(attribute);
+            let entries = entries(attribute, value)?;
             if entries.len() > MAX_ROWS_PER_ITEM {
                 return Err(IndexError::TooManyRows {
                     attribute: attribute.clone(),
@@ -132,16 +201,30 @@ pub fn rows(index: &IndexConfig, table: &TableConfig, item: &Image) -> Result<Ro
             }
             keys.reserve(entries.len());
             for entry in &entries {
-                keys.extend(row_key(index, item, Some(entry), &suffix, || entry.label(attribute))?);
+                if let Some(other) = unchanged_in {
+                    if holds(other, entry) {
+                        continue;
+                    }
+                }
+                match row_key(index, item, Some(entry), &suffix, || entry.label(attribute)) {
+                    Ok(key) => keys.extend(key),
+                    Err(problem) => problems.push(problem),
+                }
             }
         }
     }
-    if keys.is_empty() {
-        return Ok(Rows::default());
-    }
     keys.sort_unstable();
     keys.dedup();
-    Ok(Rows { keys, projection: projection(index, table, item) })
+    Ok(RowKeys { keys, problems })
+}
+
+/// Whether `other` (a map or list) holds `entry` unchanged.
+fn holds(other: Option<&Value>, entry: &Entry<'_>) -> bool {
+    match (other, &entry.key) {
+        (Some(Value::M(map)), EntryKey::Name(k)) => map.get(*k) == Some(entry.value.as_ref()),
+        (Some(Value::L(list)), EntryKey::Position(i)) => list.get(*i) == Some(entry.value.as_ref()),
+        _ => false,
+    }
 }
 
 fn entries<'a>(attribute: &str, value: Option<&'a Value>) -> Result<Vec<Entry<'a>>, IndexError> {
@@ -149,25 +232,37 @@ fn entries<'a>(attribute: &str, value: Option<&'a Value>) -> Result<Vec<Entry<'a
         None | Some(Value::Null(_)) => Vec::new(),
         Some(Value::M(map)) => map
             .iter()
-            .map(|(k, value)| Entry { key: EntryKey::Name(k), value: Cow::Borrowed(value) })
+            .map(|(k, value)| Entry {
+                key: EntryKey::Name(k),
+                value: Cow::Borrowed(value),
+            })
             .collect(),
         Some(Value::L(list)) => list
             .iter()
             .enumerate()
-            .map(|(i, value)| Entry { key: EntryKey::Position(i), value: Cow::Borrowed(value) })
+            .map(|(i, value)| Entry {
+                key: EntryKey::Position(i),
+                value: Cow::Borrowed(value),
+            })
             .collect(),
         Some(Value::Ss(members)) => members.iter().map(|m| member(Value::S(m.clone()))).collect(),
         Some(Value::Ns(members)) => members.iter().map(|m| member(Value::N(m.clone()))).collect(),
         Some(Value::Bs(members)) => members.iter().map(|m| member(Value::B(m.clone()))).collect(),
         Some(other) => {
-            return Err(IndexError::ForEachType { attribute: attribute.to_owned(), found: type_name(other) });
+            return Err(IndexError::ForEachType {
+                attribute: attribute.to_owned(),
+                found: type_name(other),
+            });
         }
     };
     Ok(list)
 }
 
 fn member(value: Value) -> Entry<'static> {
-    Entry { key: EntryKey::Member, value: Cow::Owned(value) }
+    Entry {
+        key: EntryKey::Member,
+        value: Cow::Owned(value),
+    }
 }
 
 /// The CSS1 encoding of the source item's primary key, appended to every sort key.
@@ -179,19 +274,37 @@ fn key_suffix(table: &TableConfig, item: &Image) -> Result<String, IndexError> {
             Some(Value::S(_)) => ColumnType::S,
             Some(Value::N(_)) => ColumnType::N,
             Some(Value::B(_)) => ColumnType::B,
-            _ => return Err(IndexError::SourceKey { attribute: attribute.clone() }),
+            _ => {
+                return Err(IndexError::SourceKey {
+                    attribute: attribute.clone(),
+                })
+            }
         };
-        sortkey::encode_value(&Column::new(ty, Direction::Asc), value, &mut out)
-            .map_err(|_| IndexError::SourceKey { attribute: attribute.clone() })?;
+        sortkey::encode_value(&Column::new(ty, Direction::Asc), value, &mut out).map_err(|_| {
+            IndexError::SourceKey {
+                attribute: attribute.clone(),
+            }
+        })?;
     }
     Ok(out)
 }
 
-fn lookup<'a>(item: &'a Image, entry: Option<&'a Entry<'a>>, reference: &ValueRef, key_value: &'a Option<Value>) -> Option<&'a Value> {
+fn lookup<'a>(
+    item: &'a Image,
+    entry: Option<&'a Entry<'a>>,
+    reference: &ValueRef,
+    key_value: &'a Option<Value>,
+) -> Option<&'a Value> {
     match reference {
         ValueRef::Attribute(name) => item.get(name),
         ValueRef::EntryValue => entry.map(|e| e.value.as_ref()),
-        ValueRef::EntryKey => key_value.as_ref(),
+        ValueRef::EntryKey => match entry {
+            Some(Entry {
+                key: EntryKey::Member,
+                value,
+            }) => Some(value.as_ref()),
+            _ => key_value.as_ref(),
+        },
     }
 }
 
@@ -211,7 +324,11 @@ fn row_key(
     suffix: &str,
     label: impl Fn() -> EntryLabel,
 ) -> Result<Option<RowKey>, IndexError> {
-    let key_value = entry.map(Entry::key_value);
+    // The entry's key as a Value, only when a sort column needs one.
+    let key_value = match entry {
+        Some(e) if index.sort.iter().any(|c| c.value == ValueRef::EntryKey) => Some(e.key_value()),
+        _ => None,
+    };
     let Some(partition) = render_partition(index, item, entry, &key_value, &label)? else {
         return Ok(None);
     };
@@ -244,6 +361,15 @@ fn render_partition(
     for part in &index.partition.parts {
         match part {
             TemplatePart::Literal(text) => out.push_str(text),
+            TemplatePart::Ref(ValueRef::EntryKey) if entry.is_some_and(|e| !matches!(e.key, EntryKey::Member)) => {
+                match entry.map(|e| &e.key) {
+                    Some(EntryKey::Name(k)) => out.push_str(k),
+                    Some(EntryKey::Position(i)) => {
+                        let _ = write!(out, "{i}");
+                    }
+                    _ => {}
+                }
+            }
             TemplatePart::Ref(reference) => match lookup(item, entry, reference, key_value) {
                 None | Some(Value::Null(_)) => return Ok(None),
                 Some(Value::S(s)) => out.push_str(s),
@@ -272,15 +398,20 @@ fn render_partition(
         return Err(IndexError::PartitionEmpty { entry: label() });
     }
     if out.len() > MAX_PARTITION_BYTES {
-        return Err(IndexError::PartitionTooLong { entry: label(), bytes: out.len() });
+        return Err(IndexError::PartitionTooLong {
+            entry: label(),
+            bytes: out.len(),
+        });
     }
     Ok(Some(out))
 }
 
 /// The attributes every row of the item carries: the source key and the projection.
-fn projection(index: &IndexConfig, table: &TableConfig, item: &Image) -> Image {
+pub fn projection(index: &IndexConfig, table: &TableConfig, item: &Image) -> Image {
     let names = std::iter::once(&table.partition_key)
         .chain(table.sort_key.as_ref())
         .chain(index.project.iter());
-    names.filter_map(|name| item.get(name).map(|v| (name.clone(), v.clone()))).collect()
+    names
+        .filter_map(|name| item.get(name).map(|v| (name.clone(), v.clone())))
+        .collect()
 }

@@ -16,15 +16,17 @@
 //!   vanished (a PutItem overwrite), restore the set from the node's partition.
 //!   The pipeline's own writes keep the marker (`complete_attribute`), so
 //!   they never plan anything: the loop is closed.
-//! - **Poison.** A new image that cannot be indexed (wrong types, a key over
-//!   1024 bytes) still has its old rows deleted, and the plan reports the
-//!   problem so the record is quarantined. So the index always holds exactly
-//!   rows(old image) of the next record, with unusable images counting as
-//!   none, and an old image's own errors can be read as "no rows".
+//! - **Poison.** What cannot be indexed in a new image (a value of the wrong
+//!   type, a sort key over 1024 bytes) produces no row: an entry that cannot
+//!   be indexed has none while the item's other entries still have theirs; an
+//!   image that cannot be indexed at all has none, so its old rows are
+//!   deleted. The plan reports each problem so the record is quarantined. So
+//!   the index always holds exactly rows(old image) of the next record, and an
+//!   old image's own errors can be read as "no rows".
 
 use crate::config::{Config, EdgeSetConfig, IndexConfig, TableConfig, TemplatePart, ValueRef};
 use crate::edge::{self, EdgeError, GraphItem};
-use crate::index::{self, IndexError, RowKey, Rows};
+use crate::index::{self, IndexError, RowKey};
 use crate::record::{ChangeRecord, EventKind};
 use crate::value::Image;
 
@@ -34,14 +36,26 @@ use crate::value::Image;
 pub enum Mutation {
     /// Write the index row with these attributes (the key attributes are added
     /// by the executor under the index's key names).
-    PutRow { index: usize, key: RowKey, attributes: Image },
+    PutRow {
+        index: usize,
+        key: RowKey,
+        attributes: Image,
+    },
     /// Delete the index row.
     DeleteRow { index: usize, key: RowKey },
     /// Add `member` to the set on node `node` (key: partition = sort = `node`),
     /// if the node exists.
-    AddMember { edge_set: usize, node: String, member: String },
+    AddMember {
+        edge_set: usize,
+        node: String,
+        member: String,
+    },
     /// Remove `member` from the set on node `node`, if the node exists.
-    RemoveMember { edge_set: usize, node: String, member: String },
+    RemoveMember {
+        edge_set: usize,
+        node: String,
+        member: String,
+    },
     /// Rebuild the set of node `node` from a Query of its partition.
     RestoreSet { edge_set: usize, node: String },
 }
@@ -70,7 +84,11 @@ pub enum PlanError {
     #[error("index `{index}`: {source}")]
     Index { index: String, source: Box<IndexError> },
     #[error("edge set `{attribute}` of table `{table}`: {source}")]
-    Edge { table: String, attribute: String, source: EdgeError },
+    Edge {
+        table: String,
+        attribute: String,
+        source: EdgeError,
+    },
 }
 
 /// The plan for one record.
@@ -93,9 +111,20 @@ impl Plan {
 #[derive(Debug, Clone)]
 struct TablePlan {
     table: usize,
-    /// (position in `config.indexes`, attributes the index reads).
-    indexes: Vec<(usize, Vec<String>)>,
+    indexes: Vec<IndexPlan>,
     edge_set: Option<usize>,
+}
+
+/// What the planner precomputes for one index.
+#[derive(Debug, Clone)]
+struct IndexPlan {
+    /// Position in `config.indexes`.
+    index: usize,
+    /// Every attribute the index reads, but the `for_each` attribute.
+    reads: Vec<String>,
+    /// Rows of distinct entries never share a key, so a MODIFY that changes
+    /// only some entries need derive only theirs.
+    per_entry: bool,
 }
 
 /// Plans records against one config.
@@ -118,7 +147,11 @@ impl<'c> Planner<'c> {
                     .iter()
                     .enumerate()
                     .filter(|(_, i)| i.source.table == table.name)
-                    .map(|(i, index)| (i, read_attributes(index, table)))
+                    .map(|(i, index)| IndexPlan {
+                        index: i,
+                        reads: read_attributes(index, table),
+                        per_entry: index::entry_rows_are_distinct(index),
+                    })
                     .collect(),
                 edge_set: config.edge_sets.iter().position(|e| e.table == table.name),
             })
@@ -169,22 +202,33 @@ impl<'c> Planner<'c> {
             Ok(table) => table,
             Err(e) => return plan.problems.push(e),
         };
-        let Some(tp) = self.tables.iter().find(|tp| std::ptr::eq(&self.config.tables[tp.table], table)) else {
+        let Some(tp) = self
+            .tables
+            .iter()
+            .find(|tp| std::ptr::eq(&self.config.tables[tp.table], table))
+        else {
             return;
         };
         let (old, new) = images(record);
-        for (i, reads) in &tp.indexes {
-            if let (Some(o), Some(n)) = (old, new) {
-                if reads.iter().all(|a| o.get(a) == n.get(a)) {
-                    continue;
-                }
-            }
-            plan_index(*i, &self.config.indexes[*i], table, old, new, plan);
+        for ip in &tp.indexes {
+            plan_index(ip, &self.config.indexes[ip.index], table, old, new, plan);
         }
         if let Some(e) = tp.edge_set {
-            if let Err(source) = plan_edge_set(e, &self.config.edge_sets[e], table, record, old, new, &mut plan.mutations) {
+            if let Err(source) = plan_edge_set(
+                e,
+                &self.config.edge_sets[e],
+                table,
+                record,
+                old,
+                new,
+                &mut plan.mutations,
+            ) {
                 let set = &self.config.edge_sets[e];
-                plan.problems.push(PlanError::Edge { table: set.table.clone(), attribute: set.attribute.clone(), source });
+                plan.problems.push(PlanError::Edge {
+                    table: set.table.clone(),
+                    attribute: set.attribute.clone(),
+                    source,
+                });
             }
         }
     }
@@ -199,11 +243,10 @@ fn images(record: &ChangeRecord) -> (Option<&Image>, Option<&Image>) {
     }
 }
 
-/// Every attribute an index reads: if all are equal in old and new, its rows are.
+/// Every attribute an index reads but its `for_each` attribute.
 fn read_attributes(index: &IndexConfig, table: &TableConfig) -> Vec<String> {
     let mut names: Vec<String> = std::iter::once(&table.partition_key)
         .chain(table.sort_key.as_ref())
-        .chain(index.for_each.as_ref())
         .chain(index.project.iter())
         .cloned()
         .collect();
@@ -226,24 +269,92 @@ fn read_attributes(index: &IndexConfig, table: &TableConfig) -> Vec<String> {
     names
 }
 
-fn plan_index(i: usize, index: &IndexConfig, table: &TableConfig, old: Option<&Image>, new: Option<&Image>, plan: &mut Plan) {
-    // An old image that cannot be indexed produced no rows (see the module doc).
-    let old_rows = old.and_then(|o| index::rows(index, table, o).ok()).unwrap_or_default();
-    let new_rows = match new.map(|n| index::rows(index, table, n)).transpose() {
-        Ok(rows) => rows.unwrap_or_default(),
+fn plan_index(
+    ip: &IndexPlan,
+    index: &IndexConfig,
+    table: &TableConfig,
+    old: Option<&Image>,
+    new: Option<&Image>,
+    plan: &mut Plan,
+) {
+    // Entries unchanged in the other image are skipped only when nothing else
+    // the index reads changed: then their rows and projections are equal.
+    let mut same_projection = false;
+    let mut skip_unchanged = (None, None);
+    if let (Some(o), Some(n)) = (old, new) {
+        if ip.reads.iter().all(|a| o.get(a) == n.get(a)) {
+            let (old_entries, new_entries) = match &index.for_each {
+                Some(f) => (o.get(f), n.get(f)),
+                None => (None, None),
+            };
+            if old_entries == new_entries {
+                return;
+            }
+            same_projection = true;
+            if ip.per_entry {
+                skip_unchanged = (Some(new_entries), Some(old_entries));
+            }
+        }
+    }
+    // What cannot be indexed in the old image produced no rows (see the module doc).
+    let old_keys = old
+        .and_then(|o| index::row_keys(index, table, o, skip_unchanged.0).ok())
+        .map(|k| k.keys)
+        .unwrap_or_default();
+    let problem = |source| PlanError::Index {
+        index: index.name.clone(),
+        source: Box::new(source),
+    };
+    let new_keys = match new
+        .map(|n| index::row_keys(index, table, n, skip_unchanged.1))
+        .transpose()
+    {
+        Ok(Some(derived)) => {
+            plan.problems.extend(derived.problems.into_iter().map(problem));
+            derived.keys
+        }
+        Ok(None) => Vec::new(),
         Err(source) => {
-            plan.problems.push(PlanError::Index { index: index.name.clone(), source: Box::new(source) });
-            Rows::default()
+            plan.problems.push(problem(source));
+            Vec::new()
         }
     };
-    diff_rows(i, old_rows, new_rows, &mut plan.mutations);
+    if !same_projection {
+        let project = |image: Option<&Image>| image.map(|i| index::projection(index, table, i));
+        same_projection = project(old) == project(new);
+    }
+    let projection = || new.map(|n| index::projection(index, table, n)).unwrap_or_default();
+    diff_rows(
+        ip.index,
+        old_keys,
+        new_keys,
+        same_projection,
+        projection,
+        &mut plan.mutations,
+    );
 }
 
 /// Puts for rows new or changed, then deletes for rows gone.
-fn diff_rows(i: usize, old: Rows, new: Rows, out: &mut Vec<Mutation>) {
-    let same_projection = old.projection == new.projection;
+fn diff_rows(
+    i: usize,
+    old: Vec<RowKey>,
+    new: Vec<RowKey>,
+    same_projection: bool,
+    projection: impl FnOnce() -> Image,
+    out: &mut Vec<Mutation>,
+) {
+    let mut attributes: Option<Image> = None;
+    let mut projection = Some(projection);
+    let mut put = |key: RowKey, out: &mut Vec<Mutation>| {
+        let attributes = attributes.get_or_insert_with(|| projection.take().map(|p| p()).unwrap_or_default());
+        out.push(Mutation::PutRow {
+            index: i,
+            key,
+            attributes: attributes.clone(),
+        });
+    };
     let mut deletes = Vec::new();
-    let (mut a, mut b) = (old.keys.into_iter().peekable(), new.keys.into_iter().peekable());
+    let (mut a, mut b) = (old.into_iter().peekable(), new.into_iter().peekable());
     loop {
         let order = match (a.peek(), b.peek()) {
             (None, None) => break,
@@ -254,13 +365,15 @@ fn diff_rows(i: usize, old: Rows, new: Rows, out: &mut Vec<Mutation>) {
         match order {
             std::cmp::Ordering::Less => deletes.extend(a.next().map(|key| Mutation::DeleteRow { index: i, key })),
             std::cmp::Ordering::Greater => {
-                out.extend(b.next().map(|key| Mutation::PutRow { index: i, key, attributes: new.projection.clone() }))
+                if let Some(key) = b.next() {
+                    put(key, out);
+                }
             }
             std::cmp::Ordering::Equal => {
                 a.next();
                 if let Some(key) = b.next() {
                     if !same_projection {
-                        out.push(Mutation::PutRow { index: i, key, attributes: new.projection.clone() });
+                        put(key, out);
                     }
                 }
             }
@@ -296,7 +409,10 @@ fn plan_edge_set(
                 EventKind::Remove => false,
             };
             if restore {
-                out.push(Mutation::RestoreSet { edge_set: e, node: id.to_owned() });
+                out.push(Mutation::RestoreSet {
+                    edge_set: e,
+                    node: id.to_owned(),
+                });
             }
             Ok(())
         }
@@ -308,10 +424,18 @@ fn plan_edge_set(
             };
             if old_member != new_member {
                 if let Some(member) = new_member {
-                    out.push(Mutation::AddMember { edge_set: e, node: node.to_owned(), member });
+                    out.push(Mutation::AddMember {
+                        edge_set: e,
+                        node: node.to_owned(),
+                        member,
+                    });
                 }
                 if let Some(member) = old_member {
-                    out.push(Mutation::RemoveMember { edge_set: e, node: node.to_owned(), member });
+                    out.push(Mutation::RemoveMember {
+                        edge_set: e,
+                        node: node.to_owned(),
+                        member,
+                    });
                 }
             }
             problem.map_or(Ok(()), Err)

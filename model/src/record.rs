@@ -256,20 +256,39 @@ pub enum RecordError {
     NotAnImage { record: RecordId, part: ImagePart },
     /// One attribute value is not valid DynamoDB JSON.
     #[error("{record}: attribute `{attribute}` of `{part}` {reason}")]
-    BadAttribute { record: RecordId, part: ImagePart, attribute: String, reason: String },
+    BadAttribute {
+        record: RecordId,
+        part: ImagePart,
+        attribute: String,
+        reason: String,
+    },
     /// The event needs an image the record does not carry, and the record does
     /// not say its stream's view type rules that image out.
     #[error("{record}: {kind} record has no `{part}`")]
-    MissingImage { record: RecordId, kind: EventKind, part: ImagePart },
+    MissingImage {
+        record: RecordId,
+        kind: EventKind,
+        part: ImagePart,
+    },
     /// The event needs an image that the stream's view type never provides.
     #[error(
         "{record}: {kind} record has no `{part}` because the stream view type is {view_type}; \
          the stream view type must be NEW_AND_OLD_IMAGES"
     )]
-    ViewTypeLacksImage { record: RecordId, kind: EventKind, part: ImagePart, view_type: ViewType },
+    ViewTypeLacksImage {
+        record: RecordId,
+        kind: EventKind,
+        part: ImagePart,
+        view_type: ViewType,
+    },
     /// A key attribute of `Keys` is missing from an image or differs there.
     #[error("{record}: key attribute `{attribute}` is {problem} in `{part}`")]
-    KeyMismatch { record: RecordId, part: ImagePart, attribute: String, problem: KeyProblem },
+    KeyMismatch {
+        record: RecordId,
+        part: ImagePart,
+        attribute: String,
+        problem: KeyProblem,
+    },
     /// `ApproximateCreationDateTime` is not epoch seconds (or an RFC 3339 time).
     #[error("{record}: bad ApproximateCreationDateTime: {reason}")]
     BadCreationTime { record: RecordId, reason: String },

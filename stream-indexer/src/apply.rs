@@ -74,14 +74,22 @@ pub struct Backoff {
 impl Default for Backoff {
     /// 25 ms doubling up to 2 s, 8 attempts (at most about 5 s of waiting).
     fn default() -> Backoff {
-        Backoff { base: Duration::from_millis(25), cap: Duration::from_secs(2), max_attempts: 8 }
+        Backoff {
+            base: Duration::from_millis(25),
+            cap: Duration::from_secs(2),
+            max_attempts: 8,
+        }
     }
 }
 
 impl Backoff {
     /// No waiting at all (tests).
     pub const fn immediate(max_attempts: u32) -> Backoff {
-        Backoff { base: Duration::ZERO, cap: Duration::ZERO, max_attempts }
+        Backoff {
+            base: Duration::ZERO,
+            cap: Duration::ZERO,
+            max_attempts,
+        }
     }
 
     /// The longest wait before retry `retry` (0 = the first retry).
@@ -246,9 +254,16 @@ pub async fn apply_group<S: Store>(store: &S, config: &Config, backoff: &Backoff
         run.remaining[op.record] += 1;
     }
     if let Err(stop) = run.all(ops).await {
-        let record = run.remaining.iter().position(|&n| n > 0).map_or(stop.record, |r| r.min(stop.record));
+        let record = run
+            .remaining
+            .iter()
+            .position(|&n| n > 0)
+            .map_or(stop.record, |r| r.min(stop.record));
         run.result.refused.retain(|r| r.record < record);
-        run.result.stopped = Some(Stopped { record, error: stop.error });
+        run.result.stopped = Some(Stopped {
+            record,
+            error: stop.error,
+        });
     }
     run.result
 }
@@ -291,7 +306,11 @@ struct SetRequest {
 
 impl SetRequest {
     fn new(kind: SetKind) -> SetRequest {
-        SetRequest { kind, members: Vec::new(), positions: HashMap::new() }
+        SetRequest {
+            kind,
+            members: Vec::new(),
+            positions: HashMap::new(),
+        }
     }
 
     fn insert(&mut self, member: String, record: usize) {
@@ -386,7 +405,9 @@ where
             Err(StoreError::Transient(message)) => {
                 attempt += 1;
                 if attempt >= backoff.attempts() {
-                    return Err(StoreError::Transient(format!("{message} (gave up after {attempt} attempts)")));
+                    return Err(StoreError::Transient(format!(
+                        "{message} (gave up after {attempt} attempts)"
+                    )));
                 }
                 requests.retries += 1;
                 pause(backoff.delay(attempt - 1)).await;
@@ -414,7 +435,15 @@ impl<S: Store> Run<'_, S> {
         for Op { record, mutation } in ops {
             match mutation {
                 Mutation::PutRow { index, key, attributes } => {
-                    self.row(record, RowWrite { index, key, put: Some(attributes) }).await?
+                    self.row(
+                        record,
+                        RowWrite {
+                            index,
+                            key,
+                            put: Some(attributes),
+                        },
+                    )
+                    .await?
                 }
                 Mutation::DeleteRow { index, key } => self.row(record, RowWrite { index, key, put: None }).await?,
                 Mutation::AddMember { edge_set, node, member } => {
@@ -509,7 +538,10 @@ impl<S: Store> Run<'_, S> {
                                 "{} index row writes still unprocessed after {stalled} attempts without progress",
                                 batch.len()
                             );
-                            return Err(Stop { record: lowest, error: StoreError::Transient(message) });
+                            return Err(Stop {
+                                record: lowest,
+                                error: StoreError::Transient(message),
+                            });
                         }
                         self.result.stats.unprocessed += batch.len();
                         self.result.stats.requests.retries += 1;
@@ -519,7 +551,10 @@ impl<S: Store> Run<'_, S> {
                         stalled += 1;
                         if stalled >= self.backoff.attempts() {
                             let message = format!("{message} (gave up after {stalled} attempts)");
-                            return Err(Stop { record: lowest, error: StoreError::Transient(message) });
+                            return Err(Stop {
+                                record: lowest,
+                                error: StoreError::Transient(message),
+                            });
                         }
                         self.result.stats.requests.retries += 1;
                         pause(self.backoff.delay(stalled - 1)).await;
@@ -533,8 +568,10 @@ impl<S: Store> Run<'_, S> {
                     Err(StoreError::Refused(message)) => {
                         for (record, write) in std::mem::take(&mut batch) {
                             let what = if write.put.is_some() { "put" } else { "delete" };
-                            let reason =
-                                format!("index `{}`: row {what} refused: {message}", self.index_name(write.index));
+                            let reason = format!(
+                                "index `{}`: row {what} refused: {message}",
+                                self.index_name(write.index)
+                            );
                             self.refuse(record, reason);
                         }
                     }
@@ -555,7 +592,11 @@ impl<S: Store> Run<'_, S> {
         kind: SetKind,
         member: String,
     ) -> Result<(), Stop> {
-        let other_node = self.sets.target.as_ref().is_some_and(|(e, n)| *e != edge_set || *n != node);
+        let other_node = self
+            .sets
+            .target
+            .as_ref()
+            .is_some_and(|(e, n)| *e != edge_set || *n != node);
         if other_node {
             self.flush_sets().await?;
         }
@@ -567,7 +608,10 @@ impl<S: Store> Run<'_, S> {
     }
 
     fn set_name(&self, edge_set: usize) -> &str {
-        self.config.edge_sets.get(edge_set).map_or("?", |s| s.attribute.as_str())
+        self.config
+            .edge_sets
+            .get(edge_set)
+            .map_or("?", |s| s.attribute.as_str())
     }
 
     fn count_outcome(&mut self, outcome: SetOutcome) {
@@ -580,9 +624,12 @@ impl<S: Store> Run<'_, S> {
 
     async fn send_set(&mut self, edge_set: usize, node: &str, change: SetChange) -> Result<SetOutcome, StoreError> {
         let store = self.store;
-        retrying(self.backoff, &mut self.result.stats.requests, |c| &mut c.update_set, || {
-            store.update_set(edge_set, node, change.clone())
-        })
+        retrying(
+            self.backoff,
+            &mut self.result.stats.requests,
+            |c| &mut c.update_set,
+            || store.update_set(edge_set, node, change.clone()),
+        )
         .await
     }
 
@@ -595,7 +642,11 @@ impl<S: Store> Run<'_, S> {
             let mut queue = chunks(request.members, |(m, _)| m.as_str());
             while let Some(chunk) = queue.pop_front() {
                 let members: Vec<String> = chunk.iter().map(|(m, _)| m.clone()).collect();
-                let lowest = chunk.iter().flat_map(|(_, rs)| rs.iter().copied()).min().unwrap_or_default();
+                let lowest = chunk
+                    .iter()
+                    .flat_map(|(_, rs)| rs.iter().copied())
+                    .min()
+                    .unwrap_or_default();
                 match self.send_set(edge_set, &node, kind.change(members)).await {
                     Ok(outcome) => {
                         self.count_outcome(outcome);
@@ -634,19 +685,33 @@ impl<S: Store> Run<'_, S> {
     }
 
     async fn restore(&mut self, record: usize, edge_set: usize, node: &str) -> Result<(), Stop> {
-        let deployment = |what: String| Stop { record, error: StoreError::Deployment(what) };
+        let deployment = |what: String| Stop {
+            record,
+            error: StoreError::Deployment(what),
+        };
         let config = self.config;
-        let set = config.edge_sets.get(edge_set).ok_or_else(|| deployment(format!("no edge set #{edge_set}")))?;
-        let table = config.table(&set.table).ok_or_else(|| deployment(format!("no table `{}`", set.table)))?;
+        let set = config
+            .edge_sets
+            .get(edge_set)
+            .ok_or_else(|| deployment(format!("no edge set #{edge_set}")))?;
+        let table = config
+            .table(&set.table)
+            .ok_or_else(|| deployment(format!("no table `{}`", set.table)))?;
         let store = self.store;
-        let queried = retrying(self.backoff, &mut self.result.stats.requests, |c| &mut c.query_partition, || {
-            store.query_partition(&table.name, node)
-        })
+        let queried = retrying(
+            self.backoff,
+            &mut self.result.stats.requests,
+            |c| &mut c.query_partition,
+            || store.query_partition(&table.name, node),
+        )
         .await;
         let items = match queried {
             Ok(items) => items,
             Err(StoreError::Refused(message)) => {
-                let reason = format!("edge set `{}`: Query of node {node:?} refused: {message}", set.attribute);
+                let reason = format!(
+                    "edge set `{}`: Query of node {node:?} refused: {message}",
+                    set.attribute
+                );
                 self.refuse(record, reason);
                 return Ok(());
             }
@@ -659,7 +724,11 @@ impl<S: Store> Run<'_, S> {
             .collect();
         members.sort_unstable();
         members.dedup();
-        let mut queue = if members.is_empty() { VecDeque::from([Vec::new()]) } else { chunks(members, |m| m.as_str()) };
+        let mut queue = if members.is_empty() {
+            VecDeque::from([Vec::new()])
+        } else {
+            chunks(members, |m| m.as_str())
+        };
         while let Some(chunk) = queue.pop_front() {
             match self.send_set(edge_set, node, SetChange::Add(chunk)).await {
                 Ok(outcome) => {
@@ -669,7 +738,10 @@ impl<S: Store> Run<'_, S> {
                     }
                 }
                 Err(StoreError::Refused(message)) => {
-                    let reason = format!("edge set `{}`: restore of node {node:?} refused: {message}", set.attribute);
+                    let reason = format!(
+                        "edge set `{}`: restore of node {node:?} refused: {message}",
+                        set.attribute
+                    );
                     self.refuse(record, reason);
                     return Ok(());
                 }

@@ -57,7 +57,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { concurrency: 16, backoff: Backoff::default(), consumer: CONSUMER.to_owned() }
+        Options {
+            concurrency: 16,
+            backoff: Backoff::default(),
+            consumer: CONSUMER.to_owned(),
+        }
     }
 }
 
@@ -173,7 +177,9 @@ impl BatchOutcome {
             batch_item_failures: self
                 .failed
                 .iter()
-                .map(|seq| ItemFailure { item_identifier: seq.clone() })
+                .map(|seq| ItemFailure {
+                    item_identifier: seq.clone(),
+                })
                 .collect(),
         }
     }
@@ -216,7 +222,10 @@ enum GroupKey {
 fn partition_text(value: &Value) -> String {
     match value {
         Value::S(s) => format!("S:{s}"),
-        Value::N(n) => format!("N:{}", model::sortkey::canonical_number(n).unwrap_or_else(|_| n.clone())),
+        Value::N(n) => format!(
+            "N:{}",
+            model::sortkey::canonical_number(n).unwrap_or_else(|_| n.clone())
+        ),
         other => format!("{other:?}"),
     }
 }
@@ -230,7 +239,10 @@ fn group_key(planner: &Planner<'_>, record: &ChangeRecord, position: usize) -> (
                 .get(pk)
                 .or_else(|| record.new.as_ref().and_then(|i| i.get(pk)))
                 .or_else(|| record.old.as_ref().and_then(|i| i.get(pk)));
-            let key = GroupKey::Partition { table: table.name.clone(), partition: value.map(partition_text) };
+            let key = GroupKey::Partition {
+                table: table.name.clone(),
+                partition: value.map(partition_text),
+            };
             (key, Some(table.name.clone()))
         }
         Err(_) => (GroupKey::Alone(position), record.table.clone()),
@@ -272,7 +284,12 @@ pub struct Indexer<S: Store, Q: Quarantine> {
 
 impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     pub fn new(config: Arc<Config>, store: S, quarantine: Q, options: Options) -> Self {
-        Indexer { config, store, quarantine, options }
+        Indexer {
+            config,
+            store,
+            quarantine,
+            options,
+        }
     }
 
     pub fn config(&self) -> &Arc<Config> {
@@ -300,16 +317,29 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// Handles parsed records, in stream order. See the module doc.
     pub async fn handle_received(&self, records: Vec<Received>) -> BatchOutcome {
         let planner = Planner::new(&self.config);
-        let mut stats = BatchStats { records: records.len(), ..BatchStats::default() };
+        let mut stats = BatchStats {
+            records: records.len(),
+            ..BatchStats::default()
+        };
         let mut groups: Vec<Vec<Entry>> = Vec::new();
         let mut group_of: HashMap<GroupKey, usize> = HashMap::new();
         let mut poison = Vec::new();
         for (position, received) in records.into_iter().enumerate() {
-            let Received { raw, sequence_number, record } = received;
+            let Received {
+                raw,
+                sequence_number,
+                record,
+            } = received;
             match record {
                 Err(error) => {
                     stats.unparsable += 1;
-                    poison.push(Poison { position, sequence_number, table: None, reason: error.to_string(), raw });
+                    poison.push(Poison {
+                        position,
+                        sequence_number,
+                        table: None,
+                        reason: error.to_string(),
+                        raw,
+                    });
                 }
                 Ok(record) => {
                     let plan = planner.plan(&record);
@@ -321,15 +351,24 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                         groups.push(Vec::new());
                         groups.len() - 1
                     });
-                    groups[at].push(Entry { position, sequence_number: record.sequence_number, table, raw, plan });
+                    groups[at].push(Entry {
+                        position,
+                        sequence_number: record.sequence_number,
+                        table,
+                        raw,
+                        plan,
+                    });
                 }
             }
         }
         stats.groups = groups.len();
 
         let concurrency = self.options.concurrency.max(1);
-        let outcomes: Vec<GroupOutcome> =
-            stream::iter(groups).map(|group| self.run_group(group)).buffer_unordered(concurrency).collect().await;
+        let outcomes: Vec<GroupOutcome> = stream::iter(groups)
+            .map(|group| self.run_group(group))
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
 
         let mut failed = None;
         let mut failures = Vec::new();
@@ -397,17 +436,29 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         for failure in &failures {
             tracing::error!(sequence_number = %failure.sequence_number, kind = ?failure.kind, reason = %failure.reason, "batch failure");
         }
-        BatchOutcome { failed, stats, quarantined, failures }
+        BatchOutcome {
+            failed,
+            stats,
+            quarantined,
+            failures,
+        }
     }
 
     /// Carries out one group's plans, then says what to quarantine and where it stopped.
     async fn run_group(&self, mut entries: Vec<Entry>) -> GroupOutcome {
         let mut ops = Vec::new();
         for (record, entry) in entries.iter_mut().enumerate() {
-            ops.extend(std::mem::take(&mut entry.plan.mutations).into_iter().map(|mutation| Op { record, mutation }));
+            ops.extend(
+                std::mem::take(&mut entry.plan.mutations)
+                    .into_iter()
+                    .map(|mutation| Op { record, mutation }),
+            );
         }
         let result = apply::apply_group(&self.store, &self.config, &self.options.backoff, ops).await;
-        let end = result.stopped.as_ref().map_or(entries.len(), |s| s.record.min(entries.len()));
+        let end = result
+            .stopped
+            .as_ref()
+            .map_or(entries.len(), |s| s.record.min(entries.len()));
         let failure = result.stopped.map(|stopped| {
             let at = entries.get(stopped.record).or(entries.first());
             Failure {
@@ -437,7 +488,11 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                 });
             }
         }
-        GroupOutcome { stats: result.stats, poison, failure }
+        GroupOutcome {
+            stats: result.stats,
+            poison,
+            failure,
+        }
     }
 }
 

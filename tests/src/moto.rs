@@ -128,7 +128,12 @@ impl Moto {
                 );
             for (name, ty) in &keys {
                 request = request
-                    .key_schema(KeySchemaElement::builder().attribute_name(*name).key_type(ty.clone()).build()?)
+                    .key_schema(
+                        KeySchemaElement::builder()
+                            .attribute_name(*name)
+                            .key_type(ty.clone())
+                            .build()?,
+                    )
                     .attribute_definitions(
                         AttributeDefinition::builder()
                             .attribute_name(*name)
@@ -140,7 +145,12 @@ impl Moto {
                 request = request.global_secondary_indexes(
                     GlobalSecondaryIndex::builder()
                         .index_name(BY_TARGET_INDEX)
-                        .key_schema(KeySchemaElement::builder().attribute_name(sk).key_type(KeyType::Hash).build()?)
+                        .key_schema(
+                            KeySchemaElement::builder()
+                                .attribute_name(sk)
+                                .key_type(KeyType::Hash)
+                                .build()?,
+                        )
                         .key_schema(
                             KeySchemaElement::builder()
                                 .attribute_name(&table.partition_key)
@@ -233,12 +243,19 @@ impl Moto {
             .send()
             .await
             .map_err(|e| anyhow!("GetItem from {table}: {}", DisplayErrorContext(&e)))?;
-        output.item.map(to_image).transpose().map_err(|e| anyhow!("GetItem from {table}: {e}"))
+        output
+            .item
+            .map(to_image)
+            .transpose()
+            .map_err(|e| anyhow!("GetItem from {table}: {e}"))
     }
 }
 
 /// Accepts a CreateTable result, or the error saying the table already exists.
-fn created<T, E>(result: Result<T, aws_sdk_dynamodb::error::SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>>, table: &str) -> Result<()>
+fn created<T, E>(
+    result: Result<T, aws_sdk_dynamodb::error::SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>>,
+    table: &str,
+) -> Result<()>
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -257,12 +274,18 @@ fn post(endpoint: &str, path: &str) -> Result<()> {
         .trim_end_matches('/');
     let mut stream = TcpStream::connect(authority).with_context(|| format!("connecting to {authority}"))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(stream, "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
     let status = response.split_whitespace().nth(1).unwrap_or_default();
     if !status.starts_with('2') {
-        bail!("POST {endpoint}{path}: {}", response.lines().next().unwrap_or("no response"));
+        bail!(
+            "POST {endpoint}{path}: {}",
+            response.lines().next().unwrap_or("no response")
+        );
     }
     Ok(())
 }
@@ -273,11 +296,23 @@ pub fn unique_prefix(name: &str) -> String {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
     let clean: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .take(40)
         .collect();
-    let time = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() % 100_000_000);
-    format!("{clean}-{}-{}-{time}-", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+    let time = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() % 100_000_000);
+    format!(
+        "{clean}-{}-{}-{time}-",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// `config` with every table name (source and index tables) prefixed.
@@ -344,7 +379,11 @@ impl StreamReader {
             .table
             .and_then(|t| t.latest_stream_arn)
             .ok_or_else(|| anyhow!("table {table} has no stream"))?;
-        Ok(StreamReader { table: table.to_owned(), stream_arn, positions: BTreeMap::new() })
+        Ok(StreamReader {
+            table: table.to_owned(),
+            stream_arn,
+            positions: BTreeMap::new(),
+        })
     }
 
     /// Every record not read yet, shard by shard (moto has one shard), each
@@ -361,8 +400,16 @@ impl StreamReader {
                 .send()
                 .await
                 .map_err(|e| anyhow!("DescribeStream {}: {}", self.stream_arn, DisplayErrorContext(&e)))?;
-            let description = output.stream_description.ok_or_else(|| anyhow!("DescribeStream: no description"))?;
-            shards.extend(description.shards.unwrap_or_default().into_iter().filter_map(|s| s.shard_id));
+            let description = output
+                .stream_description
+                .ok_or_else(|| anyhow!("DescribeStream: no description"))?;
+            shards.extend(
+                description
+                    .shards
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|s| s.shard_id),
+            );
             match description.last_evaluated_shard_id {
                 Some(id) => start = Some(id),
                 None => break,
@@ -371,9 +418,15 @@ impl StreamReader {
         let mut records = Vec::new();
         for shard in shards {
             let position = self.positions.entry(shard.clone()).or_default();
-            let request = moto.streams.get_shard_iterator().stream_arn(&self.stream_arn).shard_id(&shard);
+            let request = moto
+                .streams
+                .get_shard_iterator()
+                .stream_arn(&self.stream_arn)
+                .shard_id(&shard);
             let request = match position {
-                Some(seq) => request.shard_iterator_type(ShardIteratorType::AfterSequenceNumber).sequence_number(seq.clone()),
+                Some(seq) => request
+                    .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+                    .sequence_number(seq.clone()),
                 None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
             };
             let mut iterator = request
@@ -408,9 +461,14 @@ impl StreamReader {
 
 /// A GetRecords record as its wire JSON, with `eventSourceARN` as Lambda adds it.
 pub fn wire_record(record: &Record, stream_arn: &str) -> Result<StreamRecord> {
-    let stream = record.dynamodb.as_ref().ok_or_else(|| anyhow!("record without `dynamodb`"))?;
-    let sequence_number =
-        stream.sequence_number.clone().ok_or_else(|| anyhow!("record without a sequence number"))?;
+    let stream = record
+        .dynamodb
+        .as_ref()
+        .ok_or_else(|| anyhow!("record without `dynamodb`"))?;
+    let sequence_number = stream
+        .sequence_number
+        .clone()
+        .ok_or_else(|| anyhow!("record without a sequence number"))?;
     let event_name = record
         .event_name
         .as_ref()
@@ -471,12 +529,17 @@ pub fn wire_record(record: &Record, stream_arn: &str) -> Result<StreamRecord> {
     }
     let mut json = Json::Object(outer).to_string();
     json.insert_str(json.len() - 1, &format!(",\"dynamodb\":{dynamodb}"));
-    Ok(StreamRecord { sequence_number, event_name, json })
+    Ok(StreamRecord {
+        sequence_number,
+        event_name,
+        json,
+    })
 }
 
 /// One attribute value in DynamoDB JSON (numbers as strings, binary as base64).
 pub fn wire_value(value: &StreamValue) -> Result<Json> {
-    let b64 = |b: &aws_sdk_dynamodbstreams::primitives::Blob| base64::engine::general_purpose::STANDARD.encode(b.as_ref());
+    let b64 =
+        |b: &aws_sdk_dynamodbstreams::primitives::Blob| base64::engine::general_purpose::STANDARD.encode(b.as_ref());
     Ok(match value {
         StreamValue::S(s) => json!({ "S": s }),
         StreamValue::N(n) => json!({ "N": n }),
@@ -488,7 +551,10 @@ pub fn wire_value(value: &StreamValue) -> Result<Json> {
         StreamValue::Bs(b) => json!({ "BS": b.iter().map(b64).collect::<Vec<_>>() }),
         StreamValue::L(l) => json!({ "L": l.iter().map(wire_value).collect::<Result<Vec<_>>>()? }),
         StreamValue::M(m) => {
-            let map = m.iter().map(|(k, v)| Ok((k.clone(), wire_value(v)?))).collect::<Result<Map<_, _>>>()?;
+            let map = m
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), wire_value(v)?)))
+                .collect::<Result<Map<_, _>>>()?;
             json!({ "M": map })
         }
         other => bail!("attribute value of an unknown type: {other:?}"),

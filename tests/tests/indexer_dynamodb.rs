@@ -127,7 +127,10 @@ async fn drain<Q: Quarantine>(
 ) -> Result<usize> {
     let mut fed = 0;
     for round in 0.. {
-        ensure!(round < 8, "the streams never ran dry: the indexer's own writes keep producing work");
+        ensure!(
+            round < 8,
+            "the streams never ran dry: the indexer's own writes keep producing work"
+        );
         let mut new = 0;
         for reader in readers.iter_mut() {
             let records = reader.read_new(moto).await?;
@@ -162,7 +165,9 @@ async fn drain<Q: Quarantine>(
 async fn verify(moto: &Moto, config: &Config) -> Result<()> {
     // Edge sets.
     for (e, set) in config.edge_sets.iter().enumerate() {
-        let table = config.table(&set.table).ok_or_else(|| anyhow!("no table {}", set.table))?;
+        let table = config
+            .table(&set.table)
+            .ok_or_else(|| anyhow!("no table {}", set.table))?;
         let items = moto.scan(&set.table).await?;
         let mut expected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         let mut nodes: BTreeMap<String, &Image> = BTreeMap::new();
@@ -178,7 +183,12 @@ async fn verify(moto: &Moto, config: &Config) -> Result<()> {
                 }
                 GraphItem::Skipped => {}
             }
-            let owned = [&table.partition_key, table.sort_key.as_ref().unwrap_or(&table.partition_key), &set.attribute, &set.complete_attribute];
+            let owned = [
+                &table.partition_key,
+                table.sort_key.as_ref().unwrap_or(&table.partition_key),
+                &set.attribute,
+                &set.complete_attribute,
+            ];
             ensure!(
                 item.keys().any(|name| !owned.contains(&name)),
                 "edge set #{e}: ghost item (only keys and pipeline attributes): {item:?}"
@@ -202,7 +212,9 @@ async fn verify(moto: &Moto, config: &Config) -> Result<()> {
     }
     // Index tables.
     for (i, index) in config.indexes.iter().enumerate() {
-        let table = config.table(&index.source.table).ok_or_else(|| anyhow!("no table {}", index.source.table))?;
+        let table = config
+            .table(&index.source.table)
+            .ok_or_else(|| anyhow!("no table {}", index.source.table))?;
         let mut expected: BTreeMap<RowKey, Image> = BTreeMap::new();
         for item in moto.scan(&index.source.table).await? {
             let rows = index::rows(index, table, &item).with_context(|| format!("index #{i}: rows of {item:?}"))?;
@@ -220,11 +232,24 @@ async fn verify(moto: &Moto, config: &Config) -> Result<()> {
         }
         let missing: Vec<_> = expected.keys().filter(|k| !actual.contains_key(*k)).collect();
         let extra: Vec<_> = actual.keys().filter(|k| !expected.contains_key(*k)).collect();
-        ensure!(missing.is_empty() && extra.is_empty(), "index {}: missing rows {missing:?}, extra rows {extra:?}", index.name);
+        ensure!(
+            missing.is_empty() && extra.is_empty(),
+            "index {}: missing rows {missing:?}, extra rows {extra:?}",
+            index.name
+        );
         for (key, want) in &expected {
-            ensure!(actual.get(key) == Some(want), "index {}: row {key:?} is {:?}, recomputed {want:?}", index.name, actual.get(key));
+            ensure!(
+                actual.get(key) == Some(want),
+                "index {}: row {key:?} is {:?}, recomputed {want:?}",
+                index.name,
+                actual.get(key)
+            );
         }
-        ensure!(!expected.is_empty(), "index {}: the history produced no rows at all", index.name);
+        ensure!(
+            !expected.is_empty(),
+            "index {}: the history produced no rows at all",
+            index.name
+        );
     }
     Ok(())
 }
@@ -235,7 +260,9 @@ async fn verify(moto: &Moto, config: &Config) -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn indexer_converges_on_a_real_stream() -> Result<()> {
-    let Some(moto) = Moto::connect("indexer_converges_on_a_real_stream").await else { return Ok(()) };
+    let Some(moto) = Moto::connect("indexer_converges_on_a_real_stream").await else {
+        return Ok(());
+    };
     let config = setup(&moto, "converge").await?;
     let t = Tables::of(&config);
     let quarantine = SharedQuarantine::default();
@@ -252,32 +279,141 @@ async fn indexer_converges_on_a_real_stream() -> Result<()> {
     // Phase 1: nodes, edges (one whose node does not exist), issues, other items.
     for id in ["GOAL-1", "GOAL-2", "TEAM-1", "USER-1", "USER-2", "USER-3", "PROJECT-1"] {
         let kind = id.split('-').next().unwrap_or_default().to_lowercase();
-        moto.put(r, &node(id, &[("type", s(&kind)), ("name", s(&format!("{id} name")))])).await?;
+        moto.put(r, &node(id, &[("type", s(&kind)), ("name", s(&format!("{id} name")))]))
+            .await?;
     }
-    moto.put(r, &edge("GOAL-1", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("400-CONTRIBUTOR")), ("since", s("2025-11-01"))])).await?;
-    moto.put(r, &edge("GOAL-1", "GOALMEMBERSHIP-USER-2", &[("gsi0", s("300-MEMBER"))])).await?;
-    moto.put(r, &edge("GOAL-1", "COMMENT-77", &[("text", s("not an included edge type"))])).await?;
-    moto.put(r, &edge("GOAL-2", "GOALMEMBERSHIP-USER-3", &[("gsi0", s("400-CONTRIBUTOR"))])).await?;
-    moto.put(r, &edge("GOAL-2", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("500-LEAD#acting"))])).await?;
-    moto.put(r, &edge("GOAL-2", "GOALMEMBERSHIP-USER-2", &[("gsi0", n("42.50"))])).await?;
-    moto.put(r, &edge("TEAM-1", "TEAMMEMBERSHIP-USER-1", &[("gsi0", s("310-MANAGER"))])).await?;
-    moto.put(r, &edge("TEAM-1", "TEAMMEMBERSHIP-USER-3", &[("gsi0", s("300-MEMBER"))])).await?;
-    moto.put(r, &edge("TEAM-1", "TEAMMEMBERSHIP-USER-2", &[("note", s("no role yet: no member"))])).await?;
-    moto.put(r, &edge("GOAL-404", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("300-MEMBER"))])).await?;
+    moto.put(
+        r,
+        &edge(
+            "GOAL-1",
+            "GOALMEMBERSHIP-USER-1",
+            &[("gsi0", s("400-CONTRIBUTOR")), ("since", s("2025-11-01"))],
+        ),
+    )
+    .await?;
+    moto.put(
+        r,
+        &edge("GOAL-1", "GOALMEMBERSHIP-USER-2", &[("gsi0", s("300-MEMBER"))]),
+    )
+    .await?;
+    moto.put(
+        r,
+        &edge("GOAL-1", "COMMENT-77", &[("text", s("not an included edge type"))]),
+    )
+    .await?;
+    moto.put(
+        r,
+        &edge("GOAL-2", "GOALMEMBERSHIP-USER-3", &[("gsi0", s("400-CONTRIBUTOR"))]),
+    )
+    .await?;
+    moto.put(
+        r,
+        &edge("GOAL-2", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("500-LEAD#acting"))]),
+    )
+    .await?;
+    moto.put(r, &edge("GOAL-2", "GOALMEMBERSHIP-USER-2", &[("gsi0", n("42.50"))]))
+        .await?;
+    moto.put(
+        r,
+        &edge("TEAM-1", "TEAMMEMBERSHIP-USER-1", &[("gsi0", s("310-MANAGER"))]),
+    )
+    .await?;
+    moto.put(
+        r,
+        &edge("TEAM-1", "TEAMMEMBERSHIP-USER-3", &[("gsi0", s("300-MEMBER"))]),
+    )
+    .await?;
+    moto.put(
+        r,
+        &edge(
+            "TEAM-1",
+            "TEAMMEMBERSHIP-USER-2",
+            &[("note", s("no role yet: no member"))],
+        ),
+    )
+    .await?;
+    moto.put(
+        r,
+        &edge("GOAL-404", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("300-MEMBER"))]),
+    )
+    .await?;
     moto.put(r, &edge("USER-1", "FOLLOWS-USER-2", &[])).await?;
-    moto.put(i, &issue("issue-1", &[("num", n("1")), ("name", s("Crash")), ("state", s("open")),
-        ("custom_fields", map(&[("cf_priority", s("high")), ("cf_points", n("5"))]))])).await?;
-    moto.put(i, &issue("issue-2", &[("num", n("2")), ("name", s("Slow")), ("state", s("open")),
-        ("custom_fields", map(&[("cf_priority", s("low")), ("cf_due", s("2025-01-01")), ("cf_flag", Value::Bool(true))]))])).await?;
-    moto.put(i, &issue("issue-3", &[("num", n("3")), ("name", s("No fields"))])).await?;
-    moto.put(i, &issue("issue-4", &[("num", n("4")), ("name", s("Huge")),
-        ("custom_fields", map(&[("cf_points", n("12345678901234567890.123456789012345678"))]))])).await?;
-    moto.put(i, &issue("comment-1", &[("custom_fields", map(&[("cf_priority", s("high"))]))])).await?;
-    moto.put(i, &item(&[("id", s("issue-1")), ("rel", s("comment-9")), ("num", n("1")),
-        ("custom_fields", map(&[("cf_priority", s("medium"))]))])).await?;
+    moto.put(
+        i,
+        &issue(
+            "issue-1",
+            &[
+                ("num", n("1")),
+                ("name", s("Crash")),
+                ("state", s("open")),
+                (
+                    "custom_fields",
+                    map(&[("cf_priority", s("high")), ("cf_points", n("5"))]),
+                ),
+            ],
+        ),
+    )
+    .await?;
+    moto.put(
+        i,
+        &issue(
+            "issue-2",
+            &[
+                ("num", n("2")),
+                ("name", s("Slow")),
+                ("state", s("open")),
+                (
+                    "custom_fields",
+                    map(&[
+                        ("cf_priority", s("low")),
+                        ("cf_due", s("2025-01-01")),
+                        ("cf_flag", Value::Bool(true)),
+                    ]),
+                ),
+            ],
+        ),
+    )
+    .await?;
+    moto.put(i, &issue("issue-3", &[("num", n("3")), ("name", s("No fields"))]))
+        .await?;
+    moto.put(
+        i,
+        &issue(
+            "issue-4",
+            &[
+                ("num", n("4")),
+                ("name", s("Huge")),
+                (
+                    "custom_fields",
+                    map(&[("cf_points", n("12345678901234567890.123456789012345678"))]),
+                ),
+            ],
+        ),
+    )
+    .await?;
+    moto.put(
+        i,
+        &issue("comment-1", &[("custom_fields", map(&[("cf_priority", s("high"))]))]),
+    )
+    .await?;
+    moto.put(
+        i,
+        &item(&[
+            ("id", s("issue-1")),
+            ("rel", s("comment-9")),
+            ("num", n("1")),
+            ("custom_fields", map(&[("cf_priority", s("medium"))])),
+        ]),
+    )
+    .await?;
     // Poison: `custom_fields` must be a map, list or set.
-    moto.put(i, &issue("issue-5", &[("num", n("5")), ("custom_fields", s("oops"))])).await?;
-    moto.put(&t.layers, &item(&[("pk", s("lyr#1")), ("sk", s("a")), ("ttl", n("1763733600"))])).await?;
+    moto.put(i, &issue("issue-5", &[("num", n("5")), ("custom_fields", s("oops"))]))
+        .await?;
+    moto.put(
+        &t.layers,
+        &item(&[("pk", s("lyr#1")), ("sk", s("a")), ("ttl", n("1763733600"))]),
+    )
+    .await?;
     let fed = drain(&moto, &indexer, &mut readers, &mut sizes).await?;
     ensure!(fed > 25, "only {fed} records fed");
     verify(&moto, &config).await.context("after phase 1")?;
@@ -285,64 +421,181 @@ async fn indexer_converges_on_a_real_stream() -> Result<()> {
     // Phase 2: role changes, edge deletes, a node overwritten with PutItem
     // after its set was built, a node deleted while its edges stay, custom
     // fields added, changed and removed, an issue deleted.
-    moto.put(r, &edge("GOAL-1", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("500-LEAD")), ("since", s("2025-11-01"))])).await?;
-    moto.put(r, &edge("GOAL-1", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("500-LEAD")), ("since", s("2025-11-20"))])).await?;
+    moto.put(
+        r,
+        &edge(
+            "GOAL-1",
+            "GOALMEMBERSHIP-USER-1",
+            &[("gsi0", s("500-LEAD")), ("since", s("2025-11-01"))],
+        ),
+    )
+    .await?;
+    moto.put(
+        r,
+        &edge(
+            "GOAL-1",
+            "GOALMEMBERSHIP-USER-1",
+            &[("gsi0", s("500-LEAD")), ("since", s("2025-11-20"))],
+        ),
+    )
+    .await?;
     moto.delete(r, &record_key("GOAL-1", "GOALMEMBERSHIP-USER-2")).await?;
-    moto.put(r, &node("TEAM-1", &[("type", s("team")), ("name", s("Renamed team"))])).await?;
-    moto.put(r, &edge("TEAM-1", "TEAMMEMBERSHIP-USER-2", &[("gsi0", s("300-MEMBER"))])).await?;
+    moto.put(r, &node("TEAM-1", &[("type", s("team")), ("name", s("Renamed team"))]))
+        .await?;
+    moto.put(
+        r,
+        &edge("TEAM-1", "TEAMMEMBERSHIP-USER-2", &[("gsi0", s("300-MEMBER"))]),
+    )
+    .await?;
     moto.delete(r, &record_key("GOAL-2", "GOAL-2")).await?;
-    moto.put(r, &edge("GOAL-2", "GOALMEMBERSHIP-USER-3", &[("gsi0", s("500-LEAD"))])).await?;
+    moto.put(r, &edge("GOAL-2", "GOALMEMBERSHIP-USER-3", &[("gsi0", s("500-LEAD"))]))
+        .await?;
     moto.delete(r, &record_key("GOAL-2", "GOALMEMBERSHIP-USER-2")).await?;
-    moto.put(r, &edge("GOAL-404", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("500-LEAD"))])).await?;
-    moto.put(r, &node("USER-3", &[("type", s("user")), ("name", s("USER-3 renamed"))])).await?;
-    moto.put(i, &issue("issue-1", &[("num", n("1")), ("name", s("Crash")), ("state", s("open")),
-        ("custom_fields", map(&[("cf_priority", s("high")), ("cf_points", n("8")), ("cf_team", s("TEAM-1"))]))])).await?;
-    moto.put(i, &issue("issue-2", &[("num", n("2")), ("name", s("Slow")), ("state", s("closed")),
-        ("custom_fields", map(&[("cf_priority", s("low")), ("cf_flag", Value::Bool(true))]))])).await?;
-    moto.put(i, &issue("issue-3", &[("num", n("3")), ("name", s("No fields")), ("custom_fields", map(&[("cf_due", s("2026-02-01"))]))])).await?;
-    moto.delete(i, &item(&[("id", s("issue-4")), ("rel", s("issue-4"))])).await?;
-    moto.put(i, &issue("issue-5", &[("num", n("5")), ("custom_fields", map(&[("cf_points", n("-0.5"))]))])).await?;
-    moto.put(&t.layers, &item(&[("pk", s("lyr#2")), ("sk", s("b"))])).await?;
+    moto.put(
+        r,
+        &edge("GOAL-404", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("500-LEAD"))]),
+    )
+    .await?;
+    moto.put(
+        r,
+        &node("USER-3", &[("type", s("user")), ("name", s("USER-3 renamed"))]),
+    )
+    .await?;
+    moto.put(
+        i,
+        &issue(
+            "issue-1",
+            &[
+                ("num", n("1")),
+                ("name", s("Crash")),
+                ("state", s("open")),
+                (
+                    "custom_fields",
+                    map(&[
+                        ("cf_priority", s("high")),
+                        ("cf_points", n("8")),
+                        ("cf_team", s("TEAM-1")),
+                    ]),
+                ),
+            ],
+        ),
+    )
+    .await?;
+    moto.put(
+        i,
+        &issue(
+            "issue-2",
+            &[
+                ("num", n("2")),
+                ("name", s("Slow")),
+                ("state", s("closed")),
+                (
+                    "custom_fields",
+                    map(&[("cf_priority", s("low")), ("cf_flag", Value::Bool(true))]),
+                ),
+            ],
+        ),
+    )
+    .await?;
+    moto.put(
+        i,
+        &issue(
+            "issue-3",
+            &[
+                ("num", n("3")),
+                ("name", s("No fields")),
+                ("custom_fields", map(&[("cf_due", s("2026-02-01"))])),
+            ],
+        ),
+    )
+    .await?;
+    moto.delete(i, &item(&[("id", s("issue-4")), ("rel", s("issue-4"))]))
+        .await?;
+    moto.put(
+        i,
+        &issue(
+            "issue-5",
+            &[("num", n("5")), ("custom_fields", map(&[("cf_points", n("-0.5"))]))],
+        ),
+    )
+    .await?;
+    moto.put(&t.layers, &item(&[("pk", s("lyr#2")), ("sk", s("b"))]))
+        .await?;
     drain(&moto, &indexer, &mut readers, &mut sizes).await?;
     verify(&moto, &config).await.context("after phase 2")?;
 
     // Phase 3: the deleted node comes back (its set is restored from the
     // partition), an edge is removed from a node that is gone, and the
     // overwritten node gains and loses edges.
-    moto.put(r, &node("GOAL-2", &[("type", s("goal")), ("name", s("GOAL-2 again"))])).await?;
+    moto.put(r, &node("GOAL-2", &[("type", s("goal")), ("name", s("GOAL-2 again"))]))
+        .await?;
     moto.delete(r, &record_key("GOAL-404", "GOALMEMBERSHIP-USER-1")).await?;
-    moto.put(r, &edge("TEAM-1", "TEAMMEMBERSHIP-USER-4", &[("gsi0", s("300-MEMBER"))])).await?;
+    moto.put(
+        r,
+        &edge("TEAM-1", "TEAMMEMBERSHIP-USER-4", &[("gsi0", s("300-MEMBER"))]),
+    )
+    .await?;
     moto.delete(r, &record_key("TEAM-1", "TEAMMEMBERSHIP-USER-1")).await?;
     moto.delete(r, &record_key("USER-2", "USER-2")).await?;
     drain(&moto, &indexer, &mut readers, &mut sizes).await?;
     verify(&moto, &config).await.context("after phase 3")?;
 
-    ensure!(moto.get(r, &record_key("GOAL-404", "GOAL-404")).await?.is_none(), "a ghost node GOAL-404 was created");
-    ensure!(moto.get(r, &record_key("USER-2", "USER-2")).await?.is_none(), "deleted node USER-2 came back");
-    let goal2 = moto.get(r, &record_key("GOAL-2", "GOAL-2")).await?.ok_or_else(|| anyhow!("GOAL-2 missing"))?;
+    ensure!(
+        moto.get(r, &record_key("GOAL-404", "GOAL-404")).await?.is_none(),
+        "a ghost node GOAL-404 was created"
+    );
+    ensure!(
+        moto.get(r, &record_key("USER-2", "USER-2")).await?.is_none(),
+        "deleted node USER-2 came back"
+    );
+    let goal2 = moto
+        .get(r, &record_key("GOAL-2", "GOAL-2"))
+        .await?
+        .ok_or_else(|| anyhow!("GOAL-2 missing"))?;
     let restored: BTreeSet<String> = match goal2.get("edges") {
         Some(Value::Ss(members)) => members.iter().cloned().collect(),
         other => return Err(anyhow!("GOAL-2 has no restored set: {other:?}")),
     };
-    let want: BTreeSet<String> =
-        ["GOALMEMBERSHIP-USER-1#500-LEAD\\#acting", "GOALMEMBERSHIP-USER-3#500-LEAD"].map(String::from).into();
+    let want: BTreeSet<String> = [
+        "GOALMEMBERSHIP-USER-1#500-LEAD\\#acting",
+        "GOALMEMBERSHIP-USER-3#500-LEAD",
+    ]
+    .map(String::from)
+    .into();
     ensure!(restored == want, "GOAL-2's restored set: {restored:?}");
     let entries = quarantine.0.entries();
-    ensure!(entries.len() == 1, "expected exactly the one poison record in quarantine, got {entries:?}");
-    ensure!(entries[0].reason.contains("custom_fields"), "quarantine reason: {}", entries[0].reason);
-    ensure!(entries[0].raw.contains("oops"), "the raw record is kept: {}", entries[0].raw);
+    ensure!(
+        entries.len() == 1,
+        "expected exactly the one poison record in quarantine, got {entries:?}"
+    );
+    ensure!(
+        entries[0].reason.contains("custom_fields"),
+        "quarantine reason: {}",
+        entries[0].reason
+    );
+    ensure!(
+        entries[0].raw.contains("oops"),
+        "the raw record is kept: {}",
+        entries[0].raw
+    );
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn update_set_on_a_missing_node_creates_nothing() -> Result<()> {
-    let Some(moto) = Moto::connect("update_set_on_a_missing_node_creates_nothing").await else { return Ok(()) };
+    let Some(moto) = Moto::connect("update_set_on_a_missing_node_creates_nothing").await else {
+        return Ok(());
+    };
     let config = setup(&moto, "missing").await?;
     let t = Tables::of(&config);
     let store = DynamoStore::new(moto.dynamodb.clone(), config.clone());
     let mut reader = StreamReader::open(&moto, &t.records).await?;
     let member = "GOALMEMBERSHIP-USER-1#300-MEMBER".to_owned();
-    for change in [SetChange::Add(vec![member.clone()]), SetChange::Remove(vec![member.clone()]), SetChange::Add(vec![])] {
+    for change in [
+        SetChange::Add(vec![member.clone()]),
+        SetChange::Remove(vec![member.clone()]),
+        SetChange::Add(vec![]),
+    ] {
         let outcome = store.update_set(0, "GOAL-404", change.clone()).await?;
         ensure!(outcome == SetOutcome::NodeMissing, "{change:?}: {outcome:?}");
     }
@@ -353,7 +606,9 @@ async fn update_set_on_a_missing_node_creates_nothing() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn update_set_flags_a_node_past_max_members() -> Result<()> {
-    let Some(moto) = Moto::connect("update_set_flags_a_node_past_max_members").await else { return Ok(()) };
+    let Some(moto) = Moto::connect("update_set_flags_a_node_past_max_members").await else {
+        return Ok(());
+    };
     let mut config = prefixed(&example_config(), &unique_prefix("flag"));
     config.edge_sets[0].max_members = 3;
     moto.create_tables(&config).await?;
@@ -373,20 +628,45 @@ async fn update_set_flags_a_node_past_max_members() -> Result<()> {
     };
     let set = |v: &[&str]| v.iter().map(|m| (*m).to_owned()).collect::<BTreeSet<_>>();
 
-    ensure!(store.update_set(0, "GOAL-1", SetChange::Add(strings(&["a", "b", "a"]))).await? == SetOutcome::Applied);
+    ensure!(
+        store
+            .update_set(0, "GOAL-1", SetChange::Add(strings(&["a", "b", "a"])))
+            .await?
+            == SetOutcome::Applied
+    );
     ensure!(state().await? == (set(&["a", "b"]), Some(Value::Bool(true))));
     // 2 + 2 > 3: flagged, the set untouched.
-    ensure!(store.update_set(0, "GOAL-1", SetChange::Add(strings(&["c", "d"]))).await? == SetOutcome::Flagged);
+    ensure!(
+        store
+            .update_set(0, "GOAL-1", SetChange::Add(strings(&["c", "d"])))
+            .await?
+            == SetOutcome::Flagged
+    );
     ensure!(state().await? == (set(&["a", "b"]), Some(Value::Bool(false))));
     // 2 + 1 fits; the flag stays.
     ensure!(store.update_set(0, "GOAL-1", SetChange::Add(strings(&["c"]))).await? == SetOutcome::Applied);
     ensure!(state().await? == (set(&["a", "b", "c"]), Some(Value::Bool(false))));
     // More members than max_members could ever fit.
-    ensure!(store.update_set(0, "GOAL-1", SetChange::Add(strings(&["1", "2", "3", "4"]))).await? == SetOutcome::Flagged);
-    ensure!(store.update_set(0, "GOAL-1", SetChange::Remove(strings(&["a", "zz"]))).await? == SetOutcome::Applied);
+    ensure!(
+        store
+            .update_set(0, "GOAL-1", SetChange::Add(strings(&["1", "2", "3", "4"])))
+            .await?
+            == SetOutcome::Flagged
+    );
+    ensure!(
+        store
+            .update_set(0, "GOAL-1", SetChange::Remove(strings(&["a", "zz"])))
+            .await?
+            == SetOutcome::Applied
+    );
     ensure!(state().await? == (set(&["b", "c"]), Some(Value::Bool(false))));
     // Flagging a missing node creates nothing either.
-    ensure!(store.update_set(0, "GOAL-9", SetChange::Add(strings(&["1", "2", "3", "4"]))).await? == SetOutcome::NodeMissing);
+    ensure!(
+        store
+            .update_set(0, "GOAL-9", SetChange::Add(strings(&["1", "2", "3", "4"])))
+            .await?
+            == SetOutcome::NodeMissing
+    );
     ensure!(store.update_set(0, "GOAL-9", SetChange::Add(strings(&["1"]))).await? == SetOutcome::NodeMissing);
     ensure!(moto.scan(&t.records).await?.len() == 1, "a ghost node was created");
     Ok(())
@@ -394,7 +674,9 @@ async fn update_set_flags_a_node_past_max_members() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
-    let Some(moto) = Moto::connect("store_writes_rows_exactly_and_classifies_errors").await else { return Ok(()) };
+    let Some(moto) = Moto::connect("store_writes_rows_exactly_and_classifies_errors").await else {
+        return Ok(());
+    };
     let config = setup(&moto, "rows").await?;
     let t = Tables::of(&config);
     let index_table = config.indexes[0].table.clone();
@@ -405,30 +687,54 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
         ("rel", s("issue-1")),
         ("num", n(exact)),
         ("name", s("é ☃")),
-        ("state", map(&[("b", Value::B(vec![0, 1, 255])), ("l", Value::L(vec![n("1E+125"), Value::Null(true)]))])),
+        (
+            "state",
+            map(&[
+                ("b", Value::B(vec![0, 1, 255])),
+                ("l", Value::L(vec![n("1E+125"), Value::Null(true)])),
+            ]),
+        ),
     ]);
     let writes: Vec<RowWrite> = (0..25)
         .map(|k| RowWrite {
             index: 0,
-            key: RowKey { partition: format!("p{}", k % 3), sort: format!("s{k:02}") },
+            key: RowKey {
+                partition: format!("p{}", k % 3),
+                sort: format!("s{k:02}"),
+            },
             put: Some(attributes.clone()),
         })
         .collect();
-    ensure!(store.write_rows(writes.clone()).await?.is_empty(), "moto never returns UnprocessedItems");
+    ensure!(
+        store.write_rows(writes.clone()).await?.is_empty(),
+        "moto never returns UnprocessedItems"
+    );
     let rows = moto.scan(&index_table).await?;
     ensure!(rows.len() == 25, "{} rows", rows.len());
     for row in &rows {
-        ensure!(row.get("num") == Some(&n(exact)), "number not exact: {:?}", row.get("num"));
+        ensure!(
+            row.get("num") == Some(&n(exact)),
+            "number not exact: {:?}",
+            row.get("num")
+        );
         ensure!(row.get("state") == attributes.get("state"), "{:?}", row.get("state"));
         ensure!(matches!(row.get("pk"), Some(Value::S(p)) if p.starts_with('p')));
     }
-    let deletes: Vec<RowWrite> = writes.iter().take(20).map(|w| RowWrite { put: None, ..w.clone() }).collect();
+    let deletes: Vec<RowWrite> = writes
+        .iter()
+        .take(20)
+        .map(|w| RowWrite { put: None, ..w.clone() })
+        .collect();
     ensure!(store.write_rows(deletes).await?.is_empty());
     ensure!(moto.scan(&index_table).await?.len() == 5);
 
     // query_partition: every item of one partition, and only those.
     moto.put(&t.records, &node("GOAL-1", &[("n", n(exact))])).await?;
-    moto.put(&t.records, &edge("GOAL-1", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("x"))])).await?;
+    moto.put(
+        &t.records,
+        &edge("GOAL-1", "GOALMEMBERSHIP-USER-1", &[("gsi0", s("x"))]),
+    )
+    .await?;
     moto.put(&t.records, &node("GOAL-10", &[])).await?;
     let mut items = store.query_partition(&t.records, "GOAL-1").await?;
     items.sort_by_key(|i| format!("{:?}", i.get("target")));
@@ -436,7 +742,14 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
     ensure!(store.query_partition(&t.records, "NOPE").await?.is_empty());
 
     // A sort key over 1024 bytes: refused (a record's fault, quarantined).
-    let long = RowWrite { index: 0, key: RowKey { partition: "p".into(), sort: "x".repeat(1100) }, put: Some(attributes.clone()) };
+    let long = RowWrite {
+        index: 0,
+        key: RowKey {
+            partition: "p".into(),
+            sort: "x".repeat(1100),
+        },
+        put: Some(attributes.clone()),
+    };
     match store.write_rows(vec![long]).await {
         Err(StoreError::Refused(m)) => ensure!(m.contains("BatchWriteItem") && m.contains(&index_table), "{m}"),
         other => return Err(anyhow!("expected Refused, got {other:?}")),
@@ -444,7 +757,10 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
     // Missing tables: a deployment problem, named.
     let mut missing = (*config).clone();
     missing.indexes[0].table = format!("{index_table}-absent");
-    missing.tables.iter_mut().for_each(|t| t.name = format!("{}-absent", t.name));
+    missing
+        .tables
+        .iter_mut()
+        .for_each(|t| t.name = format!("{}-absent", t.name));
     missing.edge_sets[0].table = format!("{}-absent", missing.edge_sets[0].table);
     let broken = DynamoStore::new(moto.dynamodb.clone(), Arc::new(missing.clone()));
     match broken.write_rows(writes[..1].to_vec()).await {
@@ -465,7 +781,9 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqs_quarantine_sends_every_entry() -> Result<()> {
-    let Some(moto) = Moto::connect("sqs_quarantine_sends_every_entry").await else { return Ok(()) };
+    let Some(moto) = Moto::connect("sqs_quarantine_sends_every_entry").await else {
+        return Ok(());
+    };
     let name = format!("{}quarantine", unique_prefix("sqs"));
     let url = moto
         .sqs
@@ -489,7 +807,13 @@ async fn sqs_quarantine_sends_every_entry() -> Result<()> {
 
     let mut bodies = Vec::new();
     for _ in 0..20 {
-        let output = moto.sqs.receive_message().queue_url(&url).max_number_of_messages(10).send().await?;
+        let output = moto
+            .sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .send()
+            .await?;
         let messages = output.messages.unwrap_or_default();
         if messages.is_empty() {
             break;
@@ -497,7 +821,12 @@ async fn sqs_quarantine_sends_every_entry() -> Result<()> {
         for m in messages {
             bodies.push(m.body.unwrap_or_default());
             if let Some(handle) = m.receipt_handle {
-                moto.sqs.delete_message().queue_url(&url).receipt_handle(handle).send().await?;
+                moto.sqs
+                    .delete_message()
+                    .queue_url(&url)
+                    .receipt_handle(handle)
+                    .send()
+                    .await?;
             }
         }
     }
@@ -510,16 +839,29 @@ async fn sqs_quarantine_sends_every_entry() -> Result<()> {
         seen.insert(back.sequence_number.clone().unwrap_or_default(), (back, json));
     }
     for (i, want) in entries.iter().enumerate() {
-        let (got, json) = seen.get(&format!("{}", 1000 + i)).ok_or_else(|| anyhow!("entry {i} missing"))?;
+        let (got, json) = seen
+            .get(&format!("{}", 1000 + i))
+            .ok_or_else(|| anyhow!("entry {i} missing"))?;
         if i < 12 {
             ensure!(got == want, "entry {i}: {got:?}");
         } else {
-            ensure!(json["raw_truncated"] == true && json["raw_bytes"] == want.raw.len(), "{}", json["raw_bytes"]);
-            ensure!(want.raw.starts_with(&got.raw) && got.raw.len() > 100_000, "truncated raw of {} bytes", got.raw.len());
+            ensure!(
+                json["raw_truncated"] == true && json["raw_bytes"] == want.raw.len(),
+                "{}",
+                json["raw_bytes"]
+            );
+            ensure!(
+                want.raw.starts_with(&got.raw) && got.raw.len() > 100_000,
+                "truncated raw of {} bytes",
+                got.raw.len()
+            );
         }
     }
 
     let missing = SqsQuarantine::new(moto.sqs.clone(), format!("{url}-absent"));
-    ensure!(missing.put(entries[..1].to_vec()).await.is_err(), "sending to a missing queue succeeded");
+    ensure!(
+        missing.put(entries[..1].to_vec()).await.is_err(),
+        "sending to a missing queue succeeded"
+    );
     Ok(())
 }

@@ -135,7 +135,15 @@ impl<'c> Sim<'c> {
         let mut firsts = Vec::new();
         for (i, p) in self.stream.iter().enumerate() {
             if let Some(p) = p {
-                let pk = (p.record.table.clone(), format!("{:?}", p.record.keys.get(&self.table(p.record.table.as_deref().unwrap_or_default()).partition_key)));
+                let pk = (
+                    p.record.table.clone(),
+                    format!(
+                        "{:?}",
+                        p.record
+                            .keys
+                            .get(&self.table(p.record.table.as_deref().unwrap_or_default()).partition_key)
+                    ),
+                );
                 if seen.insert(pk) {
                     firsts.push(i);
                 }
@@ -151,10 +159,15 @@ impl<'c> Sim<'c> {
             return false;
         }
         let at = firsts[pick % firsts.len()];
-        let Some(pending) = self.stream[at].take() else { return false };
+        let Some(pending) = self.stream[at].take() else {
+            return false;
+        };
         let plan = self.planner.plan(&pending.record);
         if pending.origin == Origin::Pipeline {
-            assert!(plan.mutations.is_empty() && plan.problems.is_empty(), "the pipeline's own write planned {plan:?}");
+            assert!(
+                plan.mutations.is_empty() && plan.problems.is_empty(),
+                "the pipeline's own write planned {plan:?}"
+            );
         }
         self.problems += plan.problems.len();
         for m in plan.mutations {
@@ -175,21 +188,24 @@ impl<'c> Sim<'c> {
         match m {
             Mutation::PutRow { index, key, attributes } => {
                 let before = self.rows.insert((index, key.clone()), attributes.clone());
-                assert_ne!(before.as_ref(), Some(&attributes), "plan wrote an unchanged row {key:?}");
+                assert_ne!(
+                    before.as_ref(),
+                    Some(&attributes),
+                    "plan wrote an unchanged row {key:?}"
+                );
             }
             Mutation::DeleteRow { index, key } => {
-                assert!(self.rows.remove(&(index, key.clone())).is_some(), "plan deleted a missing row {key:?}");
+                assert!(
+                    self.rows.remove(&(index, key.clone())).is_some(),
+                    "plan deleted a missing row {key:?}"
+                );
             }
-            Mutation::AddMember { edge_set, node, member } => {
-                self.update_set(edge_set, node, |set| {
-                    set.insert(member);
-                })
-            }
-            Mutation::RemoveMember { edge_set, node, member } => {
-                self.update_set(edge_set, node, |set| {
-                    set.remove(&member);
-                })
-            }
+            Mutation::AddMember { edge_set, node, member } => self.update_set(edge_set, node, |set| {
+                set.insert(member);
+            }),
+            Mutation::RemoveMember { edge_set, node, member } => self.update_set(edge_set, node, |set| {
+                set.remove(&member);
+            }),
             Mutation::RestoreSet { edge_set, node } => {
                 let members = self.members_in_partition(edge_set, &node);
                 self.update_set(edge_set, node, |set| set.extend(members))
@@ -260,8 +276,18 @@ impl<'c> Sim<'c> {
                     Some(Value::Ss(m)) => m.iter().cloned().collect(),
                     _ => BTreeSet::new(),
                 };
-                assert_eq!(actual, self.members_in_partition(e, &key.0), "edge set of node {}", key.0);
-                assert_eq!(item.get(&set.complete_attribute), Some(&Value::Bool(true)), "marker on node {}", key.0);
+                assert_eq!(
+                    actual,
+                    self.members_in_partition(e, &key.0),
+                    "edge set of node {}",
+                    key.0
+                );
+                assert_eq!(
+                    item.get(&set.complete_attribute),
+                    Some(&Value::Bool(true)),
+                    "marker on node {}",
+                    key.0
+                );
             }
         }
     }
@@ -274,7 +300,20 @@ const EDGE_TYPES: [&str; 3] = ["GOALMEMBERSHIP", "TEAMMEMBERSHIP", "COMMENT"];
 const ROLES: [&str; 3] = ["300-MEMBER", "400-CONTRIBUTOR", "500-LEAD"];
 const ISSUES: [&str; 4] = ["issue-1", "issue-2", "issue-3", "bug-1"];
 const FIELDS: [&str; 4] = ["3fe6", "47e5", "882a", "9c01"];
-const NUMBERS: [&str; 12] = ["3", "3.0", "30E-1", "-4.20", "-4.2", "0", "-0", "1E+2", "100", "0.001", "-1E-130", "12345678901234567890123456789012345678"];
+const NUMBERS: [&str; 12] = [
+    "3",
+    "3.0",
+    "30E-1",
+    "-4.20",
+    "-4.2",
+    "0",
+    "-0",
+    "1E+2",
+    "100",
+    "0.001",
+    "-1E-130",
+    "12345678901234567890123456789012345678",
+];
 const STRINGS: [&str; 7] = ["", "Approved", "a\u{0}", "a", "é", "2023-06-01", "😀"];
 
 #[derive(Debug, Clone)]
@@ -301,20 +340,64 @@ impl Field {
 
 #[derive(Debug, Clone)]
 enum Op {
-    PutNode { node: usize, name: u8 },
-    UpdateNode { node: usize, name: u8 },
-    DeleteNode { node: usize },
-    PutEdge { node: usize, ty: usize, user: u8, role: Option<usize> },
-    SetRole { node: usize, ty: usize, user: u8, role: Option<usize> },
-    DeleteEdge { node: usize, ty: usize, user: u8 },
-    PutIssue { issue: usize, num: usize, state: bool, fields: Vec<(usize, Field)> },
-    SetField { issue: usize, field: usize, value: Field },
-    RemoveField { issue: usize, field: usize },
-    SetNum { issue: usize, num: usize },
-    DeleteIssue { issue: usize },
+    PutNode {
+        node: usize,
+        name: u8,
+    },
+    UpdateNode {
+        node: usize,
+        name: u8,
+    },
+    DeleteNode {
+        node: usize,
+    },
+    PutEdge {
+        node: usize,
+        ty: usize,
+        user: u8,
+        role: Option<usize>,
+    },
+    SetRole {
+        node: usize,
+        ty: usize,
+        user: u8,
+        role: Option<usize>,
+    },
+    DeleteEdge {
+        node: usize,
+        ty: usize,
+        user: u8,
+    },
+    PutIssue {
+        issue: usize,
+        num: usize,
+        state: bool,
+        fields: Vec<(usize, Field)>,
+    },
+    SetField {
+        issue: usize,
+        field: usize,
+        value: Field,
+    },
+    RemoveField {
+        issue: usize,
+        field: usize,
+    },
+    SetNum {
+        issue: usize,
+        num: usize,
+    },
+    DeleteIssue {
+        issue: usize,
+    },
     /// Rewrites an item unchanged: moto emits a MODIFY with equal images.
-    Touch { pick: usize },
-    Process { pick: usize, count: usize },
+    Touch {
+        pick: usize,
+    },
+    Process {
+        pick: usize,
+        count: usize,
+    },
 }
 
 fn field() -> impl Strategy<Value = Field> {
@@ -379,9 +462,16 @@ fn run(sim: &mut Sim<'_>, op: &Op) {
             }
             sim.write("records", edge_key(*node, *ty, *user), Some(item), Origin::User);
         }
-        Op::SetRole { node, ty, user, role } => sim.update("records", edge_key(*node, *ty, *user), vec![("gsi0", role_value(role))]),
+        Op::SetRole { node, ty, user, role } => {
+            sim.update("records", edge_key(*node, *ty, *user), vec![("gsi0", role_value(role))])
+        }
         Op::DeleteEdge { node, ty, user } => sim.write("records", edge_key(*node, *ty, *user), None, Origin::User),
-        Op::PutIssue { issue, num, state, fields } => {
+        Op::PutIssue {
+            issue,
+            num,
+            state,
+            fields,
+        } => {
             let map = fields.iter().map(|(k, v)| (FIELDS[*k].to_owned(), v.value())).collect();
             let item = Image::from([
                 ("name".to_owned(), s("Girder needs replacing")),
@@ -408,7 +498,11 @@ fn run(sim: &mut Sim<'_>, op: &Op) {
                 sim.update("issues", key, vec![("custom_fields", Some(Value::M(map)))]);
             }
         }
-        Op::SetNum { issue, num } => sim.update("issues", issue_key(*issue), vec![("num", Some(Value::N(NUMBERS[*num].to_owned())))]),
+        Op::SetNum { issue, num } => sim.update(
+            "issues",
+            issue_key(*issue),
+            vec![("num", Some(Value::N(NUMBERS[*num].to_owned())))],
+        ),
         Op::DeleteIssue { issue } => sim.write("issues", issue_key(*issue), None, Origin::User),
         Op::Touch { pick } => {
             let all: Vec<(String, Key)> = sim
@@ -507,7 +601,11 @@ fn img(pairs: &[(&str, Value)]) -> Image {
 }
 
 fn edge_image(role: &str) -> Image {
-    img(&[("source", s("GOAL-1")), ("target", s("GOALMEMBERSHIP-USER-7")), ("gsi0", s(role))])
+    img(&[
+        ("source", s("GOAL-1")),
+        ("target", s("GOALMEMBERSHIP-USER-7")),
+        ("gsi0", s(role)),
+    ])
 }
 
 #[test]
@@ -515,12 +613,26 @@ fn a_role_change_adds_the_new_member_before_removing_the_old() {
     let config = example();
     let planner = Planner::new(&config);
     let keys = img(&[("source", s("GOAL-1")), ("target", s("GOALMEMBERSHIP-USER-7"))]);
-    let plan = planner.plan(&record(EventKind::Modify, "records", keys, Some(edge_image("400-CONTRIBUTOR")), Some(edge_image("500-LEAD"))));
+    let plan = planner.plan(&record(
+        EventKind::Modify,
+        "records",
+        keys,
+        Some(edge_image("400-CONTRIBUTOR")),
+        Some(edge_image("500-LEAD")),
+    ));
     assert_eq!(
         plan.mutations,
         vec![
-            Mutation::AddMember { edge_set: 0, node: "GOAL-1".into(), member: "GOALMEMBERSHIP-USER-7#500-LEAD".into() },
-            Mutation::RemoveMember { edge_set: 0, node: "GOAL-1".into(), member: "GOALMEMBERSHIP-USER-7#400-CONTRIBUTOR".into() },
+            Mutation::AddMember {
+                edge_set: 0,
+                node: "GOAL-1".into(),
+                member: "GOALMEMBERSHIP-USER-7#500-LEAD".into()
+            },
+            Mutation::RemoveMember {
+                edge_set: 0,
+                node: "GOAL-1".into(),
+                member: "GOALMEMBERSHIP-USER-7#400-CONTRIBUTOR".into()
+            },
         ]
     );
 }
@@ -540,12 +652,36 @@ fn the_pipelines_own_set_updates_plan_nothing() {
     let mut first = base.clone();
     first.insert(set.complete_attribute.clone(), Value::Bool(true));
     // last member removed: the set attribute vanishes but the marker stays
-    assert_eq!(planner.plan(&record(EventKind::Modify, "records", keys.clone(), Some(with.clone()), Some(emptied))), Plan::default());
+    assert_eq!(
+        planner.plan(&record(
+            EventKind::Modify,
+            "records",
+            keys.clone(),
+            Some(with.clone()),
+            Some(emptied)
+        )),
+        Plan::default()
+    );
     // the restore of a node without edges adds only the marker
-    assert_eq!(planner.plan(&record(EventKind::Modify, "records", keys.clone(), Some(base.clone()), Some(first))), Plan::default());
+    assert_eq!(
+        planner.plan(&record(
+            EventKind::Modify,
+            "records",
+            keys.clone(),
+            Some(base.clone()),
+            Some(first)
+        )),
+        Plan::default()
+    );
     // a user's PutItem overwrite wipes both: restore
     let plan = planner.plan(&record(EventKind::Modify, "records", keys, Some(with), Some(base)));
-    assert_eq!(plan.mutations, vec![Mutation::RestoreSet { edge_set: 0, node: "GOAL-1".into() }]);
+    assert_eq!(
+        plan.mutations,
+        vec![Mutation::RestoreSet {
+            edge_set: 0,
+            node: "GOAL-1".into()
+        }]
+    );
 }
 
 #[test]
@@ -556,10 +692,22 @@ fn a_no_op_modify_plans_nothing() {
         ("id", s("issue-1")),
         ("rel", s("project-1")),
         ("num", Value::N("3".into())),
-        ("custom_fields", Value::M([("3fe6".to_owned(), Value::N("42".into()))].into())),
+        (
+            "custom_fields",
+            Value::M([("3fe6".to_owned(), Value::N("42".into()))].into()),
+        ),
     ]);
     let keys = img(&[("id", s("issue-1")), ("rel", s("project-1"))]);
-    assert_eq!(planner.plan(&record(EventKind::Modify, "issues", keys, Some(issue.clone()), Some(issue))), Plan::default());
+    assert_eq!(
+        planner.plan(&record(
+            EventKind::Modify,
+            "issues",
+            keys,
+            Some(issue.clone()),
+            Some(issue)
+        )),
+        Plan::default()
+    );
 }
 
 #[test]
@@ -570,11 +718,16 @@ fn index_sort_keys_end_with_the_source_key() {
         ("id", s("issue-1")),
         ("rel", s("project-1")),
         ("num", Value::N("3".into())),
-        ("custom_fields", Value::M([("3fe6".to_owned(), Value::N("42".into()))].into())),
+        (
+            "custom_fields",
+            Value::M([("3fe6".to_owned(), Value::N("42".into()))].into()),
+        ),
     ]);
     let keys = img(&[("id", s("issue-1")), ("rel", s("project-1"))]);
     let plan = planner.plan(&record(EventKind::Insert, "issues", keys, None, Some(issue)));
-    let [Mutation::PutRow { key, .. }] = plan.mutations.as_slice() else { panic!("one put expected: {plan:?}") };
+    let [Mutation::PutRow { key, .. }] = plan.mutations.as_slice() else {
+        panic!("one put expected: {plan:?}")
+    };
     assert_eq!(key.partition, "3fe6");
     assert!(key.sort.ends_with("Sissue-1\u{1}Sproject-1\u{1}"), "{:?}", key.sort);
 }
@@ -587,13 +740,22 @@ fn a_poison_image_deletes_its_old_rows_and_is_reported() {
         ("id", s("issue-1")),
         ("rel", s("project-1")),
         ("num", Value::N("3".into())),
-        ("custom_fields", Value::M([("3fe6".to_owned(), Value::N("42".into()))].into())),
+        (
+            "custom_fields",
+            Value::M([("3fe6".to_owned(), Value::N("42".into()))].into()),
+        ),
     ]);
     let mut bad = good.clone();
-    bad.insert("custom_fields".into(), Value::M([("3fe6".to_owned(), Value::L(vec![]))].into()));
+    bad.insert(
+        "custom_fields".into(),
+        Value::M([("3fe6".to_owned(), Value::L(vec![]))].into()),
+    );
     let keys = img(&[("id", s("issue-1")), ("rel", s("project-1"))]);
     let plan = planner.plan(&record(EventKind::Modify, "issues", keys, Some(good), Some(bad)));
-    assert!(matches!(plan.mutations.as_slice(), [Mutation::DeleteRow { .. }]), "{plan:?}");
+    assert!(
+        matches!(plan.mutations.as_slice(), [Mutation::DeleteRow { .. }]),
+        "{plan:?}"
+    );
     assert_eq!(plan.problems.len(), 1);
     let reason = plan.problems[0].to_string();
     assert!(reason.contains("custom_fields") && reason.contains("3fe6"), "{reason}");
@@ -603,7 +765,13 @@ fn a_poison_image_deletes_its_old_rows_and_is_reported() {
 fn records_without_an_arn_find_their_table_by_key_names() {
     let config = example();
     let planner = Planner::new(&config);
-    let mut r = record(EventKind::Remove, "x", img(&[("pk", s("lyr#a")), ("sk", s("v1"))]), None, None);
+    let mut r = record(
+        EventKind::Remove,
+        "x",
+        img(&[("pk", s("lyr#a")), ("sk", s("v1"))]),
+        None,
+        None,
+    );
     r.table = None;
     assert_eq!(planner.table_of(&r).map(|t| t.name.as_str()), Ok("layers"));
     r.keys = img(&[("nope", s("1"))]);

@@ -49,12 +49,21 @@ pub(super) enum AttrProblem {
     SeveralTags,
     /// The tag when it is short and alphanumeric (else it is not repeated).
     UnknownTag(Option<String>),
-    WrongType { tag: &'static str, expected: &'static str },
-    BadNumber { tag: &'static str },
-    BadBase64 { tag: &'static str },
+    WrongType {
+        tag: &'static str,
+        expected: &'static str,
+    },
+    BadNumber {
+        tag: &'static str,
+    },
+    BadBase64 {
+        tag: &'static str,
+    },
     Duplicate,
     /// A key attribute of another type than S, N or B.
-    KeyType { tag: &'static str },
+    KeyType {
+        tag: &'static str,
+    },
     /// The problem is somewhere inside this attribute's M or L value.
     Nested(Box<AttrProblem>),
 }
@@ -71,9 +80,7 @@ impl AttrProblem {
 impl fmt::Display for AttrProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AttrProblem::NotAnObject => {
-                f.write_str("is not a DynamoDB JSON value (an object like {\"S\": ...})")
-            }
+            AttrProblem::NotAnObject => f.write_str("is not a DynamoDB JSON value (an object like {\"S\": ...})"),
             AttrProblem::NoTag => f.write_str("has no type tag (an empty object)"),
             AttrProblem::SeveralTags => f.write_str("has more than one type tag"),
             AttrProblem::UnknownTag(Some(tag)) => write!(
@@ -296,7 +303,10 @@ impl<'de> Deserialize<'de> for AttrList {
             lenient_all_but!(
                 seq,
                 AttrList,
-                AttrList(Err(AttrProblem::WrongType { tag: "L", expected: "an array" }))
+                AttrList(Err(AttrProblem::WrongType {
+                    tag: "L",
+                    expected: "an array"
+                }))
             );
         }
         deserializer.deserialize_any(V)
@@ -332,8 +342,10 @@ impl<'de> Deserialize<'de> for ImageField {
                             }
                         },
                         Err(attr_problem) => {
-                            problem =
-                                Some(ImageProblem::Attribute { name: name.into_owned(), problem: attr_problem })
+                            problem = Some(ImageProblem::Attribute {
+                                name: name.into_owned(),
+                                problem: attr_problem,
+                            })
                         }
                     }
                 }
@@ -381,39 +393,66 @@ fn read_tagged<'de, A: MapAccess<'de>>(tag: &str, map: &mut A) -> Result<Result<
     Ok(match tag {
         "S" => match map.next_value::<MaybeString>()?.0 {
             Some(s) => Ok(Value::S(s)),
-            None => Err(AttrProblem::WrongType { tag: "S", expected: STRING }),
+            None => Err(AttrProblem::WrongType {
+                tag: "S",
+                expected: STRING,
+            }),
         },
         "N" => match map.next_value::<MaybeString>()?.0 {
             Some(n) if is_number(&n) => Ok(Value::N(n)),
             Some(_) => Err(AttrProblem::BadNumber { tag: "N" }),
-            None => Err(AttrProblem::WrongType { tag: "N", expected: STRING }),
+            None => Err(AttrProblem::WrongType {
+                tag: "N",
+                expected: STRING,
+            }),
         },
         "B" => match map.next_value::<MaybeString>()?.0 {
-            Some(b) => BASE64.decode(b).map(Value::B).map_err(|_| AttrProblem::BadBase64 { tag: "B" }),
-            None => Err(AttrProblem::WrongType { tag: "B", expected: "a base64 string" }),
+            Some(b) => BASE64
+                .decode(b)
+                .map(Value::B)
+                .map_err(|_| AttrProblem::BadBase64 { tag: "B" }),
+            None => Err(AttrProblem::WrongType {
+                tag: "B",
+                expected: "a base64 string",
+            }),
         },
         "BOOL" => match map.next_value::<MaybeBool>()?.0 {
             Some(b) => Ok(Value::Bool(b)),
-            None => Err(AttrProblem::WrongType { tag: "BOOL", expected: "true or false" }),
+            None => Err(AttrProblem::WrongType {
+                tag: "BOOL",
+                expected: "true or false",
+            }),
         },
         "NULL" => match map.next_value::<MaybeBool>()?.0 {
             Some(b) => Ok(Value::Null(b)),
-            None => Err(AttrProblem::WrongType { tag: "NULL", expected: "true or false" }),
+            None => Err(AttrProblem::WrongType {
+                tag: "NULL",
+                expected: "true or false",
+            }),
         },
         "M" => match map.next_value::<ImageField>()?.0 {
             Ok(m) => Ok(Value::M(m)),
-            Err(ImageProblem::NotAnObject) => Err(AttrProblem::WrongType { tag: "M", expected: "an object" }),
+            Err(ImageProblem::NotAnObject) => Err(AttrProblem::WrongType {
+                tag: "M",
+                expected: "an object",
+            }),
             Err(ImageProblem::Attribute { problem, .. }) => Err(problem.nested()),
         },
         "L" => map.next_value::<AttrList>()?.0.map(Value::L),
         "SS" => match map.next_value::<MaybeStrings>()?.0 {
             Some(ss) => Ok(Value::Ss(ss)),
-            None => Err(AttrProblem::WrongType { tag: "SS", expected: STRINGS }),
+            None => Err(AttrProblem::WrongType {
+                tag: "SS",
+                expected: STRINGS,
+            }),
         },
         "NS" => match map.next_value::<MaybeStrings>()?.0 {
             Some(ns) if ns.iter().all(|n| is_number(n)) => Ok(Value::Ns(ns)),
             Some(_) => Err(AttrProblem::BadNumber { tag: "NS" }),
-            None => Err(AttrProblem::WrongType { tag: "NS", expected: STRINGS }),
+            None => Err(AttrProblem::WrongType {
+                tag: "NS",
+                expected: STRINGS,
+            }),
         },
         "BS" => match map.next_value::<MaybeStrings>()?.0 {
             Some(bs) => bs
@@ -422,7 +461,10 @@ fn read_tagged<'de, A: MapAccess<'de>>(tag: &str, map: &mut A) -> Result<Result<
                 .collect::<Result<Vec<_>, _>>()
                 .map(Value::Bs)
                 .map_err(|_| AttrProblem::BadBase64 { tag: "BS" }),
-            None => Err(AttrProblem::WrongType { tag: "BS", expected: STRINGS }),
+            None => Err(AttrProblem::WrongType {
+                tag: "BS",
+                expected: STRINGS,
+            }),
         },
         other => {
             map.next_value::<IgnoredAny>()?;

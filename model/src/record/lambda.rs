@@ -34,10 +34,17 @@ impl TryFrom<EventRecord> for ChangeRecord {
             (!image.is_empty()).then_some(Ok(image))
         };
         let created = change.approximate_creation_date_time;
-        let created = (created.timestamp() != 0 || created.timestamp_subsec_nanos() != 0)
-            .then(|| Ok(CreationTime { seconds: created.timestamp(), nanos: 0 }));
+        let created = (created.timestamp() != 0 || created.timestamp_subsec_nanos() != 0).then(|| {
+            Ok(CreationTime {
+                seconds: created.timestamp(),
+                nanos: 0,
+            })
+        });
         let (identity_type, identity_principal) = match record.user_identity {
-            Some(identity) => (Some(Cow::Owned(identity.type_)), Some(Cow::Owned(identity.principal_id))),
+            Some(identity) => (
+                Some(Cow::Owned(identity.type_)),
+                Some(Cow::Owned(identity.principal_id)),
+            ),
             None => (None, None),
         };
         let parts = Parts {

@@ -119,7 +119,9 @@ pub fn table_from_arn(arn: &str) -> Option<&str> {
     let name = parts.next()?.strip_prefix("table/")?.split('/').next()?;
     let valid = !name.is_empty()
         && name.len() <= 255
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
     valid.then_some(name)
 }
 
@@ -139,7 +141,11 @@ fn decode(bytes: &[u8]) -> Result<(&str, usize), ParseError> {
         Ok(text) => Ok((text, bom)),
         Err(e) => {
             let (line, column) = line_col(bytes, bom + e.valid_up_to());
-            Err(ParseError { line, column, message: "not valid UTF-8".to_owned() })
+            Err(ParseError {
+                line,
+                column,
+                message: "not valid UTF-8".to_owned(),
+            })
         }
     }
 }
@@ -161,7 +167,11 @@ fn json_lines(text: &str, bom: usize) -> Result<Vec<(usize, Received)>, ParseErr
         }
         let raw: &RawValue = serde_json::from_str(line).map_err(|e| {
             let column = if number == 1 { e.column() + bom } else { e.column() };
-            ParseError { line: number, column, message: json_message(&e) }
+            ParseError {
+                line: number,
+                column,
+                message: json_message(&e),
+            }
         })?;
         out.push((number, received(raw, RecordId::Line(number))));
     }
@@ -169,20 +179,32 @@ fn json_lines(text: &str, bom: usize) -> Result<Vec<(usize, Received)>, ParseErr
 }
 
 fn received_all(records: Vec<&RawValue>) -> Vec<Received> {
-    records.into_iter().enumerate().map(|(i, raw)| received(raw, RecordId::Index(i))).collect()
+    records
+        .into_iter()
+        .enumerate()
+        .map(|(i, raw)| received(raw, RecordId::Index(i)))
+        .collect()
 }
 
 impl ParseError {
     fn from_json(e: &serde_json::Error, bom: usize) -> ParseError {
         let column = if e.line() == 1 { e.column() + bom } else { e.column() };
-        ParseError { line: e.line(), column, message: json_message(e) }
+        ParseError {
+            line: e.line(),
+            column,
+            message: json_message(e),
+        }
     }
 
     fn at_start(text: &str, bom: usize, message: &str) -> ParseError {
         let start = text.len() - text.trim_start_matches(is_json_whitespace).len();
         let (line, column) = line_col(text.as_bytes(), start);
         let column = if line == 1 { column + bom } else { column };
-        ParseError { line, column, message: message.to_owned() }
+        ParseError {
+            line,
+            column,
+            message: message.to_owned(),
+        }
     }
 }
 
@@ -287,7 +309,10 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for NotQuoting<V> {
         self.0.visit_seq(seq)
     }
     fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<V::Value, A::Error> {
-        Err(de::Error::custom(format!("expected {}, found an object", Expecting(&self.0))))
+        Err(de::Error::custom(format!(
+            "expected {}, found an object",
+            Expecting(&self.0)
+        )))
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<V::Value, E> {
         Err(E::custom(format!("expected {}, found a boolean", Expecting(&self.0))))
@@ -372,7 +397,11 @@ struct RawStreamRecord<'a> {
 
 fn received(raw: &RawValue, position: RecordId) -> Received {
     let (sequence_number, record) = parse_raw(raw.get(), position);
-    Received { raw: raw.to_owned(), sequence_number, record }
+    Received {
+        raw: raw.to_owned(),
+        sequence_number,
+        record,
+    }
 }
 
 /// A usable sequence number: non-empty decimal digits.
@@ -494,9 +523,17 @@ impl<'a> From<RawRecord<'a>> for Parts<'a> {
 /// Checks a record's parts and builds the [`ChangeRecord`]. `position` names
 /// the record in errors when it has neither sequence number nor `eventID`.
 pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRecord, RecordError> {
-    let Parts { event_id, event_name, source_arn, identity_type, identity_principal, is_batch, stream } = parts;
-    let record = record_id(stream.as_ref().and_then(|d| d.sequence_number.as_deref()), event_id.as_deref(), position);
+    let Parts {
+        event_id,
+        event_name,
+        source_arn,
+        identity_type,
+        identity_principal,
+        is_batch,
+        stream,
+    } = parts;
     let Some(stream) = stream else {
+        let record = record_id(None, event_id.as_deref(), position);
         return Err(if is_batch {
             RecordError::Malformed {
                 record,
@@ -507,17 +544,31 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
         });
     };
     let sequence_number = match stream.sequence_number {
-        None => return Err(RecordError::MissingSequenceNumber { record }),
-        Some(seq) if seq.is_empty() => return Err(RecordError::MissingSequenceNumber { record }),
-        Some(seq) if !is_sequence_number(&seq) => return Err(RecordError::BadSequenceNumber { record }),
-        Some(seq) => seq,
+        Some(seq) if is_sequence_number(&seq) => seq,
+        Some(seq) if !seq.is_empty() => {
+            return Err(RecordError::BadSequenceNumber {
+                record: record_id(None, event_id.as_deref(), position),
+            })
+        }
+        _ => {
+            return Err(RecordError::MissingSequenceNumber {
+                record: record_id(None, event_id.as_deref(), position),
+            })
+        }
     };
+    // Named by sequence number from here on, built only for an error.
+    let record = || RecordId::Sequence(sequence_number.clone());
     let kind = match event_name.as_deref() {
-        None => return Err(RecordError::MissingEventName { record }),
+        None => return Err(RecordError::MissingEventName { record: record() }),
         Some("INSERT") => EventKind::Insert,
         Some("MODIFY") => EventKind::Modify,
         Some("REMOVE") => EventKind::Remove,
-        Some(other) => return Err(RecordError::UnknownEventName { record, name: clip(other, 40) }),
+        Some(other) => {
+            return Err(RecordError::UnknownEventName {
+                record: record(),
+                name: clip(other, 40),
+            })
+        }
     };
     let view_type = match stream.view_type.as_deref() {
         None => None,
@@ -525,19 +576,27 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
         Some("NEW_IMAGE") => Some(ViewType::NewImage),
         Some("OLD_IMAGE") => Some(ViewType::OldImage),
         Some("NEW_AND_OLD_IMAGES") => Some(ViewType::NewAndOldImages),
-        Some(other) => return Err(RecordError::UnknownViewType { record, view_type: clip(other, 40) }),
+        Some(other) => {
+            return Err(RecordError::UnknownViewType {
+                record: record(),
+                view_type: clip(other, 40),
+            })
+        }
     };
 
     let keys = match image(stream.keys, ImagePart::Keys, &record)? {
         Some(keys) if !keys.is_empty() => keys,
-        _ => return Err(RecordError::NoKeys { record }),
+        _ => return Err(RecordError::NoKeys { record: record() }),
     };
-    if let Some((name, tag)) = keys.iter().find_map(|(name, value)| bad_key_type(value).map(|tag| (name, tag))) {
+    if let Some((name, tag)) = keys
+        .iter()
+        .find_map(|(name, value)| bad_key_type(value).map(|tag| (name, tag)))
+    {
         return Err(RecordError::BadAttribute {
             part: ImagePart::Keys,
             attribute: clip(name, 100),
             reason: AttrProblem::KeyType { tag }.to_string(),
-            record,
+            record: record(),
         });
     }
     let new = image(stream.new_image, ImagePart::NewImage, &record)?;
@@ -548,15 +607,25 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
         EventKind::Modify => (true, true),
         EventKind::Remove => (false, true),
     };
-    for (needed, present, part) in
-        [(needs_new, new.is_some(), ImagePart::NewImage), (needs_old, old.is_some(), ImagePart::OldImage)]
-    {
+    for (needed, present, part) in [
+        (needs_new, new.is_some(), ImagePart::NewImage),
+        (needs_old, old.is_some(), ImagePart::OldImage),
+    ] {
         if needed && !present {
             return Err(match view_type {
                 Some(view_type @ (ViewType::KeysOnly | ViewType::NewImage | ViewType::OldImage)) => {
-                    RecordError::ViewTypeLacksImage { record, kind, part, view_type }
+                    RecordError::ViewTypeLacksImage {
+                        record: record(),
+                        kind,
+                        part,
+                        view_type,
+                    }
                 }
-                Some(ViewType::NewAndOldImages) | None => RecordError::MissingImage { record, kind, part },
+                Some(ViewType::NewAndOldImages) | None => RecordError::MissingImage {
+                    record: record(),
+                    kind,
+                    part,
+                },
             });
         }
     }
@@ -572,17 +641,27 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
                 Some(other) if other != value => KeyProblem::Different,
                 Some(_) => continue,
             };
-            return Err(RecordError::KeyMismatch { record, part, attribute: clip(name, 100), problem });
+            return Err(RecordError::KeyMismatch {
+                record: record(),
+                part,
+                attribute: clip(name, 100),
+                problem,
+            });
         }
     }
 
     let created = match stream.created {
         None => None,
         Some(Ok(created)) => Some(created),
-        Some(Err(reason)) => return Err(RecordError::BadCreationTime { record, reason }),
+        Some(Err(reason)) => {
+            return Err(RecordError::BadCreationTime {
+                record: record(),
+                reason,
+            })
+        }
     };
-    let ttl_expiry = identity_type.as_deref() == Some("Service")
-        && identity_principal.as_deref() == Some("dynamodb.amazonaws.com");
+    let ttl_expiry =
+        identity_type.as_deref() == Some("Service") && identity_principal.as_deref() == Some("dynamodb.amazonaws.com");
     let table = source_arn.as_deref().and_then(table_from_arn).map(str::to_owned);
 
     Ok(ChangeRecord {
@@ -604,14 +683,14 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
 fn image(
     field: Option<Result<Image, ImageProblem>>,
     part: ImagePart,
-    record: &RecordId,
+    record: &dyn Fn() -> RecordId,
 ) -> Result<Option<Image>, RecordError> {
     match field {
         None => Ok(None),
         Some(Ok(image)) => Ok(Some(image)),
-        Some(Err(ImageProblem::NotAnObject)) => Err(RecordError::NotAnImage { record: record.clone(), part }),
+        Some(Err(ImageProblem::NotAnObject)) => Err(RecordError::NotAnImage { record: record(), part }),
         Some(Err(ImageProblem::Attribute { name, problem })) => Err(RecordError::BadAttribute {
-            record: record.clone(),
+            record: record(),
             part,
             attribute: clip(&name, 100),
             reason: problem.to_string(),

@@ -100,11 +100,20 @@ fn lambda_event_graph_records_table() {
         node.source_arn.as_deref(),
         Some("arn:aws:dynamodb:eu-central-1:210987654321:table/records/stream/2025-11-20T16:42:07.518")
     );
-    assert_eq!(node.keys, Image::from([("source".to_owned(), s(goal)), ("target".to_owned(), s(goal))]));
-    assert_eq!(node.new.as_ref().and_then(|i| i.get("name")), Some(&s("Ship the stream indexer")));
+    assert_eq!(
+        node.keys,
+        Image::from([("source".to_owned(), s(goal)), ("target".to_owned(), s(goal))])
+    );
+    assert_eq!(
+        node.new.as_ref().and_then(|i| i.get("name")),
+        Some(&s("Ship the stream indexer"))
+    );
     assert_eq!(node.old, None);
     assert_eq!(node.sequence_number, "5130100000000000021938771001");
-    assert_eq!(received[0].sequence_number.as_deref(), Some("5130100000000000021938771001"));
+    assert_eq!(
+        received[0].sequence_number.as_deref(),
+        Some("5130100000000000021938771001")
+    );
     assert_eq!(node.created, time(1763730000, 0));
     assert_eq!(node.size_bytes, Some(233));
     assert_eq!(node.view_type, Some(ViewType::NewAndOldImages));
@@ -114,13 +123,18 @@ fn lambda_event_graph_records_table() {
     let update = ok(&received[2]);
     assert_eq!(
         update.new.as_ref().and_then(|i| i.get("edges")),
-        Some(&Value::Ss(vec!["GOALMEMBERSHIP-USER-a4c2e9d0-71b3-4f6e-8d25-0e9b3c7a1f42#500-OWNER".to_owned()]))
+        Some(&Value::Ss(vec![
+            "GOALMEMBERSHIP-USER-a4c2e9d0-71b3-4f6e-8d25-0e9b3c7a1f42#500-OWNER".to_owned()
+        ]))
     );
     assert!(update.old.as_ref().is_some_and(|i| !i.contains_key("edges")));
 
     // A user's delete is not a TTL expiry.
     let removed = ok(&received[5]);
-    assert_eq!((removed.new.is_none(), removed.old.is_some(), removed.ttl_expiry), (true, true, false));
+    assert_eq!(
+        (removed.new.is_none(), removed.old.is_some(), removed.ttl_expiry),
+        (true, true, false)
+    );
 }
 
 #[test]
@@ -130,18 +144,30 @@ fn lambda_event_issues_table_keeps_every_type_and_exact_numbers() {
     assert!(received.iter().all(|r| ok(r).table.as_deref() == Some("issues")));
     let insert = ok(&received[0]);
     let new = insert.new.as_ref().expect("NewImage");
-    let Some(Value::M(fields)) = new.get("custom_fields") else { panic!("custom_fields is not a map") };
+    let Some(Value::M(fields)) = new.get("custom_fields") else {
+        panic!("custom_fields is not a map")
+    };
     // 38 significant digits, kept as text.
     assert_eq!(fields.get("3fe6"), Some(&n("12345678901234567890123456789012345678")));
-    assert_eq!(fields.get("9b10"), Some(&Value::Ns(vec!["1.5".into(), "-2".into(), "300".into()])));
+    assert_eq!(
+        fields.get("9b10"),
+        Some(&Value::Ns(vec!["1.5".into(), "-2".into(), "300".into()]))
+    );
     assert_eq!(fields.get("a7c3"), Some(&Value::Bool(true)));
     assert_eq!(fields.get("c0de"), Some(&Value::Null(true)));
     assert_eq!(fields.get("e5a2"), Some(&Value::B(vec![0, 1, 2, 255])));
-    let Some(Value::L(list)) = fields.get("d4f1") else { panic!("d4f1 is not a list") };
+    let Some(Value::L(list)) = fields.get("d4f1") else {
+        panic!("d4f1 is not a list")
+    };
     assert_eq!(list[..2], [s("pump"), n("2")]);
     assert!(matches!(&list[2], Value::M(m) if m.get("qty") == Some(&n("4"))));
-    let Some(Value::M(measure)) = fields.get("f6b3") else { panic!("f6b3 is not a map") };
-    assert_eq!(measure.get("value"), Some(&n("-0.000000000000000000000000000000000000001")));
+    let Some(Value::M(measure)) = fields.get("f6b3") else {
+        panic!("f6b3 is not a map")
+    };
+    assert_eq!(
+        measure.get("value"),
+        Some(&n("-0.000000000000000000000000000000000000001"))
+    );
     assert_eq!(
         new.get("attachments"),
         Some(&Value::Bs(vec![b"\x89PNG\r\n\x1a\n".to_vec(), b"%PDF-1.7".to_vec()]))
@@ -173,7 +199,14 @@ fn getrecords_response_fractions_and_capitalised_identity() {
     let received = parse_batch(&fixture("getrecords-records.json")).expect("batch");
     assert_eq!(received.len(), 3);
     let created: Vec<_> = received.iter().map(|r| ok(r).created).collect();
-    assert_eq!(created, [time(1763733010, 482_913_000), time(1763733600, 0), time(1763733601, 900_000_000)]);
+    assert_eq!(
+        created,
+        [
+            time(1763733010, 482_913_000),
+            time(1763733600, 0),
+            time(1763733601, 900_000_000)
+        ]
+    );
     for r in &received {
         let record = ok(r);
         assert_eq!((record.table.as_deref(), record.source_arn.as_deref()), (None, None));
@@ -184,7 +217,10 @@ fn getrecords_response_fractions_and_capitalised_identity() {
     let issues = parse_batch(&fixture("getrecords-issues.json")).expect("batch");
     assert_eq!(ok(&issues[0]).created, time(1763734800, 125_000));
     assert_eq!(ok(&issues[1]).created, time(1763734861, 0));
-    assert_eq!(ok(&issues[1]).new.as_ref().and_then(|i| i.get("custom_fields")), Some(&Value::M(Image::new())));
+    assert_eq!(
+        ok(&issues[1]).new.as_ref().and_then(|i| i.get("custom_fields")),
+        Some(&Value::M(Image::new()))
+    );
 
     let layers = parse_batch(&fixture("getrecords-layers.json")).expect("batch");
     assert_eq!(ok(&layers[0]).created, time(1763735110, 250_731_000));
@@ -249,7 +285,11 @@ fn parse_any_detects_every_shape() {
         assert_eq!(any.len(), count, "{name}");
         let specific: Vec<Received> = if name.ends_with(".jsonl") {
             let text = std::str::from_utf8(&bytes).expect("utf-8");
-            parse_json_lines(text).expect("lines").into_iter().map(|(_, r)| r).collect()
+            parse_json_lines(text)
+                .expect("lines")
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect()
         } else {
             parse_batch(&bytes).expect("batch")
         };
@@ -285,7 +325,11 @@ fn raw_text_is_kept_exactly() {
         assert_eq!(parse_record(&r.raw).record, r.record);
     }
     let lines = String::from_utf8(fixture("issues.jsonl")).expect("utf-8");
-    for ((line, r), text) in parse_json_lines(&lines).expect("lines").iter().zip(lines.lines().filter(|l| !l.is_empty())) {
+    for ((line, r), text) in parse_json_lines(&lines)
+        .expect("lines")
+        .iter()
+        .zip(lines.lines().filter(|l| !l.is_empty()))
+    {
         assert_eq!(r.raw.get(), text, "line {line}");
     }
 }
@@ -302,9 +346,15 @@ fn shared_fixtures_when_present() {
     let bytes = std::fs::read(&lambda).expect("read");
     let received = parse_batch(&bytes).expect("lambda event");
     assert_eq!(received.len(), 4);
-    let tables: Vec<_> = received.iter().map(|r| ok(r).table.clone().unwrap_or_default()).collect();
+    let tables: Vec<_> = received
+        .iter()
+        .map(|r| ok(r).table.clone().unwrap_or_default())
+        .collect();
     assert_eq!(tables, ["records", "records", "issues", "layers"]);
-    assert_eq!(received.iter().map(|r| ok(r).ttl_expiry).collect::<Vec<_>>(), [false, false, false, true]);
+    assert_eq!(
+        received.iter().map(|r| ok(r).ttl_expiry).collect::<Vec<_>>(),
+        [false, false, false, true]
+    );
     assert_eq!(ok(&received[3]).created, time(1763722800, 0));
     assert_eq!(parse_any(&bytes).expect("any").len(), 4);
 
@@ -325,10 +375,22 @@ fn shared_fixtures_when_present() {
 #[test]
 fn ttl_expiry_in_both_spellings_and_only_for_the_ttl_service() {
     let cases = [
-        (serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"}), true),
-        (serde_json::json!({"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}), true),
-        (serde_json::json!({"type": "Service", "principalId": "lambda.amazonaws.com"}), false),
-        (serde_json::json!({"Type": "User", "PrincipalId": "dynamodb.amazonaws.com"}), false),
+        (
+            serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"}),
+            true,
+        ),
+        (
+            serde_json::json!({"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}),
+            true,
+        ),
+        (
+            serde_json::json!({"type": "Service", "principalId": "lambda.amazonaws.com"}),
+            false,
+        ),
+        (
+            serde_json::json!({"Type": "User", "PrincipalId": "dynamodb.amazonaws.com"}),
+            false,
+        ),
         (serde_json::json!({"type": "Service"}), false),
         (serde_json::json!({}), false),
         (serde_json::Value::Null, false),
@@ -443,37 +505,78 @@ fn broken_records_name_their_sequence_number_and_reason() {
         ("no-dynamodb.json", "", |e| matches!(e, RecordError::NoDynamodb { .. })),
         ("no-keys.json", "000102", |e| matches!(e, RecordError::NoKeys { .. })),
         ("empty-keys.json", "000103", |e| matches!(e, RecordError::NoKeys { .. })),
-        ("keys-wrong-type.json", "000120", |e| matches!(e, RecordError::NotAnImage { part: Keys, .. })),
-        ("no-sequence-number.json", "", |e| matches!(e, RecordError::MissingSequenceNumber { .. })),
-        ("bad-sequence-number.json", "", |e| matches!(e, RecordError::BadSequenceNumber { .. })),
-        ("unknown-event-name.json", "000105", |e| {
-            matches!(e, RecordError::UnknownEventName { name, .. } if name == "FOO")
+        ("keys-wrong-type.json", "000120", |e| {
+            matches!(e, RecordError::NotAnImage { part: Keys, .. })
         }),
+        ("no-sequence-number.json", "", |e| {
+            matches!(e, RecordError::MissingSequenceNumber { .. })
+        }),
+        ("bad-sequence-number.json", "", |e| {
+            matches!(e, RecordError::BadSequenceNumber { .. })
+        }),
+        (
+            "unknown-event-name.json",
+            "000105",
+            |e| matches!(e, RecordError::UnknownEventName { name, .. } if name == "FOO"),
+        ),
         ("insert-without-new-image.json", "000106", |e| {
-            matches!(e, RecordError::MissingImage { kind: EventKind::Insert, part: NewImage, .. })
+            matches!(
+                e,
+                RecordError::MissingImage {
+                    kind: EventKind::Insert,
+                    part: NewImage,
+                    ..
+                }
+            )
         }),
         ("modify-without-old-image.json", "000107", |e| {
-            matches!(e, RecordError::MissingImage { kind: EventKind::Modify, part: OldImage, .. })
+            matches!(
+                e,
+                RecordError::MissingImage {
+                    kind: EventKind::Modify,
+                    part: OldImage,
+                    ..
+                }
+            )
         }),
         ("remove-without-old-image.json", "000108", |e| {
-            matches!(e, RecordError::MissingImage { kind: EventKind::Remove, part: OldImage, .. })
+            matches!(
+                e,
+                RecordError::MissingImage {
+                    kind: EventKind::Remove,
+                    part: OldImage,
+                    ..
+                }
+            )
         }),
         ("keys-only-remove.json", "000109", |e| {
             matches!(
                 e,
-                RecordError::ViewTypeLacksImage { view_type: ViewType::KeysOnly, part: OldImage, .. }
+                RecordError::ViewTypeLacksImage {
+                    view_type: ViewType::KeysOnly,
+                    part: OldImage,
+                    ..
+                }
             )
         }),
         ("new-image-view-modify.json", "000110", |e| {
             matches!(
                 e,
-                RecordError::ViewTypeLacksImage { view_type: ViewType::NewImage, part: OldImage, .. }
+                RecordError::ViewTypeLacksImage {
+                    view_type: ViewType::NewImage,
+                    part: OldImage,
+                    ..
+                }
             )
         }),
         ("old-image-view-insert.json", "000111", |e| {
             matches!(
                 e,
-                RecordError::ViewTypeLacksImage { view_type: ViewType::OldImage, part: NewImage, .. }
+                RecordError::ViewTypeLacksImage {
+                    view_type: ViewType::OldImage,
+                    part: NewImage,
+                    ..
+                }
             )
         }),
         ("key-missing-in-image.json", "000112", |e| {
@@ -484,19 +587,29 @@ fn broken_records_name_their_sequence_number_and_reason() {
             matches!(e, RecordError::KeyMismatch { part: OldImage, attribute, problem: KeyProblem::Different, .. }
                 if attribute == "target")
         }),
-        ("number-not-string.json", "000114", |e| {
-            matches!(e, RecordError::BadAttribute { part: NewImage, attribute, .. } if attribute == "rank")
+        (
+            "number-not-string.json",
+            "000114",
+            |e| matches!(e, RecordError::BadAttribute { part: NewImage, attribute, .. } if attribute == "rank"),
+        ),
+        (
+            "unknown-type-tag.json",
+            "000115",
+            |e| matches!(e, RecordError::BadAttribute { part: OldImage, attribute, .. } if attribute == "memberRole"),
+        ),
+        (
+            "nested-bad-number.json",
+            "000116",
+            |e| matches!(e, RecordError::BadAttribute { part: NewImage, attribute, .. } if attribute == "custom_fields"),
+        ),
+        (
+            "two-type-tags.json",
+            "000119",
+            |e| matches!(e, RecordError::BadAttribute { part: NewImage, attribute, .. } if attribute == "date"),
+        ),
+        ("bad-creation-time.json", "000117", |e| {
+            matches!(e, RecordError::BadCreationTime { .. })
         }),
-        ("unknown-type-tag.json", "000115", |e| {
-            matches!(e, RecordError::BadAttribute { part: OldImage, attribute, .. } if attribute == "memberRole")
-        }),
-        ("nested-bad-number.json", "000116", |e| {
-            matches!(e, RecordError::BadAttribute { part: NewImage, attribute, .. } if attribute == "custom_fields")
-        }),
-        ("two-type-tags.json", "000119", |e| {
-            matches!(e, RecordError::BadAttribute { part: NewImage, attribute, .. } if attribute == "date")
-        }),
-        ("bad-creation-time.json", "000117", |e| matches!(e, RecordError::BadCreationTime { .. })),
     ];
     for &(name, suffix, check) in cases {
         let received = broken(name);
@@ -505,8 +618,15 @@ fn broken_records_name_their_sequence_number_and_reason() {
         let message = e.to_string();
         if suffix.is_empty() {
             // No (usable) sequence number: named by eventID.
-            assert_eq!(e.record(), &RecordId::EventId("d4e5f6a7b8c94dae0f1a2b3c4d5e6f7a".into()), "{name}");
-            assert!(message.contains("d4e5f6a7b8c94dae0f1a2b3c4d5e6f7a"), "{name}: {message}");
+            assert_eq!(
+                e.record(),
+                &RecordId::EventId("d4e5f6a7b8c94dae0f1a2b3c4d5e6f7a".into()),
+                "{name}"
+            );
+            assert!(
+                message.contains("d4e5f6a7b8c94dae0f1a2b3c4d5e6f7a"),
+                "{name}: {message}"
+            );
             assert_eq!(received.sequence_number, None, "{name}");
         } else {
             assert_eq!(e.record(), &RecordId::Sequence(seq(suffix)), "{name}");
@@ -514,7 +634,15 @@ fn broken_records_name_their_sequence_number_and_reason() {
             assert_eq!(received.sequence_number, Some(seq(suffix)), "{name}");
         }
         // No item contents in the message.
-        for content in ["GOAL-3b9f", "GOALMEMBERSHIP", "REVIEWER", "CONTRIBUTOR", "2025-11-2", "forty-two", "\"y\""] {
+        for content in [
+            "GOAL-3b9f",
+            "GOALMEMBERSHIP",
+            "REVIEWER",
+            "CONTRIBUTOR",
+            "2025-11-2",
+            "forty-two",
+            "\"y\"",
+        ] {
             assert!(!message.contains(content), "{name}: {message}");
         }
     }
@@ -522,14 +650,24 @@ fn broken_records_name_their_sequence_number_and_reason() {
 
 #[test]
 fn view_type_message_asks_for_new_and_old_images() {
-    for name in ["keys-only-remove.json", "new-image-view-modify.json", "old-image-view-insert.json"] {
+    for name in [
+        "keys-only-remove.json",
+        "new-image-view-modify.json",
+        "old-image-view-insert.json",
+    ] {
         let message = err(&broken(name)).to_string();
         assert!(message.contains("must be NEW_AND_OLD_IMAGES"), "{message}");
     }
     let message = err(&broken("number-not-string.json")).to_string();
-    assert!(message.contains("`rank`") && message.contains("`N`") && message.contains("not a string"), "{message}");
+    assert!(
+        message.contains("`rank`") && message.contains("`N`") && message.contains("not a string"),
+        "{message}"
+    );
     let message = err(&broken("unknown-type-tag.json")).to_string();
-    assert!(message.contains("`memberRole`") && message.contains("unknown type tag `X`"), "{message}");
+    assert!(
+        message.contains("`memberRole`") && message.contains("unknown type tag `X`"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -540,30 +678,59 @@ fn a_bad_record_among_good_ones() {
         assert!(received[i].record.is_ok(), "record {i}");
     }
     assert!(matches!(err(&received[1]), RecordError::BadAttribute { attribute, .. } if attribute == "rank"));
-    assert_eq!(received[1].sequence_number.as_deref(), Some("5130900000000000021939000201"));
+    assert_eq!(
+        received[1].sequence_number.as_deref(),
+        Some("5130900000000000021939000201")
+    );
     assert!(matches!(err(&received[3]), RecordError::UnknownEventName { .. }));
     assert!(err(&received[3]).to_string().contains("5130900000000000021939000202"));
-    assert_eq!(err(&received[4]), &RecordError::NotAnObject { record: RecordId::Index(4) });
+    assert_eq!(
+        err(&received[4]),
+        &RecordError::NotAnObject {
+            record: RecordId::Index(4)
+        }
+    );
     assert_eq!(received[4].raw.get(), "42");
     assert!(err(&received[4]).to_string().contains("Records[4]"));
-    assert!(matches!(err(&received[5]), RecordError::MissingSequenceNumber { record: RecordId::EventId(_) }));
+    assert!(matches!(
+        err(&received[5]),
+        RecordError::MissingSequenceNumber {
+            record: RecordId::EventId(_)
+        }
+    ));
     assert_eq!(received[5].sequence_number, None);
     // The same through parse_any.
     let any = parse_any(&fixture("broken/bad-among-good.json")).expect("batch");
-    assert_eq!(any.iter().map(|r| r.record.is_ok()).collect::<Vec<_>>(), [true, false, true, false, false, false, true]);
+    assert_eq!(
+        any.iter().map(|r| r.record.is_ok()).collect::<Vec<_>>(),
+        [true, false, true, false, false, false, true]
+    );
 }
 
 #[test]
 fn record_position_names_records_without_sequence_number_or_event_id() {
     let mut record = base_record();
     record.as_object_mut().expect("object").remove("eventID");
-    record["dynamodb"].as_object_mut().expect("object").remove("SequenceNumber");
+    record["dynamodb"]
+        .as_object_mut()
+        .expect("object")
+        .remove("SequenceNumber");
     let text = format!("{{\"Records\": [{record}, {record}]}}");
     let received = parse_batch(text.as_bytes()).expect("batch");
-    assert_eq!(err(&received[1]), &RecordError::MissingSequenceNumber { record: RecordId::Index(1) });
+    assert_eq!(
+        err(&received[1]),
+        &RecordError::MissingSequenceNumber {
+            record: RecordId::Index(1)
+        }
+    );
     assert!(err(&received[1]).to_string().contains("Records[1]"));
     let lines = parse_json_lines(&format!("{record}\n\n{record}\n")).expect("lines");
-    assert_eq!(err(&lines[1].1), &RecordError::MissingSequenceNumber { record: RecordId::Line(3) });
+    assert_eq!(
+        err(&lines[1].1),
+        &RecordError::MissingSequenceNumber {
+            record: RecordId::Line(3)
+        }
+    );
     assert!(err(&lines[1].1).to_string().contains("line 3"));
 }
 
@@ -579,7 +746,10 @@ fn malformed_attribute_values_name_the_attribute() {
         (serde_json::json!({"N": ""}), "not a decimal number"),
         (serde_json::json!({"N": "NaN"}), "not a decimal number"),
         (serde_json::json!({"X": "y"}), "unknown type tag `X`"),
-        (serde_json::json!({"a very long and strange tag": "y"}), "unknown type tag ("),
+        (
+            serde_json::json!({"a very long and strange tag": "y"}),
+            "unknown type tag (",
+        ),
         (serde_json::json!({}), "no type tag"),
         (serde_json::json!({"S": "a", "N": "1"}), "more than one type tag"),
         (serde_json::json!({"S": 1}), "not a string"),
@@ -592,10 +762,19 @@ fn malformed_attribute_values_name_the_attribute() {
         (serde_json::json!({"NS": ["1", "x"]}), "not a decimal number"),
         (serde_json::json!({"BS": ["%%%"]}), "not base64"),
         (serde_json::json!({"M": []}), "not an object"),
-        (serde_json::json!({"M": {"inner": {"N": 5}}}), "nested value that has a `N` value that is not a string"),
-        (serde_json::json!({"L": [{"S": "ok"}, {"Q": "?"}]}), "nested value that has an unknown type tag"),
+        (
+            serde_json::json!({"M": {"inner": {"N": 5}}}),
+            "nested value that has a `N` value that is not a string",
+        ),
+        (
+            serde_json::json!({"L": [{"S": "ok"}, {"Q": "?"}]}),
+            "nested value that has an unknown type tag",
+        ),
         (serde_json::json!({"L": {"S": "x"}}), "not an array"),
-        (serde_json::json!({"M": {"a": {"L": [{"M": {"b": {"N": true}}}]}}}), "nested value that has a `N`"),
+        (
+            serde_json::json!({"M": {"a": {"L": [{"M": {"b": {"N": true}}}]}}}),
+            "nested value that has a `N`",
+        ),
         (serde_json::json!("plain text"), "not a DynamoDB JSON value"),
         (serde_json::json!(7), "not a DynamoDB JSON value"),
         (serde_json::json!(null), "not a DynamoDB JSON value"),
@@ -628,11 +807,16 @@ fn valid_attribute_values_of_every_type() {
         }});
     });
     let record = ok(&received);
-    let Some(Value::M(all)) = record.new.as_ref().and_then(|i| i.get("all")) else { panic!("no map") };
+    let Some(Value::M(all)) = record.new.as_ref().and_then(|i| i.get("all")) else {
+        panic!("no map")
+    };
     assert_eq!(all.get("s"), Some(&s("x\"y\\z\u{e9}")));
     assert_eq!(all.get("n"), Some(&n("-1.5E+3")));
     assert_eq!(all.get("b"), Some(&Value::B(vec![])));
-    assert_eq!(all.get("ns"), Some(&Value::Ns(vec!["+1".into(), ".5".into(), "5.".into()])));
+    assert_eq!(
+        all.get("ns"),
+        Some(&Value::Ns(vec!["+1".into(), ".5".into(), "5.".into()]))
+    );
     assert_eq!(all.get("bs"), Some(&Value::Bs(vec![vec![0]])));
     assert_eq!(all.len(), 10);
 }
@@ -653,27 +837,35 @@ fn numbers_with_38_digits_are_kept_exactly() {
         });
         let new = ok(&received).new.clone().expect("NewImage");
         assert_eq!(new.get("big"), Some(&n(number)));
-        assert_eq!(new.get("set"), Some(&Value::Ns(vec![number.to_owned(), "1".to_owned()])));
+        assert_eq!(
+            new.get("set"),
+            Some(&Value::Ns(vec![number.to_owned(), "1".to_owned()]))
+        );
     }
 }
 
 #[test]
 fn duplicate_attribute_and_bad_key_type() {
-    let text = base_record().to_string().replace(
-        r#""num":{"N":"18"}"#,
-        r#""num":{"N":"18"},"num":{"N":"19"}"#,
-    );
+    let text = base_record()
+        .to_string()
+        .replace(r#""num":{"N":"18"}"#, r#""num":{"N":"18"},"num":{"N":"19"}"#);
     assert!(text.contains(r#""num":{"N":"19"}"#), "{text}");
     let raw: Box<RawValue> = serde_json::from_str(&text).expect("json");
     let e = err(&parse_record(&raw)).clone();
-    assert!(matches!(&e, RecordError::BadAttribute { attribute, .. } if attribute == "num"), "{e}");
+    assert!(
+        matches!(&e, RecordError::BadAttribute { attribute, .. } if attribute == "num"),
+        "{e}"
+    );
     assert!(e.to_string().contains("more than once"));
 
     let received = with_dynamodb(|d| {
         d["Keys"]["rel"] = serde_json::json!({"BOOL": true});
     });
     let e = err(&received);
-    assert!(matches!(e, RecordError::BadAttribute { part: ImagePart::Keys, attribute, .. } if attribute == "rel"), "{e}");
+    assert!(
+        matches!(e, RecordError::BadAttribute { part: ImagePart::Keys, attribute, .. } if attribute == "rel"),
+        "{e}"
+    );
     assert!(e.to_string().contains("must be S, N or B"));
 }
 
@@ -705,26 +897,47 @@ fn images_follow_the_event_kind() {
         d.remove("StreamViewType");
         d.insert("OldImage".into(), serde_json::Value::Null);
     });
-    assert!(matches!(err(&received), RecordError::MissingImage { part: ImagePart::OldImage, .. }));
+    assert!(matches!(
+        err(&received),
+        RecordError::MissingImage {
+            part: ImagePart::OldImage,
+            ..
+        }
+    ));
 
     // An empty image lacks the keys.
     let received = with_dynamodb(|d| {
         d.insert("NewImage".into(), serde_json::json!({}));
     });
-    assert!(matches!(err(&received), RecordError::KeyMismatch { problem: KeyProblem::Missing, .. }));
+    assert!(matches!(
+        err(&received),
+        RecordError::KeyMismatch {
+            problem: KeyProblem::Missing,
+            ..
+        }
+    ));
 
     // A key of another type is "different".
     let received = with_dynamodb(|d| {
         d["OldImage"]["id"] = serde_json::json!({"N": "5"});
     });
-    assert!(matches!(err(&received), RecordError::KeyMismatch { problem: KeyProblem::Different, .. }));
+    assert!(matches!(
+        err(&received),
+        RecordError::KeyMismatch {
+            problem: KeyProblem::Different,
+            ..
+        }
+    ));
 }
 
 #[test]
 fn other_record_errors() {
     let mut record = base_record();
     record.as_object_mut().expect("object").remove("eventName");
-    assert!(matches!(err(&parse_value(&record)), RecordError::MissingEventName { .. }));
+    assert!(matches!(
+        err(&parse_value(&record)),
+        RecordError::MissingEventName { .. }
+    ));
 
     let received = with_dynamodb(|d| {
         d.insert("StreamViewType".into(), "EVERYTHING".into());
@@ -734,7 +947,12 @@ fn other_record_errors() {
     let received = with_dynamodb(|d| {
         d.insert("SequenceNumber".into(), "".into());
     });
-    assert!(matches!(err(&received), RecordError::MissingSequenceNumber { record: RecordId::EventId(_) }));
+    assert!(matches!(
+        err(&received),
+        RecordError::MissingSequenceNumber {
+            record: RecordId::EventId(_)
+        }
+    ));
 
     // Wrong JSON types of record fields: malformed, still named.
     let mut record = base_record();
@@ -753,7 +971,13 @@ fn other_record_errors() {
     let mut record = base_record();
     record["dynamodb"] = "elsewhere".into();
     let received = parse_value(&record);
-    assert!(matches!(err(&received), RecordError::Malformed { record: RecordId::EventId(_), .. }));
+    assert!(matches!(
+        err(&received),
+        RecordError::Malformed {
+            record: RecordId::EventId(_),
+            ..
+        }
+    ));
 
     // A whole batch where a record was expected.
     let batch = serde_json::json!({"Records": [base_record()]});
@@ -775,7 +999,10 @@ fn other_record_errors() {
 fn unparsable_documents_give_line_and_column() {
     let e = parse_batch(&fixture("broken/not-json.json")).expect_err("syntax error");
     assert_eq!((e.line, e.column), (45, 11), "{e}");
-    assert_eq!(parse_any(&fixture("broken/not-json.json")).expect_err("syntax error"), e);
+    assert_eq!(
+        parse_any(&fixture("broken/not-json.json")).expect_err("syntax error"),
+        e
+    );
 
     let e = parse_batch(&fixture("broken/no-records.json")).expect_err("no Records");
     assert_eq!((e.line, e.column), (1, 1));
@@ -800,8 +1027,13 @@ fn unparsable_documents_give_line_and_column() {
     assert_eq!((e.line, e.column), (1, 17), "{e}");
     assert_eq!(parse_any(br#"{"Records": []} x"#).expect_err("trailing").line, 1);
     assert!(parse_batch(br#"{"Records": [], "Records": []}"#).is_err());
-    assert!(parse_batch(br#"{"Records": null}"#).expect_err("null").message.contains("found null"));
-    assert!(parse_batch(br#"{"NextShardIterator": null, "Records": []}"#).expect("empty batch").is_empty());
+    assert!(parse_batch(br#"{"Records": null}"#)
+        .expect_err("null")
+        .message
+        .contains("found null"));
+    assert!(parse_batch(br#"{"NextShardIterator": null, "Records": []}"#)
+        .expect("empty batch")
+        .is_empty());
 
     // A pretty-printed document with an error deep inside is reported there,
     // not as JSON Lines.
@@ -814,7 +1046,10 @@ fn invalid_utf8_is_a_parse_error_with_position() {
     let mut bytes = b"{\"Records\": [\n  {\"eventID\": \"".to_vec();
     bytes.extend_from_slice(&[0xff, 0xfe]);
     bytes.extend_from_slice(b"\"}]}");
-    for e in [parse_batch(&bytes).expect_err("utf-8"), parse_any(&bytes).expect_err("utf-8")] {
+    for e in [
+        parse_batch(&bytes).expect_err("utf-8"),
+        parse_any(&bytes).expect_err("utf-8"),
+    ] {
         assert_eq!((e.line, e.column), (2, 16), "{e}");
     }
     // A byte-order mark is skipped.
@@ -831,10 +1066,22 @@ fn invalid_utf8_is_a_parse_error_with_position() {
 #[test]
 fn table_names_from_arns() {
     let cases = [
-        ("arn:aws:dynamodb:eu-west-1:123456789012:table/records/stream/2025-11-21T09:00:00.000", Some("records")),
-        ("arn:aws:dynamodb:eu-west-1:123456789012:table/my.table-1_x", Some("my.table-1_x")),
-        ("arn:aws-cn:dynamodb:cn-north-1:123456789012:table/layers/stream/label", Some("layers")),
-        ("arn:aws:dynamodb:ddblocal:000000000000:table/issues/stream/2025", Some("issues")),
+        (
+            "arn:aws:dynamodb:eu-west-1:123456789012:table/records/stream/2025-11-21T09:00:00.000",
+            Some("records"),
+        ),
+        (
+            "arn:aws:dynamodb:eu-west-1:123456789012:table/my.table-1_x",
+            Some("my.table-1_x"),
+        ),
+        (
+            "arn:aws-cn:dynamodb:cn-north-1:123456789012:table/layers/stream/label",
+            Some("layers"),
+        ),
+        (
+            "arn:aws:dynamodb:ddblocal:000000000000:table/issues/stream/2025",
+            Some("issues"),
+        ),
         ("arn:aws:dynamodb:eu-west-1:123456789012:table//stream/x", None),
         ("arn:aws:dynamodb:eu-west-1:123456789012:table/bad name/stream/x", None),
         ("arn:aws:kinesis:eu-west-1:123456789012:stream/records", None),

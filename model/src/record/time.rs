@@ -12,20 +12,25 @@ use super::CreationTime;
 /// Parses the raw JSON text of `ApproximateCreationDateTime`. The error says
 /// what is wrong (it repeats the value, clipped: a time is not item contents).
 pub(super) fn parse_creation_time(raw_json: &str) -> Result<CreationTime, String> {
-    let shown = super::parse::clip(raw_json, 40);
+    let shown = || super::parse::clip(raw_json, 40);
     match raw_json.as_bytes().first() {
         Some(b'"') => {
             let text: String =
-                serde_json::from_str(raw_json).map_err(|_| format!("{shown} is not a valid JSON string"))?;
+                serde_json::from_str(raw_json).map_err(|_| format!("{} is not a valid JSON string", shown()))?;
             let text = text.trim();
             if text.contains(['T', 't', ':']) {
-                rfc3339(text).map_err(|reason| format!("{shown} is not an RFC 3339 time: {reason}"))
+                rfc3339(text).map_err(|reason| format!("{} is not an RFC 3339 time: {reason}", shown()))
             } else {
-                decimal(text).map_err(|reason| format!("{shown} is not epoch seconds: {reason}"))
+                decimal(text).map_err(|reason| format!("{} is not epoch seconds: {reason}", shown()))
             }
         }
-        Some(b'-' | b'0'..=b'9') => decimal(raw_json).map_err(|reason| format!("{shown} is not epoch seconds: {reason}")),
-        _ => Err(format!("{shown} is neither a number of epoch seconds nor a time string")),
+        Some(b'-' | b'0'..=b'9') => {
+            decimal(raw_json).map_err(|reason| format!("{} is not epoch seconds: {reason}", shown()))
+        }
+        _ => Err(format!(
+            "{} is neither a number of epoch seconds nor a time string",
+            shown()
+        )),
     }
 }
 
@@ -111,7 +116,10 @@ fn decimal(text: &str) -> Result<CreationTime, &'static str> {
     // Significant digits start at `lead`; the decimal point sits `point`
     // digits after the first significant one.
     let significant = total - lead;
-    let point = i64::try_from(int.len()).unwrap_or(i64::MAX).saturating_sub(i64::try_from(lead).unwrap_or(0)) + exp;
+    let point = i64::try_from(int.len())
+        .unwrap_or(i64::MAX)
+        .saturating_sub(i64::try_from(lead).unwrap_or(0))
+        + exp;
     if point > 19 {
         return Err("too large");
     }
@@ -123,7 +131,10 @@ fn decimal(text: &str) -> Result<CreationTime, &'static str> {
     };
     let mut seconds: i64 = 0;
     for k in 0..point.max(0) {
-        seconds = seconds.checked_mul(10).and_then(|s| s.checked_add(i64::from(at(k)))).ok_or("too large")?;
+        seconds = seconds
+            .checked_mul(10)
+            .and_then(|s| s.checked_add(i64::from(at(k))))
+            .ok_or("too large")?;
     }
     let mut nanos: u32 = 0;
     for k in point..point + 9 {
@@ -187,7 +198,11 @@ fn rfc3339(text: &str) -> Result<CreationTime, &'static str> {
         }
         Some(&sign @ (b'+' | b'-')) => {
             let hours = num(i + 1, 2)?;
-            let (minutes, end) = if b.get(i + 3) == Some(&b':') { (num(i + 4, 2)?, i + 6) } else { (num(i + 3, 2)?, i + 5) };
+            let (minutes, end) = if b.get(i + 3) == Some(&b':') {
+                (num(i + 4, 2)?, i + 6)
+            } else {
+                (num(i + 3, 2)?, i + 5)
+            };
             if hours > 23 || minutes > 59 {
                 return Err("offset out of range");
             }
@@ -210,8 +225,7 @@ fn rfc3339(text: &str) -> Result<CreationTime, &'static str> {
     if hour > 23 || minute > 59 || second > 60 {
         return Err("time of day out of range");
     }
-    let seconds = days_from_civil(i64::from(year), month, day) * 86_400
-        + i64::from(hour * 3600 + minute * 60 + second)
+    let seconds = days_from_civil(i64::from(year), month, day) * 86_400 + i64::from(hour * 3600 + minute * 60 + second)
         - offset_seconds;
     if seconds < 0 {
         return Err("before 1970");

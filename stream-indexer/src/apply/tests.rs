@@ -20,27 +20,60 @@ fn s(v: &str) -> Value {
 }
 
 fn key(p: &str) -> RowKey {
-    RowKey { partition: p.to_owned(), sort: format!("{p}-sort") }
+    RowKey {
+        partition: p.to_owned(),
+        sort: format!("{p}-sort"),
+    }
 }
 
 fn put(record: usize, p: &str) -> Op {
-    Op { record, mutation: Mutation::PutRow { index: 0, key: key(p), attributes: Image::new() } }
+    Op {
+        record,
+        mutation: Mutation::PutRow {
+            index: 0,
+            key: key(p),
+            attributes: Image::new(),
+        },
+    }
 }
 
 fn delete(record: usize, p: &str) -> Op {
-    Op { record, mutation: Mutation::DeleteRow { index: 0, key: key(p) } }
+    Op {
+        record,
+        mutation: Mutation::DeleteRow { index: 0, key: key(p) },
+    }
 }
 
 fn add(record: usize, member: &str) -> Op {
-    Op { record, mutation: Mutation::AddMember { edge_set: 0, node: "N".into(), member: member.into() } }
+    Op {
+        record,
+        mutation: Mutation::AddMember {
+            edge_set: 0,
+            node: "N".into(),
+            member: member.into(),
+        },
+    }
 }
 
 fn remove(record: usize, member: &str) -> Op {
-    Op { record, mutation: Mutation::RemoveMember { edge_set: 0, node: "N".into(), member: member.into() } }
+    Op {
+        record,
+        mutation: Mutation::RemoveMember {
+            edge_set: 0,
+            node: "N".into(),
+            member: member.into(),
+        },
+    }
 }
 
 fn restore(record: usize, node: &str) -> Op {
-    Op { record, mutation: Mutation::RestoreSet { edge_set: 0, node: node.into() } }
+    Op {
+        record,
+        mutation: Mutation::RestoreSet {
+            edge_set: 0,
+            node: node.into(),
+        },
+    }
 }
 
 fn node(id: &str) -> Image {
@@ -123,7 +156,11 @@ async fn a_second_write_to_a_key_sends_the_pending_call_first() {
     let w = |p: &str, put: bool| (p.to_owned(), put);
     assert_eq!(
         calls,
-        vec![vec![w("a", true), w("b", true)], vec![w("a", false), w("c", true)], vec![w("a", true)]]
+        vec![
+            vec![w("a", true), w("b", true)],
+            vec![w("a", false), w("c", true)],
+            vec![w("a", true)]
+        ]
     );
     let rows: Vec<String> = store.inner().rows(0).into_iter().map(|(k, _)| k.partition).collect();
     assert_eq!(rows, vec!["a", "b", "c"]);
@@ -182,7 +219,10 @@ async fn a_records_add_stays_before_its_delete_and_members_keep_their_order() {
             SetChange::Add(members(&["M"]))
         ]
     );
-    assert_eq!(store.inner().node_sets(0)["N"].members.iter().collect::<Vec<_>>(), vec!["A", "M"]);
+    assert_eq!(
+        store.inner().node_sets(0)["N"].members.iter().collect::<Vec<_>>(),
+        vec!["A", "M"]
+    );
 }
 
 #[tokio::test]
@@ -190,23 +230,47 @@ async fn a_restore_is_a_barrier_and_adds_every_member_found() {
     let (config, store) = store_with(no_faults());
     let inner = store.inner();
     inner.put_item("records", node("N")).expect("put");
-    inner.put_item("records", edge("N", "GOALMEMBERSHIP-U1", Some("400-C"))).expect("put");
-    inner.put_item("records", edge("N", "TEAMMEMBERSHIP-U2", Some("300-M"))).expect("put");
-    inner.put_item("records", edge("N", "COMMENT-U3", Some("1"))).expect("put"); // a skipped type
-    inner.put_item("records", edge("N", "GOALMEMBERSHIP-U4", None)).expect("put"); // no member
+    inner
+        .put_item("records", edge("N", "GOALMEMBERSHIP-U1", Some("400-C")))
+        .expect("put");
+    inner
+        .put_item("records", edge("N", "TEAMMEMBERSHIP-U2", Some("300-M")))
+        .expect("put");
+    inner
+        .put_item("records", edge("N", "COMMENT-U3", Some("1")))
+        .expect("put"); // a skipped type
+    inner
+        .put_item("records", edge("N", "GOALMEMBERSHIP-U4", None))
+        .expect("put"); // no member
     inner.put_item("records", node("EMPTY")).expect("put");
-    let ops = vec![add(0, "Z"), restore(1, "N"), remove(2, "Z"), restore(3, "EMPTY"), restore(4, "GONE")];
+    let ops = vec![
+        add(0, "Z"),
+        restore(1, "N"),
+        remove(2, "Z"),
+        restore(3, "EMPTY"),
+        restore(4, "GONE"),
+    ];
     let result = run(&config, &store, Backoff::immediate(3), ops).await;
     assert_eq!(result.stopped, None);
     let calls: Vec<CallLog> = store.log().calls.into_iter().map(|(c, _)| c).collect();
-    let update = |node: &str, change: SetChange| CallLog::UpdateSet { edge_set: 0, node: node.into(), change };
-    let query = |node: &str| CallLog::Query { table: "records".into(), partition: node.into() };
+    let update = |node: &str, change: SetChange| CallLog::UpdateSet {
+        edge_set: 0,
+        node: node.into(),
+        change,
+    };
+    let query = |node: &str| CallLog::Query {
+        table: "records".into(),
+        partition: node.into(),
+    };
     assert_eq!(
         calls,
         vec![
             update("N", SetChange::Add(members(&["Z"]))),
             query("N"),
-            update("N", SetChange::Add(members(&["GOALMEMBERSHIP-U1#400-C", "TEAMMEMBERSHIP-U2#300-M"]))),
+            update(
+                "N",
+                SetChange::Add(members(&["GOALMEMBERSHIP-U1#400-C", "TEAMMEMBERSHIP-U2#300-M"]))
+            ),
             update("N", SetChange::Remove(members(&["Z"]))),
             query("EMPTY"),
             update("EMPTY", SetChange::Add(vec![])),
@@ -218,7 +282,11 @@ async fn a_restore_is_a_barrier_and_adds_every_member_found() {
     assert_eq!(result.stats.node_missing, 1);
     let sets = inner.node_sets(0);
     assert_eq!(sets["N"].members.len(), 2);
-    assert_eq!(sets["EMPTY"].complete, Some(true), "a restore of a node without edges still sets the marker");
+    assert_eq!(
+        sets["EMPTY"].complete,
+        Some(true),
+        "a restore of a node without edges still sets the marker"
+    );
     assert!(sets["EMPTY"].members.is_empty());
 }
 
@@ -234,7 +302,11 @@ async fn unprocessed_items_are_resent_after_a_backoff() {
             _ => Fault::None,
         }
     });
-    let backoff = Backoff { base: Duration::from_millis(100), cap: Duration::from_millis(300), max_attempts: 3 };
+    let backoff = Backoff {
+        base: Duration::from_millis(100),
+        cap: Duration::from_millis(300),
+        max_attempts: 3,
+    };
     let start = tokio::time::Instant::now();
     let ops: Vec<Op> = (0..5).map(|i| put(i, &format!("k{i}"))).collect();
     let result = run(&config, &store, backoff, ops).await;
@@ -253,9 +325,22 @@ async fn unprocessed_items_without_progress_stop_the_group() {
         Call::WriteRows(w) => Fault::Unprocessed((0..w.len()).collect()),
         _ => Fault::None,
     });
-    let backoff = Backoff { base: Duration::from_millis(10), cap: Duration::from_secs(1), max_attempts: 4 };
+    let backoff = Backoff {
+        base: Duration::from_millis(10),
+        cap: Duration::from_secs(1),
+        max_attempts: 4,
+    };
     let result = run(&config, &store, backoff, vec![put(0, "a"), put(1, "b")]).await;
-    assert!(matches!(result.stopped, Some(Stopped { record: 0, error: StoreError::Transient(_) })), "{result:?}");
+    assert!(
+        matches!(
+            result.stopped,
+            Some(Stopped {
+                record: 0,
+                error: StoreError::Transient(_)
+            })
+        ),
+        "{result:?}"
+    );
     assert_eq!(result.stats.requests.write_rows, 4);
 }
 
@@ -270,7 +355,10 @@ async fn a_transient_failure_stops_at_the_lowest_unfinished_record() {
     let result = run(&config, &store, Backoff::immediate(3), ops).await;
     let stopped = result.stopped.expect("stopped");
     assert_eq!(stopped.record, 1);
-    assert!(matches!(stopped.error, StoreError::Transient(ref m) if m.contains("3 attempts")), "{stopped:?}");
+    assert!(
+        matches!(stopped.error, StoreError::Transient(ref m) if m.contains("3 attempts")),
+        "{stopped:?}"
+    );
     assert_eq!(result.stats.requests.update_set, 3);
     assert_eq!(result.stats.requests.retries, 2);
     // Rows of records 0 and 2 went out; nothing was added.
@@ -282,8 +370,18 @@ async fn a_transient_failure_stops_at_the_lowest_unfinished_record() {
         Call::WriteRows(_) => Fault::Throttle,
         _ => Fault::None,
     });
-    let result = run(&config, &store, Backoff::immediate(2), vec![add(0, "M"), put(1, "a"), put(2, "b")]).await;
-    assert_eq!(result.stopped.map(|s| s.record), Some(0), "the set change of record 0 was never sent");
+    let result = run(
+        &config,
+        &store,
+        Backoff::immediate(2),
+        vec![add(0, "M"), put(1, "a"), put(2, "b")],
+    )
+    .await;
+    assert_eq!(
+        result.stopped.map(|s| s.record),
+        Some(0),
+        "the set change of record 0 was never sent"
+    );
 }
 
 #[tokio::test]
@@ -308,13 +406,20 @@ async fn timeouts_after_the_request_landed_are_harmless() {
 async fn a_refused_write_is_singled_out_and_the_group_goes_on() {
     let (config, store) = store_with(|call: &Call<'_>| match call {
         Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "bad") => Fault::Refused("too big".into()),
-        Call::UpdateSet { change: SetChange::Add(m), .. } if m.iter().any(|m| m == "BAD") => {
-            Fault::Refused("nope".into())
-        }
+        Call::UpdateSet {
+            change: SetChange::Add(m),
+            ..
+        } if m.iter().any(|m| m == "BAD") => Fault::Refused("nope".into()),
         _ => Fault::None,
     });
     store.inner().put_item("records", node("N")).expect("put");
-    let ops = vec![put(0, "good1"), put(1, "bad"), add(1, "BAD"), add(2, "OK"), put(2, "good2")];
+    let ops = vec![
+        put(0, "good1"),
+        put(1, "bad"),
+        add(1, "BAD"),
+        add(2, "OK"),
+        put(2, "good2"),
+    ];
     let result = run(&config, &store, Backoff::immediate(3), ops).await;
     assert_eq!(result.stopped, None);
     let records: Vec<usize> = result.refused.iter().map(|r| r.record).collect();
@@ -322,7 +427,10 @@ async fn a_refused_write_is_singled_out_and_the_group_goes_on() {
     assert!(result.refused[0].reason.contains("index `issue-attrib`") && result.refused[0].reason.contains("too big"));
     assert!(result.refused[1].reason.contains("edge set `edges`"));
     assert_eq!(store.inner().rows(0).len(), 2);
-    assert_eq!(store.inner().node_sets(0)["N"].members.iter().collect::<Vec<_>>(), vec!["OK"]);
+    assert_eq!(
+        store.inner().node_sets(0)["N"].members.iter().collect::<Vec<_>>(),
+        vec!["OK"]
+    );
     assert_eq!(result.stats.refused, 2);
 }
 
@@ -332,7 +440,13 @@ async fn deployment_errors_stop_at_once() {
         Call::Query { .. } => Fault::Deployment("AccessDeniedException".into()),
         _ => Fault::None,
     });
-    let result = run(&config, &store, Backoff::immediate(5), vec![put(0, "a"), restore(1, "N"), put(2, "b")]).await;
+    let result = run(
+        &config,
+        &store,
+        Backoff::immediate(5),
+        vec![put(0, "a"), restore(1, "N"), put(2, "b")],
+    )
+    .await;
     let stopped = result.stopped.expect("stopped");
     // Record 0's row write was still pending (rows go out in batches), so
     // record 0 is the lowest whose mutations are not all applied.
@@ -351,12 +465,20 @@ async fn refusals_after_the_stop_are_not_reported() {
     store.inner().put_item("records", node("N")).expect("put");
     let result = run(&config, &store, Backoff::immediate(2), vec![add(0, "M"), put(1, "bad")]).await;
     assert_eq!(result.stopped.map(|s| s.record), Some(0));
-    assert!(result.refused.is_empty(), "record 1 will be redelivered: {:?}", result.refused);
+    assert!(
+        result.refused.is_empty(),
+        "record 1 will be redelivered: {:?}",
+        result.refused
+    );
 }
 
 #[test]
 fn backoff_ceilings_double_up_to_the_cap() {
-    let b = Backoff { base: Duration::from_millis(10), cap: Duration::from_millis(70), max_attempts: 5 };
+    let b = Backoff {
+        base: Duration::from_millis(10),
+        cap: Duration::from_millis(70),
+        max_attempts: 5,
+    };
     let ceilings: Vec<u128> = (0..5).map(|r| b.ceiling(r).as_millis()).collect();
     assert_eq!(ceilings, vec![10, 20, 40, 70, 70]);
     assert_eq!(b.ceiling(200), Duration::from_millis(70));

@@ -1,1 +1,907 @@
+//! Batch semantics: targeted cases, and a property test that runs random
+//! histories through the indexer over a faulty store while emulating
+//! Lambda's retry rules.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use model::config::{self, Config};
+use model::index::RowKey;
+use model::record::ChangeRecord;
+use model::{Image, Mutation, Planner, Value};
+use proptest::prelude::*;
+
+use super::*;
+use crate::apply::Backoff;
+use crate::quarantine::memory::MemoryQuarantine;
+use crate::store::faulty::{Call, Fault, FaultyStore, RandomFaults, Script};
+use crate::store::memory::{lambda_event, MemoryStore, Origin, StreamEntry};
+
+type TestIndexer = Indexer<FaultyStore<MemoryStore>, MemoryQuarantine>;
+
+fn example() -> Arc<Config> {
+    Arc::new(config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("valid"))
+}
+
+fn s(v: &str) -> Value {
+    Value::S(v.to_owned())
+}
+
+fn indexer(script: impl crate::store::faulty::Script + 'static, options: Options) -> TestIndexer {
+    let config = example();
+    let store = MemoryStore::new(config.clone());
+    store.record_stream(true);
+    Indexer::new(
+        config,
+        FaultyStore::new(store, script),
+        MemoryQuarantine::new(),
+        options,
+    )
+}
+
+fn quick() -> Options {
+    Options {
+        concurrency: 4,
+        backoff: Backoff::immediate(3),
+        ..Options::default()
+    }
+}
+
+fn memory(ix: &TestIndexer) -> &MemoryStore {
+    ix.store().inner()
+}
+
+fn block<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+fn node(id: &str) -> Image {
+    Image::from([
+        ("source".to_owned(), s(id)),
+        ("target".to_owned(), s(id)),
+        ("name".to_owned(), s("n")),
+    ])
+}
+
+fn edge(node: &str, target: &str, role: &str) -> Image {
+    Image::from([
+        ("source".to_owned(), s(node)),
+        ("target".to_owned(), s(target)),
+        ("gsi0".to_owned(), s(role)),
+    ])
+}
+
+fn issue(id: &str, fields: Vec<(&str, Value)>) -> Image {
+    let map = fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    Image::from([
+        ("id".to_owned(), s(id)),
+        ("rel".to_owned(), s(id)),
+        ("num".to_owned(), Value::N("7".into())),
+        ("custom_fields".to_owned(), Value::M(map)),
+    ])
+}
+
+/// Takes the stream so far and handles it as one batch.
+fn deliver(ix: &TestIndexer) -> (Vec<StreamEntry>, BatchOutcome) {
+    let entries = memory(ix).take_stream();
+    let payload = lambda_event(entries.iter().map(|e| &e.record));
+    let outcome = block(ix.handle(&payload)).expect("a batch");
+    (entries, outcome)
+}
+
+#[test]
+fn cmp_sequence_numbers_is_numeric() {
+    assert_eq!(cmp_sequence_numbers("99", "100"), Ordering::Less);
+    assert_eq!(cmp_sequence_numbers("0100", "100"), Ordering::Equal);
+    assert_eq!(cmp_sequence_numbers("", "0"), Ordering::Equal);
+    assert_eq!(cmp_sequence_numbers("", "1"), Ordering::Less);
+    assert_eq!(
+        cmp_sequence_numbers("123456789012345678901", "99999999999999999999"),
+        Ordering::Greater
+    );
+    assert_eq!(lowest(Some("100".into()), "99".into()), Some("99".into()));
+    assert_eq!(lowest(Some("99".into()), "100".into()), Some("99".into()));
+}
+
+#[test]
+fn the_response_lists_the_failure_or_nothing() {
+    let ok = BatchOutcome::default();
+    assert_eq!(ok.response_json(), r#"{"batchItemFailures":[]}"#);
+    let failed = BatchOutcome {
+        failed: Some("4200".into()),
+        ..BatchOutcome::default()
+    };
+    assert_eq!(
+        failed.response_json(),
+        r#"{"batchItemFailures":[{"itemIdentifier":"4200"}]}"#
+    );
+    let whole = BatchOutcome {
+        failed: Some(String::new()),
+        ..BatchOutcome::default()
+    };
+    assert!(whole.is_whole_batch_failure());
+    assert_eq!(
+        whole.response_json(),
+        r#"{"batchItemFailures":[{"itemIdentifier":""}]}"#
+    );
+}
+
+#[test]
+fn a_payload_that_is_not_a_batch_is_an_error() {
+    let ix = indexer(|_: &Call<'_>| Fault::None, quick());
+    assert!(matches!(block(ix.handle(b"[1, 2]")), Err(BatchError::Payload(_))));
+    assert!(matches!(
+        block(ix.handle(b"{\"Records\": 5}")),
+        Err(BatchError::Payload(_))
+    ));
+}
+
+#[test]
+fn a_batch_builds_rows_and_sets_and_loops_back_quietly() {
+    let ix = indexer(|_: &Call<'_>| Fault::None, quick());
+    let m = memory(&ix);
+    m.put_item("records", edge("GOAL-1", "GOALMEMBERSHIP-U1", "400-C"))
+        .expect("put");
+    m.put_item("records", node("GOAL-1")).expect("put");
+    m.put_item("records", edge("GOAL-1", "GOALMEMBERSHIP-U2", "300-M"))
+        .expect("put");
+    m.put_item("records", edge("GOAL-1", "GOALMEMBERSHIP-U1", "500-L"))
+        .expect("put");
+    m.put_item(
+        "issues",
+        issue("issue-1", vec![("f1", Value::N("1".into())), ("f2", s("x\u{0}y"))]),
+    )
+    .expect("put");
+    let (_, outcome) = deliver(&ix);
+    assert_eq!(outcome.failed, None);
+    assert!(outcome.quarantined.is_empty(), "{:?}", outcome.quarantined);
+    assert_eq!(outcome.stats.groups, 2);
+    assert_eq!(outcome.stats.applied.put_row, 2);
+    // The pipeline's own writes come back and plan nothing.
+    let (entries, again) = deliver(&ix);
+    assert!(!entries.is_empty() && entries.iter().all(|e| e.origin == Origin::Pipeline));
+    assert_eq!(again.stats.planned.total(), 0);
+    assert!(memory(&ix).take_stream().is_empty());
+    assert_eq!(m.snapshot(), m.recompute());
+}
+
+#[test]
+fn the_lowest_failure_is_compared_as_a_number() {
+    let down: HashSet<&str> = HashSet::from(["A", "B"]);
+    let ix = indexer(
+        move |call: &Call<'_>| match call {
+            Call::Query { partition, .. } | Call::UpdateSet { node: partition, .. } if down.contains(partition) => {
+                Fault::Throttle
+            }
+            _ => Fault::None,
+        },
+        quick(),
+    );
+    let m = memory(&ix);
+    m.set_next_sequence_number(98);
+    m.put_item("records", node("C")).expect("put"); // 98: fine
+    m.put_item("records", node("A")).expect("put"); // 99: fails
+    m.put_item("records", node("B")).expect("put"); // 100: fails
+    let (_, outcome) = deliver(&ix);
+    assert_eq!(outcome.failed.as_deref(), Some("99"));
+    assert_eq!(outcome.stats.failed_groups, 2);
+    assert_eq!(outcome.failures.len(), 2);
+    assert!(outcome.failures.iter().all(|f| f.kind == FailureKind::Transient));
+    assert_eq!(
+        outcome.response_json(),
+        r#"{"batchItemFailures":[{"itemIdentifier":"99"}]}"#
+    );
+    assert_eq!(m.node_sets(0)["C"].complete, Some(true));
+}
+
+#[test]
+fn poison_is_applied_then_quarantined_and_counts_as_handled() {
+    let ix = indexer(|_: &Call<'_>| Fault::None, quick());
+    let m = memory(&ix);
+    m.put_item("issues", issue("issue-1", vec![("f1", Value::N("1".into()))]))
+        .expect("put");
+    deliver(&ix);
+    assert_eq!(m.rows(0).len(), 1);
+    // The field becomes a list: the `any` column refuses it.
+    m.put_item("issues", issue("issue-1", vec![("f1", Value::L(vec![]))]))
+        .expect("put");
+    m.put_item("issues", issue("issue-2", vec![("f9", Value::Bool(true))]))
+        .expect("put");
+    let (entries, outcome) = deliver(&ix);
+    assert_eq!(outcome.failed, None);
+    assert_eq!(outcome.stats.quarantined, 1);
+    let q = ix.quarantine().entries();
+    assert_eq!(q.len(), 1);
+    assert_eq!(
+        q[0].sequence_number.as_deref(),
+        Some(entries[0].record.sequence_number.as_str())
+    );
+    assert_eq!(q[0].table.as_deref(), Some("issues"));
+    assert_eq!(q[0].consumer, "stream-indexer");
+    assert!(q[0].reason.contains("custom_fields") && q[0].reason.contains(&entries[0].record.sequence_number));
+    assert!(q[0].raw.contains("\"SequenceNumber\""));
+    // Its old row is gone, the good record's row is there.
+    let rows: Vec<String> = m.rows(0).into_iter().map(|(k, _)| k.partition).collect();
+    assert_eq!(rows, vec!["f9"]);
+}
+
+#[test]
+fn a_quarantine_failure_fails_its_record() {
+    let ix = indexer(|_: &Call<'_>| Fault::None, quick());
+    let m = memory(&ix);
+    m.put_item("issues", issue("issue-1", vec![("f1", Value::L(vec![]))]))
+        .expect("put");
+    m.put_item("issues", issue("issue-2", vec![("f2", s("ok"))]))
+        .expect("put");
+    m.put_item("issues", issue("issue-3", vec![("f3", Value::L(vec![]))]))
+        .expect("put");
+    ix.quarantine().set_failing(true);
+    let (entries, outcome) = deliver(&ix);
+    assert_eq!(
+        outcome.failed.as_deref(),
+        Some(entries[0].record.sequence_number.as_str())
+    );
+    assert_eq!(outcome.failures.len(), 1);
+    assert_eq!(outcome.failures[0].kind, FailureKind::Quarantine);
+    assert_eq!(outcome.stats.quarantined, 0);
+    assert!(outcome.quarantined.is_empty());
+    // The good record was applied all the same (and will be replayed harmlessly).
+    assert_eq!(m.rows(0).len(), 1);
+}
+
+#[test]
+fn poison_at_or_after_the_failure_waits_for_redelivery() {
+    let ix = indexer(
+        |call: &Call<'_>| match call {
+            Call::Query { partition: "A", .. } | Call::UpdateSet { node: "A", .. } => Fault::Throttle,
+            _ => Fault::None,
+        },
+        quick(),
+    );
+    let m = memory(&ix);
+    m.put_item("issues", issue("issue-1", vec![("f1", Value::L(vec![]))]))
+        .expect("put"); // poison, before
+    m.put_item("records", node("A")).expect("put"); // fails
+    m.put_item("issues", issue("issue-2", vec![("f1", Value::L(vec![]))]))
+        .expect("put"); // poison, after
+    let (entries, outcome) = deliver(&ix);
+    assert_eq!(
+        outcome.failed.as_deref(),
+        Some(entries[1].record.sequence_number.as_str())
+    );
+    let q = ix.quarantine().entries();
+    assert_eq!(q.len(), 1);
+    assert_eq!(
+        q[0].sequence_number.as_deref(),
+        Some(entries[0].record.sequence_number.as_str())
+    );
+}
+
+#[test]
+fn a_refused_mutation_quarantines_its_record_only() {
+    let ix = indexer(
+        |call: &Call<'_>| match call {
+            Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "big") => Fault::Refused("item too large".into()),
+            _ => Fault::None,
+        },
+        quick(),
+    );
+    let m = memory(&ix);
+    m.put_item(
+        "issues",
+        issue("issue-1", vec![("a", s("1")), ("big", s("2")), ("c", s("3"))]),
+    )
+    .expect("put");
+    m.put_item("issues", issue("issue-2", vec![("d", s("4"))]))
+        .expect("put");
+    let (entries, outcome) = deliver(&ix);
+    assert_eq!(outcome.failed, None);
+    assert_eq!(outcome.stats.refused, 1);
+    assert_eq!(outcome.quarantined.len(), 1);
+    assert_eq!(
+        outcome.quarantined[0].sequence_number.as_deref(),
+        Some(entries[0].record.sequence_number.as_str())
+    );
+    assert!(
+        outcome.quarantined[0].reason.contains("item too large"),
+        "{:?}",
+        outcome.quarantined
+    );
+    assert_eq!(m.rows(0).len(), 3, "a, c and d");
+}
+
+#[test]
+fn a_deployment_error_fails_the_batch_from_its_record() {
+    let ix = indexer(
+        |call: &Call<'_>| match call {
+            Call::WriteRows(_) => Fault::Deployment("ResourceNotFoundException: IssueAttribIndex".into()),
+            _ => Fault::None,
+        },
+        quick(),
+    );
+    let m = memory(&ix);
+    m.put_item("records", node("A")).expect("put");
+    m.put_item("issues", issue("issue-1", vec![("a", s("1"))]))
+        .expect("put");
+    let (entries, outcome) = deliver(&ix);
+    assert_eq!(
+        outcome.failed.as_deref(),
+        Some(entries[1].record.sequence_number.as_str())
+    );
+    assert_eq!(outcome.failures[0].kind, FailureKind::Deployment);
+    assert_eq!(outcome.stats.requests.write_rows, 1, "not retried");
+    assert_eq!(m.node_sets(0)["A"].complete, Some(true), "other groups go on");
+}
+
+#[test]
+fn records_without_a_sequence_number_fail_the_whole_batch_if_they_cannot_be_quarantined() {
+    let ix = indexer(|_: &Call<'_>| Fault::None, quick());
+    let m = memory(&ix);
+    m.put_item("issues", issue("issue-1", vec![("a", s("1"))]))
+        .expect("put");
+    let record = m.take_stream().remove(0).record;
+    let good = crate::store::memory::lambda_record(&record);
+    let payload =
+        serde_json::json!({"Records": [good, {"eventName": "INSERT", "dynamodb": {"Keys": {"id": {"S": "x"}}}}]});
+    let bytes = payload.to_string().into_bytes();
+    ix.quarantine().set_failing(true);
+    let outcome = block(ix.handle(&bytes)).expect("a batch");
+    assert!(outcome.is_whole_batch_failure(), "{outcome:?}");
+    assert_eq!(
+        outcome.response_json(),
+        r#"{"batchItemFailures":[{"itemIdentifier":""}]}"#
+    );
+    ix.quarantine().set_failing(false);
+    let outcome = block(ix.handle(&bytes)).expect("a batch");
+    assert_eq!(outcome.failed, None);
+    let q = ix.quarantine().entries();
+    assert_eq!(q.len(), 1);
+    assert_eq!(q[0].sequence_number, None);
+    assert!(
+        q[0].reason.contains("Records[1]") && q[0].reason.contains("SequenceNumber"),
+        "{}",
+        q[0].reason
+    );
+}
+
+#[test]
+fn the_handler_future_is_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let ix = indexer(|_: &Call<'_>| Fault::None, quick());
+    let future = ix.handle(b"{}");
+    assert_send(&future);
+}
+
+// ---------------------------------------------------------------------------
+// The property: random histories, random faults, Lambda's retry rules.
+// ---------------------------------------------------------------------------
+
+const NODES: [&str; 4] = ["GOAL-1", "GOAL-2", "TEAM-1", "USER-1"];
+const EDGE_TYPES: [&str; 3] = ["GOALMEMBERSHIP", "TEAMMEMBERSHIP", "COMMENT"];
+const ROLES: [&str; 3] = ["300-MEMBER", "400-CONTRIBUTOR", "500-LEAD"];
+const ISSUES: [&str; 4] = ["issue-1", "issue-2", "issue-3", "bug-1"];
+const FIELDS: [&str; 4] = ["3fe6", "47e5", "882a", "9c01"];
+const NUMBERS: [&str; 8] = [
+    "3",
+    "3.0",
+    "-4.20",
+    "0",
+    "-0",
+    "1E+2",
+    "100",
+    "12345678901234567890123456789012345678",
+];
+const STRINGS: [&str; 5] = ["", "Approved", "a\u{0}", "é", "😀"];
+
+/// Every group of the histories: (table, partition key value).
+fn all_groups() -> Vec<GroupId> {
+    NODES
+        .iter()
+        .map(|n| ("records".to_owned(), (*n).to_owned()))
+        .chain(ISSUES.iter().map(|i| ("issues".to_owned(), (*i).to_owned())))
+        .collect()
+}
+
+type GroupId = (String, String);
+
+#[derive(Debug, Clone)]
+enum Field {
+    N(usize),
+    S(usize),
+    Bool(bool),
+    /// A list: the example index's `any` column refuses it (poison).
+    Poison,
+}
+
+impl Field {
+    fn value(&self) -> Value {
+        match self {
+            Field::N(i) => Value::N(NUMBERS[*i].to_owned()),
+            Field::S(i) => s(STRINGS[*i]),
+            Field::Bool(b) => Value::Bool(*b),
+            Field::Poison => Value::L(vec![s("x")]),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    PutNode {
+        node: usize,
+        name: u8,
+    },
+    UpdateNode {
+        node: usize,
+        name: u8,
+    },
+    DeleteNode {
+        node: usize,
+    },
+    PutEdge {
+        node: usize,
+        ty: usize,
+        user: u8,
+        role: Option<usize>,
+    },
+    SetRole {
+        node: usize,
+        ty: usize,
+        user: u8,
+        role: Option<usize>,
+    },
+    DeleteEdge {
+        node: usize,
+        ty: usize,
+        user: u8,
+    },
+    PutIssue {
+        issue: usize,
+        fields: Vec<(usize, Field)>,
+    },
+    SetField {
+        issue: usize,
+        field: usize,
+        value: Field,
+    },
+    DeleteIssue {
+        issue: usize,
+    },
+    Invoke {
+        count: usize,
+    },
+}
+
+fn field() -> impl Strategy<Value = Field> {
+    prop_oneof![
+        6 => (0..NUMBERS.len()).prop_map(Field::N),
+        6 => (0..STRINGS.len()).prop_map(Field::S),
+        2 => any::<bool>().prop_map(Field::Bool),
+        1 => Just(Field::Poison),
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let node = 0..NODES.len();
+    let ty = 0..EDGE_TYPES.len();
+    let user = 0u8..3;
+    let role = proptest::option::weighted(0.9, 0..ROLES.len());
+    prop_oneof![
+        2 => (node.clone(), 0u8..3).prop_map(|(node, name)| Step::PutNode { node, name }),
+        2 => (node.clone(), 0u8..3).prop_map(|(node, name)| Step::UpdateNode { node, name }),
+        1 => node.clone().prop_map(|node| Step::DeleteNode { node }),
+        4 => (node.clone(), ty.clone(), user.clone(), role.clone())
+            .prop_map(|(node, ty, user, role)| Step::PutEdge { node, ty, user, role }),
+        3 => (node.clone(), ty.clone(), user.clone(), role)
+            .prop_map(|(node, ty, user, role)| Step::SetRole { node, ty, user, role }),
+        2 => (node, ty, user).prop_map(|(node, ty, user)| Step::DeleteEdge { node, ty, user }),
+        2 => (0..ISSUES.len(), proptest::collection::vec((0..FIELDS.len(), field()), 0..4))
+            .prop_map(|(issue, fields)| Step::PutIssue { issue, fields }),
+        3 => (0..ISSUES.len(), 0..FIELDS.len(), field()).prop_map(|(issue, field, value)| Step::SetField { issue, field, value }),
+        1 => (0..ISSUES.len()).prop_map(|issue| Step::DeleteIssue { issue }),
+        4 => (1usize..4).prop_map(|count| Step::Invoke { count }),
+    ]
+}
+
+/// Which groups are down, while the outage lasts; and which group each row key belongs to.
+#[derive(Default)]
+struct Outage {
+    active: bool,
+    down: HashSet<GroupId>,
+    rows: HashMap<(usize, RowKey), GroupId>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn call_group(outage: &Outage, call: &Call<'_>) -> Option<GroupId> {
+    match call {
+        Call::WriteRows(writes) => writes
+            .first()
+            .and_then(|w| outage.rows.get(&(w.index, w.key.clone())).cloned()),
+        Call::UpdateSet { edge_set, node, .. } => Some((example_edge_table(*edge_set), (*node).to_owned())),
+        Call::Query { table, partition } => Some(((*table).to_owned(), (*partition).to_owned())),
+    }
+}
+
+fn example_edge_table(edge_set: usize) -> String {
+    debug_assert_eq!(edge_set, 0);
+    "records".to_owned()
+}
+
+fn group_of(config: &Config, record: &ChangeRecord) -> GroupId {
+    let table = record.table.clone().unwrap_or_default();
+    let pk = config
+        .table(&table)
+        .map(|t| t.partition_key.clone())
+        .unwrap_or_default();
+    let value = match record.keys.get(&pk) {
+        Some(Value::S(v)) => v.clone(),
+        other => format!("{other:?}"),
+    };
+    (table, value)
+}
+
+fn seq(record: &ChangeRecord) -> u128 {
+    record
+        .sequence_number
+        .parse()
+        .expect("the memory store's sequence numbers are numbers")
+}
+
+/// The shard as Lambda reads it: every record so far, a checkpoint, and the
+/// size limit of a retried batch when bisecting.
+struct Shard {
+    records: Vec<StreamEntry>,
+    cursor: usize,
+    retry_limit: Option<usize>,
+}
+
+struct Harness {
+    config: Arc<Config>,
+    indexer: TestIndexer,
+    outage: Arc<Mutex<Outage>>,
+    shard: Shard,
+    batch_size: usize,
+    bisect: bool,
+    invocations: usize,
+    outage_invocations: usize,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Harness {
+    fn memory(&self) -> &MemoryStore {
+        self.indexer.store().inner()
+    }
+
+    fn put(&self, table: &str, item: Image) {
+        self.memory()
+            .put_item(table, item)
+            .expect("declared table, string keys");
+    }
+
+    fn delete(&self, table: &str, key: Image) {
+        self.memory()
+            .delete_item(table, &key)
+            .expect("declared table, string keys");
+    }
+
+    fn get(&self, table: &str, key: &Image) -> Option<Image> {
+        self.memory().get_item(table, key).expect("declared table, string keys")
+    }
+
+    /// One Lambda invocation; false when there is nothing to deliver.
+    fn invoke(&mut self) -> bool {
+        self.shard.records.extend(self.memory().take_stream());
+        let len = self.shard.records.len();
+        if self.shard.cursor >= len {
+            return false;
+        }
+        let limit = self.retry_limit().max(1);
+        let batch: Vec<ChangeRecord> = self.shard.records[self.shard.cursor..len.min(self.shard.cursor + limit)]
+            .iter()
+            .map(|e| e.record.clone())
+            .collect();
+
+        // The independent accounting: with the outage on, a down group fails
+        // at its first record that plans any mutation (every request of a down
+        // group fails); nothing else may fail (random faults never outlast
+        // the retries). The batch fails at the lowest of those.
+        let planner = Planner::new(&self.config);
+        let expected = {
+            let mut outage = lock(&self.outage);
+            outage.active = self.invocations < self.outage_invocations;
+            let mut failing: HashMap<GroupId, u128> = HashMap::new();
+            for record in &batch {
+                let group = group_of(&self.config, record);
+                let plan = planner.plan(record);
+                for m in &plan.mutations {
+                    if let Mutation::PutRow { index, key, .. } | Mutation::DeleteRow { index, key } = m {
+                        outage.rows.insert((*index, key.clone()), group.clone());
+                    }
+                }
+                if outage.active && outage.down.contains(&group) && !plan.mutations.is_empty() {
+                    failing.entry(group).or_insert(seq(record));
+                }
+            }
+            failing.into_values().min()
+        };
+
+        let payload = lambda_event(batch.iter());
+        let outcome = self
+            .runtime
+            .block_on(self.indexer.handle(&payload))
+            .expect("a well-formed batch");
+        self.invocations += 1;
+        let failed = outcome
+            .failed
+            .as_deref()
+            .map(|f| f.parse::<u128>().expect("a sequence number"));
+        assert_eq!(
+            failed,
+            expected,
+            "batch {:?}..: {:?}",
+            batch.first().map(|r| &r.sequence_number),
+            outcome.failures
+        );
+        match failed {
+            None => {
+                self.shard.cursor += batch.len();
+                self.shard.retry_limit = None;
+            }
+            Some(f) => {
+                let at = batch
+                    .iter()
+                    .position(|r| seq(r) == f)
+                    .expect("the failure is a record of the batch");
+                // Lambda checkpoints before the failed record and retries from it.
+                self.shard.cursor += at;
+                self.shard.retry_limit = self.bisect.then(|| ((batch.len() - at) / 2).max(1));
+            }
+        }
+        true
+    }
+
+    fn retry_limit(&self) -> usize {
+        self.shard.retry_limit.unwrap_or(self.batch_size).min(self.batch_size)
+    }
+
+    fn drain(&mut self) {
+        let mut n = 0;
+        while self.invoke() {
+            n += 1;
+            assert!(n < 20_000, "the stream never drains");
+        }
+    }
+
+    fn run(&mut self, step: &Step) {
+        let name = |n: u8| s(&format!("name {n}"));
+        let role = |r: &Option<usize>| r.map(|r| s(ROLES[r]));
+        let node_key = |n: usize| Image::from([("source".to_owned(), s(NODES[n])), ("target".to_owned(), s(NODES[n]))]);
+        let edge_key = |n: usize, ty: usize, user: u8| {
+            Image::from([
+                ("source".to_owned(), s(NODES[n])),
+                ("target".to_owned(), s(&format!("{}-USER-{user}", EDGE_TYPES[ty]))),
+            ])
+        };
+        let issue_key = |i: usize| Image::from([("id".to_owned(), s(ISSUES[i])), ("rel".to_owned(), s("project-1"))]);
+        match step {
+            Step::PutNode { node, name: n } => {
+                let mut item = node_key(*node);
+                item.insert("name".into(), name(*n));
+                self.put("records", item);
+            }
+            Step::UpdateNode { node, name: n } => {
+                // UpdateItem: merges (keeps the pipeline's attributes), creates if missing.
+                let mut item = self.get("records", &node_key(*node)).unwrap_or_else(|| node_key(*node));
+                item.insert("name".into(), name(*n));
+                self.put("records", item);
+            }
+            Step::DeleteNode { node } => self.delete("records", node_key(*node)),
+            Step::PutEdge {
+                node,
+                ty,
+                user,
+                role: r,
+            } => {
+                let mut item = edge_key(*node, *ty, *user);
+                item.insert("memberRole".into(), s("x"));
+                if let Some(r) = role(r) {
+                    item.insert("gsi0".into(), r);
+                }
+                self.put("records", item);
+            }
+            Step::SetRole {
+                node,
+                ty,
+                user,
+                role: r,
+            } => {
+                let key = edge_key(*node, *ty, *user);
+                let mut item = self.get("records", &key).unwrap_or(key);
+                match role(r) {
+                    Some(r) => item.insert("gsi0".into(), r),
+                    None => item.remove("gsi0"),
+                };
+                self.put("records", item);
+            }
+            Step::DeleteEdge { node, ty, user } => self.delete("records", edge_key(*node, *ty, *user)),
+            Step::PutIssue { issue, fields } => {
+                let mut item = issue_key(*issue);
+                let map = fields.iter().map(|(k, v)| (FIELDS[*k].to_owned(), v.value())).collect();
+                item.insert("num".into(), Value::N(NUMBERS[*issue % NUMBERS.len()].to_owned()));
+                item.insert("name".into(), s("Girder needs replacing"));
+                item.insert("custom_fields".into(), Value::M(map));
+                self.put("issues", item);
+            }
+            Step::SetField { issue, field, value } => {
+                let key = issue_key(*issue);
+                let mut item = self.get("issues", &key).unwrap_or(key);
+                let mut map = match item.get("custom_fields") {
+                    Some(Value::M(m)) => m.clone(),
+                    _ => Default::default(),
+                };
+                map.insert(FIELDS[*field].to_owned(), value.value());
+                item.insert("custom_fields".into(), Value::M(map));
+                self.put("issues", item);
+            }
+            Step::DeleteIssue { issue } => self.delete("issues", issue_key(*issue)),
+            Step::Invoke { count } => {
+                for _ in 0..*count {
+                    self.invoke();
+                }
+            }
+        }
+    }
+}
+
+struct Setup {
+    batch_size: usize,
+    concurrency: usize,
+    bisect: bool,
+    seed: u64,
+    down: u8,
+    outage_invocations: usize,
+}
+
+fn setup() -> impl Strategy<Value = Setup> {
+    (
+        1usize..12,
+        1usize..5,
+        any::<bool>(),
+        any::<u64>(),
+        any::<u8>(),
+        0usize..5,
+    )
+        .prop_map(
+            |(batch_size, concurrency, bisect, seed, down, outage_invocations)| Setup {
+                batch_size,
+                concurrency,
+                bisect,
+                seed,
+                down,
+                outage_invocations,
+            },
+        )
+}
+
+impl std::fmt::Debug for Setup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "batch_size {} concurrency {} bisect {} seed {} down {:08b} outage {}",
+            self.batch_size, self.concurrency, self.bisect, self.seed, self.down, self.outage_invocations
+        )
+    }
+}
+
+fn harness(setup: &Setup) -> Harness {
+    let config = example();
+    let outage = Arc::new(Mutex::new(Outage {
+        active: false,
+        down: all_groups()
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| setup.down & (1 << i) != 0)
+            .map(|(_, g)| g)
+            .collect(),
+        rows: HashMap::new(),
+    }));
+    let mut random = RandomFaults::transient(setup.seed, 0.1, 0.05, 0.2, 2);
+    let shared = outage.clone();
+    let script = move |call: &Call<'_>| {
+        {
+            let outage = lock(&shared);
+            if outage.active && call_group(&outage, call).is_some_and(|g| outage.down.contains(&g)) {
+                return Fault::Throttle;
+            }
+        }
+        random.fault(call)
+    };
+    let store = MemoryStore::new(config.clone());
+    store.record_stream(true);
+    // Sequence numbers gain a digit every ~20 records: a string comparison would get them wrong.
+    store.set_next_sequence_number(900_000_000_000_000_000_000);
+    store.grow_sequence_numbers(Some(3));
+    let options = Options {
+        concurrency: setup.concurrency,
+        backoff: Backoff::immediate(4),
+        ..Options::default()
+    };
+    let indexer = Indexer::new(
+        config.clone(),
+        FaultyStore::new(store, script),
+        MemoryQuarantine::new(),
+        options,
+    );
+    Harness {
+        config,
+        indexer,
+        outage,
+        shard: Shard {
+            records: Vec::new(),
+            cursor: 0,
+            retry_limit: None,
+        },
+        batch_size: setup.batch_size,
+        bisect: setup.bisect,
+        invocations: 0,
+        outage_invocations: setup.outage_invocations,
+        runtime: tokio::runtime::Builder::new_current_thread().build().expect("runtime"),
+    }
+}
+
+fn check_converged(h: &Harness) {
+    let memory = h.memory();
+    let snapshot = memory.snapshot();
+    let expected = memory.recompute();
+    assert_eq!(snapshot.rows, expected.rows, "index rows differ from the recomputation");
+    assert_eq!(snapshot.sets, expected.sets, "edge sets differ from the recomputation");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lambda_retries_over_faults_converge(steps in proptest::collection::vec(step(), 1..50), setup in setup(), from in any::<usize>()) {
+        let mut h = harness(&setup);
+        for step in &steps {
+            h.run(step);
+        }
+        h.drain();
+        check_converged(&h);
+
+        // Loop-free: the pipeline's own writes plan nothing.
+        let planner = Planner::new(&h.config);
+        for entry in h.shard.records.iter().filter(|e| e.origin == Origin::Pipeline) {
+            let plan = planner.plan(&entry.record);
+            prop_assert!(plan.mutations.is_empty() && plan.problems.is_empty(), "{:?}", plan);
+        }
+        // Every poison record reached the quarantine (at least once).
+        let quarantined: HashSet<String> =
+            h.indexer.quarantine().entries().into_iter().filter_map(|e| e.sequence_number).collect();
+        for entry in &h.shard.records {
+            if !planner.plan(&entry.record).problems.is_empty() {
+                prop_assert!(quarantined.contains(&entry.record.sequence_number));
+            }
+        }
+
+        // At-least-once is harmless: redelivering any suffix of the shard
+        // (faults and all) leaves the same derived data and the same items.
+        let before = h.memory().snapshot();
+        let items: Vec<Vec<Image>> = ["records", "issues"].iter().map(|t| h.memory().items(t)).collect();
+        let len = h.shard.records.len();
+        if len > 0 {
+            h.shard.cursor = from % len;
+            h.shard.retry_limit = None;
+            h.drain();
+            prop_assert_eq!(&h.memory().snapshot(), &before);
+            let after: Vec<Vec<Image>> = ["records", "issues"].iter().map(|t| h.memory().items(t)).collect();
+            prop_assert_eq!(after, items);
+        }
+    }
+}

@@ -54,7 +54,10 @@ impl MemoryQuarantine {
 impl Quarantine for MemoryQuarantine {
     async fn put(&self, entries: Vec<QuarantineEntry>) -> Result<(), QuarantineError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        let scheduled = self.fail_next.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        let scheduled = self
+            .fail_next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
         if scheduled || self.failing.load(Ordering::SeqCst) {
             return Err(QuarantineError("the memory quarantine was told to fail".to_owned()));
         }

@@ -34,7 +34,11 @@ pub struct SqsQuarantine {
 
 impl SqsQuarantine {
     pub fn new(client: Client, queue_url: impl Into<String>) -> SqsQuarantine {
-        SqsQuarantine { client, queue_url: queue_url.into(), max_message_bytes: MAX_MESSAGE_BYTES }
+        SqsQuarantine {
+            client,
+            queue_url: queue_url.into(),
+            max_message_bytes: MAX_MESSAGE_BYTES,
+        }
     }
 
     /// Uses another message size limit (a queue configured lower, or a
@@ -77,10 +81,17 @@ impl SqsQuarantine {
                     "{}: {} ({}): {}",
                     describe(entry),
                     failed.code,
-                    if failed.sender_fault { "sender's fault" } else { "not the sender's fault" },
+                    if failed.sender_fault {
+                        "sender's fault"
+                    } else {
+                        "not the sender's fault"
+                    },
                     failed.message.as_deref().unwrap_or("no message")
                 )),
-                None => problems.push(format!("{}: SendMessageBatch reported no result for it", describe(entry))),
+                None => problems.push(format!(
+                    "{}: SendMessageBatch reported no result for it",
+                    describe(entry)
+                )),
             }
         }
         Ok(problems)

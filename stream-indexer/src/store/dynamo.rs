@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::error::Error as StdError;
 use std::sync::Arc;
 
-use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
@@ -76,16 +76,27 @@ impl DynamoStore {
             ))
         })?;
         let table = self.config.table(&set.table).ok_or_else(|| {
-            StoreError::Deployment(format!("UpdateItem on table `{}`: the table is not declared", set.table))
+            StoreError::Deployment(format!(
+                "UpdateItem on table `{}`: the table is not declared",
+                set.table
+            ))
         })?;
         let sort_key = table.sort_key.as_deref().ok_or_else(|| {
-            StoreError::Deployment(format!("UpdateItem on table `{}`: an edge set needs a table with a sort key", set.table))
+            StoreError::Deployment(format!(
+                "UpdateItem on table `{}`: an edge set needs a table with a sort key",
+                set.table
+            ))
         })?;
         Ok((set, table, sort_key))
     }
 
     /// `SET marker = :false` on an existing node.
-    async fn flag(&self, set: &EdgeSetConfig, table: &TableConfig, key: HashMap<String, AttributeValue>) -> Result<SetOutcome, StoreError> {
+    async fn flag(
+        &self,
+        set: &EdgeSetConfig,
+        table: &TableConfig,
+        key: HashMap<String, AttributeValue>,
+    ) -> Result<SetOutcome, StoreError> {
         let result = self
             .client
             .update_item()
@@ -100,7 +111,9 @@ impl DynamoStore {
             .await;
         match result {
             Ok(_) => Ok(SetOutcome::Flagged),
-            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(SetOutcome::NodeMissing),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
+                Ok(SetOutcome::NodeMissing)
+            }
             Err(e) => Err(store_error("UpdateItem", &set.table, e)),
         }
     }
@@ -181,7 +194,9 @@ impl Store for DynamoStore {
         let marker = "SET #marker = if_not_exists(#marker, :true)";
         request = if members.is_empty() {
             // Nothing to add or remove (a restore of a node without edges): only the marker.
-            request.update_expression(marker).condition_expression("attribute_exists(#pk)")
+            request
+                .update_expression(marker)
+                .condition_expression("attribute_exists(#pk)")
         } else if adding {
             let limit = set.max_members - members.len();
             request
@@ -216,7 +231,9 @@ impl Store for DynamoStore {
 
     async fn query_partition(&self, table: &str, partition: &str) -> Result<Vec<Image>, StoreError> {
         let config = self.config.table(table).ok_or_else(|| {
-            StoreError::Deployment(format!("Query on table `{table}`: the table is not declared in the config"))
+            StoreError::Deployment(format!(
+                "Query on table `{table}`: the table is not declared in the config"
+            ))
         })?;
         let mut items = Vec::new();
         let mut start: Option<HashMap<String, AttributeValue>> = None;
@@ -235,7 +252,8 @@ impl Store for DynamoStore {
                 .map_err(|e| store_error("Query", table, e))?;
             for item in output.items.unwrap_or_default() {
                 items.push(
-                    to_image(item).map_err(|reason| StoreError::Refused(format!("Query on table `{table}`: {reason}")))?,
+                    to_image(item)
+                        .map_err(|reason| StoreError::Refused(format!("Query on table `{table}`: {reason}")))?,
                 );
             }
             match output.last_evaluated_key {
@@ -250,13 +268,18 @@ impl Store for DynamoStore {
 /// the index's key attributes, or a delete by key.
 fn write_request(index: &IndexConfig, write: &RowWrite) -> Result<WriteRequest, StoreError> {
     let key = [
-        (index.partition_key.clone(), AttributeValue::S(write.key.partition.clone())),
+        (
+            index.partition_key.clone(),
+            AttributeValue::S(write.key.partition.clone()),
+        ),
         (index.sort_key.clone(), AttributeValue::S(write.key.sort.clone())),
     ];
     let built = match &write.put {
         Some(attributes) => {
-            let mut item: HashMap<String, AttributeValue> =
-                attributes.iter().map(|(name, value)| (name.clone(), to_attribute(value))).collect();
+            let mut item: HashMap<String, AttributeValue> = attributes
+                .iter()
+                .map(|(name, value)| (name.clone(), to_attribute(value)))
+                .collect();
             item.extend(key);
             PutRequest::builder()
                 .set_item(Some(item))
@@ -280,9 +303,10 @@ fn unprocessed_key(config: &Config, table: &str, request: &WriteRequest) -> Opti
         (None, None) => return None,
     };
     match (attributes.get(&index.partition_key), attributes.get(&index.sort_key)) {
-        (Some(AttributeValue::S(partition)), Some(AttributeValue::S(sort))) => {
-            Some(RowKey { partition: partition.clone(), sort: sort.clone() })
-        }
+        (Some(AttributeValue::S(partition)), Some(AttributeValue::S(sort))) => Some(RowKey {
+            partition: partition.clone(),
+            sort: sort.clone(),
+        }),
         _ => None,
     }
 }
@@ -322,7 +346,11 @@ pub fn from_attribute(value: AttributeValue) -> Result<Value, String> {
         AttributeValue::B(b) => Value::B(b.into_inner()),
         AttributeValue::Bool(b) => Value::Bool(b),
         AttributeValue::Null(b) => Value::Null(b),
-        AttributeValue::M(m) => Value::M(m.into_iter().map(|(k, v)| Ok((k, from_attribute(v)?))).collect::<Result<_, String>>()?),
+        AttributeValue::M(m) => Value::M(
+            m.into_iter()
+                .map(|(k, v)| Ok((k, from_attribute(v)?)))
+                .collect::<Result<_, String>>()?,
+        ),
         AttributeValue::L(l) => Value::L(l.into_iter().map(from_attribute).collect::<Result<_, _>>()?),
         AttributeValue::Ss(s) => Value::Ss(s),
         AttributeValue::Ns(n) => Value::Ns(n),
@@ -334,13 +362,20 @@ pub fn from_attribute(value: AttributeValue) -> Result<Value, String> {
 /// An SDK item as a model image.
 pub fn to_image(item: HashMap<String, AttributeValue>) -> Result<Image, String> {
     item.into_iter()
-        .map(|(name, value)| from_attribute(value).map(|v| (name.clone(), v)).map_err(|e| format!("attribute `{name}`: {e}")))
+        .map(|(name, value)| {
+            from_attribute(value)
+                .map(|v| (name.clone(), v))
+                .map_err(|e| format!("attribute `{name}`: {e}"))
+        })
         .collect()
 }
 
 /// A model image as an SDK item.
 pub fn to_item(image: &Image) -> HashMap<String, AttributeValue> {
-    image.iter().map(|(name, value)| (name.clone(), to_attribute(value))).collect()
+    image
+        .iter()
+        .map(|(name, value)| (name.clone(), to_attribute(value)))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -434,8 +469,8 @@ pub fn is_item_too_large(code: Option<&str>, message: Option<&str>) -> bool {
 }
 
 /// Walks an error's source chain.
-fn chain(err: &(dyn StdError + 'static)) -> impl Iterator<Item = &(dyn StdError + 'static)> {
-    std::iter::successors(Some(err), |e| e.source())
+fn chain<'a>(err: &'a (dyn StdError + 'static)) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(Some(err), |&e| e.source())
 }
 
 fn chain_text(err: &(dyn StdError + 'static)) -> String {
@@ -449,6 +484,7 @@ where
     R: std::fmt::Debug + Send + Sync + 'static,
 {
     let context = format!("{operation} on table `{table}`");
+    let text = DisplayErrorContext(&err).to_string();
     match err {
         SdkError::ServiceError(service) => {
             let status = raw_status(service.raw());
@@ -457,7 +493,10 @@ where
             let class = classify(code, status);
             let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
             let message = e.message().unwrap_or("no message");
-            class.into_error(format!("{context}: {}{status}: {message}", code.unwrap_or("unknown error")))
+            class.into_error(format!(
+                "{context}: {}{status}: {message}",
+                code.unwrap_or("unknown error")
+            ))
         }
         SdkError::TimeoutError(_) => StoreError::Transient(format!("{context}: timed out")),
         SdkError::DispatchFailure(failure) => {
@@ -468,7 +507,9 @@ where
             } else if credentials {
                 StoreError::Deployment(format!("{context}: no usable AWS credentials: {text}"))
             } else if failure.is_user() {
-                StoreError::Deployment(format!("{context}: the request could not be sent (configuration?): {text}"))
+                StoreError::Deployment(format!(
+                    "{context}: the request could not be sent (configuration?): {text}"
+                ))
             } else {
                 StoreError::Transient(format!("{context}: request not delivered: {text}"))
             }
@@ -480,12 +521,12 @@ where
                 _ => ErrorClass::Transient,
             };
             let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
-            class.into_error(format!("{context}: unreadable response{status}: {}", chain_text(response.err())))
+            class.into_error(format!("{context}: unreadable response{status}: {}", text))
         }
         SdkError::ConstructionFailure(_) => {
-            StoreError::Deployment(format!("{context}: the request could not be built: {}", chain_text(&err)))
+            StoreError::Deployment(format!("{context}: the request could not be built: {text}"))
         }
-        _ => StoreError::Transient(format!("{context}: {}", chain_text(&err))),
+        _ => StoreError::Transient(format!("{context}: {text}")),
     }
 }
 
@@ -512,7 +553,11 @@ mod tests {
         ] {
             assert_eq!(classify(Some(code), Some(400)), ErrorClass::Transient, "{code}");
         }
-        for code in ["ValidationException", "ItemCollectionSizeLimitExceededException", "SerializationException"] {
+        for code in [
+            "ValidationException",
+            "ItemCollectionSizeLimitExceededException",
+            "SerializationException",
+        ] {
             assert_eq!(classify(Some(code), Some(400)), ErrorClass::Refused, "{code}");
         }
         for code in [
@@ -538,13 +583,22 @@ mod tests {
 
     #[test]
     fn item_too_large_is_recognised() {
-        assert!(is_item_too_large(Some("ValidationException"), Some("Item size has exceeded the maximum allowed size")));
+        assert!(is_item_too_large(
+            Some("ValidationException"),
+            Some("Item size has exceeded the maximum allowed size")
+        ));
         assert!(is_item_too_large(
             Some("ValidationException"),
             Some("Item size to update has exceeded the maximum allowed size")
         ));
-        assert!(!is_item_too_large(Some("ValidationException"), Some("An string set  may not be empty")));
-        assert!(!is_item_too_large(Some("ThrottlingException"), Some("Item size has exceeded the maximum allowed size")));
+        assert!(!is_item_too_large(
+            Some("ValidationException"),
+            Some("An string set  may not be empty")
+        ));
+        assert!(!is_item_too_large(
+            Some("ThrottlingException"),
+            Some("Item size has exceeded the maximum allowed size")
+        ));
         assert!(!is_item_too_large(Some("ValidationException"), None));
     }
 
@@ -554,11 +608,17 @@ mod tests {
     fn transport_failures_are_transient() {
         let timeout: Err = SdkError::timeout_error("deadline");
         let e = store_error("UpdateItem", "records", timeout);
-        assert!(matches!(&e, StoreError::Transient(m) if m.contains("UpdateItem on table `records`")), "{e:?}");
+        assert!(
+            matches!(&e, StoreError::Transient(m) if m.contains("UpdateItem on table `records`")),
+            "{e:?}"
+        );
 
         let io: Err = SdkError::dispatch_failure(ConnectorError::io("connection reset".into()));
         let e = store_error("Query", "records", io);
-        assert!(matches!(&e, StoreError::Transient(m) if m.contains("Query on table `records`")), "{e:?}");
+        assert!(
+            matches!(&e, StoreError::Transient(m) if m.contains("Query on table `records`")),
+            "{e:?}"
+        );
 
         let connect_timeout: Err = SdkError::dispatch_failure(ConnectorError::timeout("connect".into()));
         assert!(store_error("Query", "t", connect_timeout).is_retryable());
@@ -576,7 +636,10 @@ mod tests {
             "{e:?}"
         );
         let construction: Err = SdkError::construction_failure("a region must be set");
-        assert!(matches!(store_error("Query", "t", construction), StoreError::Deployment(_)));
+        assert!(matches!(
+            store_error("Query", "t", construction),
+            StoreError::Deployment(_)
+        ));
     }
 
     #[test]
@@ -589,7 +652,10 @@ mod tests {
             ("b".to_owned(), Value::B(vec![0, 255])),
             ("bool".to_owned(), Value::Bool(true)),
             ("null".to_owned(), Value::Null(true)),
-            ("l".to_owned(), Value::L(vec![Value::N("-0.000000000000000000001".to_owned())])),
+            (
+                "l".to_owned(),
+                Value::L(vec![Value::N("-0.000000000000000000001".to_owned())]),
+            ),
             ("ss".to_owned(), Value::Ss(vec!["a".to_owned(), "b".to_owned()])),
             ("ns".to_owned(), Value::Ns(vec![n.to_owned()])),
             ("bs".to_owned(), Value::Bs(vec![vec![1], vec![2, 3]])),

@@ -20,8 +20,15 @@ use super::{RowWrite, SetChange, SetOutcome, Store, StoreError};
 #[derive(Debug, Clone, Copy)]
 pub enum Call<'a> {
     WriteRows(&'a [RowWrite]),
-    UpdateSet { edge_set: usize, node: &'a str, change: &'a SetChange },
-    Query { table: &'a str, partition: &'a str },
+    UpdateSet {
+        edge_set: usize,
+        node: &'a str,
+        change: &'a SetChange,
+    },
+    Query {
+        table: &'a str,
+        partition: &'a str,
+    },
 }
 
 impl Call<'_> {
@@ -50,15 +57,21 @@ impl Call<'_> {
 
     fn owned(&self) -> CallLog {
         match self {
-            Call::WriteRows(writes) => {
-                CallLog::WriteRows(writes.iter().map(|w| (w.index, w.key.clone(), w.put.is_some())).collect())
-            }
-            Call::UpdateSet { edge_set, node, change } => {
-                CallLog::UpdateSet { edge_set: *edge_set, node: (*node).to_owned(), change: (*change).clone() }
-            }
-            Call::Query { table, partition } => {
-                CallLog::Query { table: (*table).to_owned(), partition: (*partition).to_owned() }
-            }
+            Call::WriteRows(writes) => CallLog::WriteRows(
+                writes
+                    .iter()
+                    .map(|w| (w.index, w.key.clone(), w.put.is_some()))
+                    .collect(),
+            ),
+            Call::UpdateSet { edge_set, node, change } => CallLog::UpdateSet {
+                edge_set: *edge_set,
+                node: (*node).to_owned(),
+                change: (*change).clone(),
+            },
+            Call::Query { table, partition } => CallLog::Query {
+                table: (*table).to_owned(),
+                partition: (*partition).to_owned(),
+            },
         }
     }
 }
@@ -124,7 +137,13 @@ impl RandomFaults {
 
     /// Throttling, timeouts and unprocessed items at these rates; no refusals.
     pub fn transient(seed: u64, throttle: f64, timeout: f64, unprocessed: f64, max_consecutive: u32) -> RandomFaults {
-        RandomFaults { throttle, timeout, unprocessed, max_consecutive, ..RandomFaults::new(seed) }
+        RandomFaults {
+            throttle,
+            timeout,
+            unprocessed,
+            max_consecutive,
+            ..RandomFaults::new(seed)
+        }
     }
 }
 
@@ -177,8 +196,15 @@ impl Script for RandomFaults {
 pub enum CallLog {
     /// `(index, key, is_put)` per write.
     WriteRows(Vec<(usize, RowKey, bool)>),
-    UpdateSet { edge_set: usize, node: String, change: SetChange },
-    Query { table: String, partition: String },
+    UpdateSet {
+        edge_set: usize,
+        node: String,
+        change: SetChange,
+    },
+    Query {
+        table: String,
+        partition: String,
+    },
 }
 
 /// What the wrapper saw and did.
@@ -208,7 +234,11 @@ fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl<S: Store> FaultyStore<S> {
     pub fn new(inner: S, script: impl Script + 'static) -> FaultyStore<S> {
-        FaultyStore { inner, script: Mutex::new(Box::new(script)), log: Mutex::new(FaultLog::default()) }
+        FaultyStore {
+            inner,
+            script: Mutex::new(Box::new(script)),
+            log: Mutex::new(FaultLog::default()),
+        }
     }
 
     /// Replaces the script.
@@ -248,7 +278,9 @@ fn injected<T>(fault: &Fault) -> Option<Result<T, StoreError>> {
 
 fn timeout<T>(fault: &Fault, result: Result<T, StoreError>) -> Result<T, StoreError> {
     match (fault, result) {
-        (Fault::TimeoutAfter, Ok(_)) => Err(StoreError::Transient("injected timeout (the request landed)".to_owned())),
+        (Fault::TimeoutAfter, Ok(_)) => Err(StoreError::Transient(
+            "injected timeout (the request landed)".to_owned(),
+        )),
         (_, result) => result,
     }
 }
@@ -285,7 +317,11 @@ impl<S: Store> Store for FaultyStore<S> {
     }
 
     async fn update_set(&self, edge_set: usize, node: &str, change: SetChange) -> Result<SetOutcome, StoreError> {
-        let fault = self.decide(Call::UpdateSet { edge_set, node, change: &change });
+        let fault = self.decide(Call::UpdateSet {
+            edge_set,
+            node,
+            change: &change,
+        });
         if let Some(result) = injected(&fault) {
             return result;
         }

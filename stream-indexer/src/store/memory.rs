@@ -113,6 +113,8 @@ struct State {
     rows: BTreeMap<(usize, RowKey), Image>,
     stream: Option<Vec<StreamEntry>>,
     next_sequence: u128,
+    /// Each sequence number is the last plus `last >> shift` (at least 1).
+    sequence_growth: Option<u32>,
     requests: MemoryRequests,
 }
 
@@ -126,10 +128,19 @@ pub struct MemoryStore {
 /// DynamoDB uses.
 pub const FIRST_SEQUENCE_NUMBER: u128 = 100_000_000_000_000_000_000;
 
+/// Geometric growth stops at 38 digits (a `u128` holds 38 digits and some).
+const MAX_SEQUENCE_NUMBER: u128 = 99_999_999_999_999_999_999_999_999_999_999_999_999;
+
 impl MemoryStore {
     pub fn new(config: Arc<Config>) -> MemoryStore {
-        let state = State { next_sequence: FIRST_SEQUENCE_NUMBER, ..State::default() };
-        MemoryStore { config, state: Mutex::new(state) }
+        let state = State {
+            next_sequence: FIRST_SEQUENCE_NUMBER,
+            ..State::default()
+        };
+        MemoryStore {
+            config,
+            state: Mutex::new(state),
+        }
     }
 
     pub fn config(&self) -> &Arc<Config> {
@@ -157,6 +168,14 @@ impl MemoryStore {
         self.lock().next_sequence = next;
     }
 
+    /// Makes sequence numbers grow geometrically, each the last plus
+    /// `last >> shift` (so they gain a digit every `~2.3 · 2^shift` records,
+    /// up to 38 digits, then grow by 1): comparing them as strings would go
+    /// wrong. `None`: consecutive numbers.
+    pub fn grow_sequence_numbers(&self, shift: Option<u32>) {
+        self.lock().sequence_growth = shift;
+    }
+
     /// The recorded stream records not yet taken, oldest first.
     pub fn take_stream(&self) -> Vec<StreamEntry> {
         self.lock().stream.as_mut().map(std::mem::take).unwrap_or_default()
@@ -168,7 +187,9 @@ impl MemoryStore {
     }
 
     fn table(&self, name: &str) -> Result<&TableConfig, MemoryError> {
-        self.config.table(name).ok_or_else(|| MemoryError::UnknownTable(name.to_owned()))
+        self.config
+            .table(name)
+            .ok_or_else(|| MemoryError::UnknownTable(name.to_owned()))
     }
 
     /// The primary key of `item` (or of a key image) in `table`.
@@ -182,7 +203,11 @@ impl MemoryStore {
         let key = item_key(t, &item)?;
         let keys = key_image(t, &item);
         let mut state = self.lock();
-        let old = state.tables.entry(table.to_owned()).or_default().insert(key, item.clone());
+        let old = state
+            .tables
+            .entry(table.to_owned())
+            .or_default()
+            .insert(key, item.clone());
         if old.as_ref() != Some(&item) {
             state.record(table, keys, old.clone(), Some(item), Origin::User);
         }
@@ -206,18 +231,33 @@ impl MemoryStore {
     /// GetItem by key.
     pub fn get_item(&self, table: &str, key: &Image) -> Result<Option<Image>, MemoryError> {
         let item_key = self.item_key(table, key)?;
-        Ok(self.lock().tables.get(table).and_then(|items| items.get(&item_key)).cloned())
+        Ok(self
+            .lock()
+            .tables
+            .get(table)
+            .and_then(|items| items.get(&item_key))
+            .cloned())
     }
 
     /// Every item of a source table, in key order.
     pub fn items(&self, table: &str) -> Vec<Image> {
-        self.lock().tables.get(table).map(|items| items.values().cloned().collect()).unwrap_or_default()
+        self.lock()
+            .tables
+            .get(table)
+            .map(|items| items.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// The rows of one index, in key order: the key and the non-key attributes.
     pub fn rows(&self, index: usize) -> Vec<(RowKey, Image)> {
         let state = self.lock();
-        let from = (index, RowKey { partition: String::new(), sort: String::new() });
+        let from = (
+            index,
+            RowKey {
+                partition: String::new(),
+                sort: String::new(),
+            },
+        );
         state
             .rows
             .range(from..)
@@ -236,7 +276,12 @@ impl MemoryStore {
         };
         let state = self.lock();
         let mut out = BTreeMap::new();
-        for item in state.tables.get(&set.table).into_iter().flat_map(|items| items.values()) {
+        for item in state
+            .tables
+            .get(&set.table)
+            .into_iter()
+            .flat_map(|items| items.values())
+        {
             if let Ok(GraphItem::Node { id }) = edge::classify(set, table, item) {
                 let members = match item.get(&set.attribute) {
                     Some(Value::Ss(members)) => members.iter().cloned().collect(),
@@ -274,8 +319,15 @@ impl MemoryStore {
         let state = self.lock();
         let mut derived = Derived::default();
         for (i, index) in self.config.indexes.iter().enumerate() {
-            let Some(table) = self.config.table(&index.source.table) else { continue };
-            for item in state.tables.get(&table.name).into_iter().flat_map(|items| items.values()) {
+            let Some(table) = self.config.table(&index.source.table) else {
+                continue;
+            };
+            for item in state
+                .tables
+                .get(&table.name)
+                .into_iter()
+                .flat_map(|items| items.values())
+            {
                 let rows = index::rows(index, table, item).unwrap_or_default();
                 for key in rows.keys {
                     derived.rows.insert((i, key), rows.projection.clone());
@@ -283,14 +335,25 @@ impl MemoryStore {
             }
         }
         for (e, set) in self.config.edge_sets.iter().enumerate() {
-            let Some(table) = self.config.table(&set.table) else { continue };
-            let items: Vec<&Image> = state.tables.get(&set.table).into_iter().flat_map(|items| items.values()).collect();
+            let Some(table) = self.config.table(&set.table) else {
+                continue;
+            };
+            let items: Vec<&Image> = state
+                .tables
+                .get(&set.table)
+                .into_iter()
+                .flat_map(|items| items.values())
+                .collect();
             let mut sets: BTreeMap<String, NodeSet> = items
                 .iter()
                 .filter_map(|item| match edge::classify(set, table, item) {
-                    Ok(GraphItem::Node { id }) => {
-                        Some((id.to_owned(), NodeSet { members: BTreeSet::new(), complete: Some(true) }))
-                    }
+                    Ok(GraphItem::Node { id }) => Some((
+                        id.to_owned(),
+                        NodeSet {
+                            members: BTreeSet::new(),
+                            complete: Some(true),
+                        },
+                    )),
                     _ => None,
                 })
                 .collect();
@@ -322,7 +385,15 @@ impl State {
             (None, None) => return,
         };
         let sequence_number = self.next_sequence.to_string();
-        self.next_sequence += 1;
+        let step = self
+            .sequence_growth
+            .map_or(1, |shift| (self.next_sequence >> shift.min(127)).max(1));
+        let next = self.next_sequence.saturating_add(step);
+        self.next_sequence = if next > MAX_SEQUENCE_NUMBER {
+            self.next_sequence.saturating_add(1)
+        } else {
+            next
+        };
         let record = ChangeRecord {
             event_id: Some(format!("memory-{sequence_number}")),
             kind,
@@ -348,12 +419,17 @@ pub fn stream_arn(table: &str) -> String {
 
 fn item_key(table: &TableConfig, item: &Image) -> Result<ItemKey, MemoryError> {
     let part = |name: &String| {
-        item.get(name).and_then(KeyValue::from_value).ok_or_else(|| MemoryError::BadKey {
-            table: table.name.clone(),
-            attribute: name.clone(),
-        })
+        item.get(name)
+            .and_then(KeyValue::from_value)
+            .ok_or_else(|| MemoryError::BadKey {
+                table: table.name.clone(),
+                attribute: name.clone(),
+            })
     };
-    Ok(ItemKey { partition: part(&table.partition_key)?, sort: table.sort_key.as_ref().map(part).transpose()? })
+    Ok(ItemKey {
+        partition: part(&table.partition_key)?,
+        sort: table.sort_key.as_ref().map(part).transpose()?,
+    })
 }
 
 fn key_image(table: &TableConfig, item: &Image) -> Image {
@@ -401,7 +477,10 @@ impl Store for MemoryStore {
         let mut seen = BTreeSet::new();
         for write in &writes {
             if write.index >= self.config.indexes.len() {
-                return Err(StoreError::Deployment(format!("ResourceNotFoundException: no index table #{}", write.index)));
+                return Err(StoreError::Deployment(format!(
+                    "ResourceNotFoundException: no index table #{}",
+                    write.index
+                )));
             }
             check_row_key(&write.key)?;
             if !seen.insert((write.index, &write.key)) {
@@ -437,9 +516,14 @@ impl Store for MemoryStore {
         };
         let distinct: BTreeSet<&String> = members.iter().collect();
         if distinct.len() != members.len() {
-            return Err(StoreError::Refused("ValidationException: Input collection contains duplicates".to_owned()));
+            return Err(StoreError::Refused(
+                "ValidationException: Input collection contains duplicates".to_owned(),
+            ));
         }
-        let key = ItemKey { partition: KeyValue::S(node.to_owned()), sort: Some(KeyValue::S(node.to_owned())) };
+        let key = ItemKey {
+            partition: KeyValue::S(node.to_owned()),
+            sort: Some(KeyValue::S(node.to_owned())),
+        };
         let Some(item) = state.tables.get(&set.table).and_then(|items| items.get(&key)) else {
             // ConditionalCheckFailed: no node, nothing created.
             return Ok(SetOutcome::NodeMissing);
@@ -482,7 +566,10 @@ impl Store for MemoryStore {
         }
         if &new != item {
             let keys = key_image(table, &new);
-            let old = state.tables.get_mut(&set.table).and_then(|items| items.insert(key, new.clone()));
+            let old = state
+                .tables
+                .get_mut(&set.table)
+                .and_then(|items| items.insert(key, new.clone()));
             state.record(&set.table, keys, old, Some(new), Origin::Pipeline);
         }
         Ok(outcome)
@@ -492,13 +579,24 @@ impl Store for MemoryStore {
         let mut state = self.lock();
         state.requests.query_partition += 1;
         if self.config.table(table).is_none() {
-            return Err(StoreError::Deployment(format!("ResourceNotFoundException: table `{table}`")));
+            return Err(StoreError::Deployment(format!(
+                "ResourceNotFoundException: table `{table}`"
+            )));
         }
         let Some(items) = state.tables.get(table) else {
             return Ok(Vec::new());
         };
         let p = KeyValue::S(partition.to_owned());
-        Ok(items.range(ItemKey { partition: p.clone(), sort: None }..).take_while(|(k, _)| k.partition == p).map(|(_, item)| item.clone()).collect())
+        Ok(items
+            .range(
+                ItemKey {
+                    partition: p.clone(),
+                    sort: None,
+                }..,
+            )
+            .take_while(|(k, _)| k.partition == p)
+            .map(|(_, item)| item.clone())
+            .collect())
     }
 }
 
@@ -533,10 +631,16 @@ pub fn lambda_record(record: &ChangeRecord) -> serde_json::Value {
     out.insert("eventSource".into(), "aws:dynamodb".into());
     out.insert("awsRegion".into(), "local".into());
     if record.ttl_expiry {
-        out.insert("userIdentity".into(), serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"}));
+        out.insert(
+            "userIdentity".into(),
+            serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"}),
+        );
     }
     out.insert("dynamodb".into(), dynamodb.into());
-    let arn = record.source_arn.clone().or_else(|| record.table.as_deref().map(stream_arn));
+    let arn = record
+        .source_arn
+        .clone()
+        .or_else(|| record.table.as_deref().map(stream_arn));
     if let Some(arn) = arn {
         out.insert("eventSourceARN".into(), arn.into());
     }
@@ -568,11 +672,18 @@ mod tests {
     }
 
     fn edge(node: &str, target: &str, role: &str) -> Image {
-        Image::from([("source".to_owned(), s(node)), ("target".to_owned(), s(target)), ("gsi0".to_owned(), s(role))])
+        Image::from([
+            ("source".to_owned(), s(node)),
+            ("target".to_owned(), s(target)),
+            ("gsi0".to_owned(), s(role)),
+        ])
     }
 
     fn block<F: std::future::Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread().build().expect("runtime").block_on(f)
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(f)
     }
 
     #[test]
@@ -591,19 +702,42 @@ mod tests {
         store.put_item("records", node("GOAL-1")).expect("put");
         store.record_stream(true);
         // marker only
-        assert_eq!(block(store.update_set(0, "GOAL-1", SetChange::Add(vec![]))), Ok(SetOutcome::Applied));
+        assert_eq!(
+            block(store.update_set(0, "GOAL-1", SetChange::Add(vec![]))),
+            Ok(SetOutcome::Applied)
+        );
         let sets = store.node_sets(0);
-        assert_eq!(sets["GOAL-1"], NodeSet { members: BTreeSet::new(), complete: Some(true) });
-        assert_eq!(block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["a".into(), "b".into()]))), Ok(SetOutcome::Applied));
-        assert_eq!(block(store.update_set(0, "GOAL-1", SetChange::Remove(vec!["a".into(), "b".into()]))), Ok(SetOutcome::Applied));
+        assert_eq!(
+            sets["GOAL-1"],
+            NodeSet {
+                members: BTreeSet::new(),
+                complete: Some(true)
+            }
+        );
+        assert_eq!(
+            block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["a".into(), "b".into()]))),
+            Ok(SetOutcome::Applied)
+        );
+        assert_eq!(
+            block(store.update_set(0, "GOAL-1", SetChange::Remove(vec!["a".into(), "b".into()]))),
+            Ok(SetOutcome::Applied)
+        );
         let item = store.get_item("records", &node("GOAL-1")).expect("key").expect("item");
-        assert!(!item.contains_key("edges"), "an empty set removes the attribute: {item:?}");
+        assert!(
+            !item.contains_key("edges"),
+            "an empty set removes the attribute: {item:?}"
+        );
         assert_eq!(item.get("edgesComplete"), Some(&Value::Bool(true)));
         // three changes: marker, add, remove; a no-op emits nothing
-        assert_eq!(block(store.update_set(0, "GOAL-1", SetChange::Remove(vec!["zz".into()]))), Ok(SetOutcome::Applied));
+        assert_eq!(
+            block(store.update_set(0, "GOAL-1", SetChange::Remove(vec!["zz".into()]))),
+            Ok(SetOutcome::Applied)
+        );
         let stream = store.take_stream();
         assert_eq!(stream.len(), 3);
-        assert!(stream.iter().all(|e| e.origin == Origin::Pipeline && e.record.kind == EventKind::Modify));
+        assert!(stream
+            .iter()
+            .all(|e| e.origin == Origin::Pipeline && e.record.kind == EventKind::Modify));
         // duplicates are refused, as DynamoDB does
         let dup = block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["a".into(), "a".into()])));
         assert!(matches!(dup, Err(StoreError::Refused(_))));
@@ -615,7 +749,8 @@ mod tests {
         config.edge_sets[0].max_members = 2;
         let store = MemoryStore::new(Arc::new(config));
         store.put_item("records", node("N")).expect("put");
-        let add = |m: &[&str]| block(store.update_set(0, "N", SetChange::Add(m.iter().map(|s| s.to_string()).collect())));
+        let add =
+            |m: &[&str]| block(store.update_set(0, "N", SetChange::Add(m.iter().map(|s| s.to_string()).collect())));
         assert_eq!(add(&["a", "b"]), Ok(SetOutcome::Applied));
         // re-adding present members is not growth
         assert_eq!(add(&["a", "b"]), Ok(SetOutcome::Applied));
@@ -624,29 +759,62 @@ mod tests {
         assert_eq!(sets["N"].members.len(), 2);
         assert_eq!(sets["N"].complete, Some(false));
         // the flag stays false
-        assert_eq!(block(store.update_set(0, "N", SetChange::Remove(vec!["a".into()]))), Ok(SetOutcome::Applied));
+        assert_eq!(
+            block(store.update_set(0, "N", SetChange::Remove(vec!["a".into()]))),
+            Ok(SetOutcome::Applied)
+        );
         assert_eq!(store.node_sets(0)["N"].complete, Some(false));
     }
 
     #[test]
     fn rows_checks_and_queries() {
         let store = store();
-        let key = |p: &str, s: &str| RowKey { partition: p.into(), sort: s.into() };
-        let put = |k: RowKey| RowWrite { index: 0, key: k, put: Some(Image::new()) };
-        assert_eq!(block(store.write_rows(vec![put(key("a", "1")), put(key("b", "1"))])), Ok(vec![]));
-        assert!(matches!(block(store.write_rows(vec![put(key("a", "1")), put(key("a", "1"))])), Err(StoreError::Refused(_))));
-        assert!(matches!(block(store.write_rows(vec![put(key("a", &"x".repeat(1025)))])), Err(StoreError::Refused(_))));
-        assert!(matches!(block(store.write_rows((0..26).map(|i| put(key("a", &i.to_string()))).collect())), Err(StoreError::Refused(_))));
+        let key = |p: &str, s: &str| RowKey {
+            partition: p.into(),
+            sort: s.into(),
+        };
+        let put = |k: RowKey| RowWrite {
+            index: 0,
+            key: k,
+            put: Some(Image::new()),
+        };
+        assert_eq!(
+            block(store.write_rows(vec![put(key("a", "1")), put(key("b", "1"))])),
+            Ok(vec![])
+        );
         assert!(matches!(
-            block(store.write_rows(vec![RowWrite { index: 9, key: key("a", "1"), put: None }])),
+            block(store.write_rows(vec![put(key("a", "1")), put(key("a", "1"))])),
+            Err(StoreError::Refused(_))
+        ));
+        assert!(matches!(
+            block(store.write_rows(vec![put(key("a", &"x".repeat(1025)))])),
+            Err(StoreError::Refused(_))
+        ));
+        assert!(matches!(
+            block(store.write_rows((0..26).map(|i| put(key("a", &i.to_string()))).collect())),
+            Err(StoreError::Refused(_))
+        ));
+        assert!(matches!(
+            block(store.write_rows(vec![RowWrite {
+                index: 9,
+                key: key("a", "1"),
+                put: None
+            }])),
             Err(StoreError::Deployment(_))
         ));
         assert_eq!(store.rows(0).len(), 2);
         store.put_item("records", node("N")).expect("put");
-        store.put_item("records", edge("N", "GOALMEMBERSHIP-U", "1")).expect("put");
-        store.put_item("records", edge("M", "GOALMEMBERSHIP-U", "1")).expect("put");
+        store
+            .put_item("records", edge("N", "GOALMEMBERSHIP-U", "1"))
+            .expect("put");
+        store
+            .put_item("records", edge("M", "GOALMEMBERSHIP-U", "1"))
+            .expect("put");
         assert_eq!(block(store.query_partition("records", "N")).map(|v| v.len()), Ok(2));
-        assert!(matches!(block(store.query_partition("nope", "N")), Err(StoreError::Deployment(_))));
+        assert!(matches!(
+            block(store.query_partition("nope", "N")),
+            Err(StoreError::Deployment(_))
+        ));
     }
 
     #[test]
@@ -655,7 +823,9 @@ mod tests {
         store.record_stream(true);
         store.set_next_sequence_number(99);
         store.put_item("records", node("N")).expect("put");
-        store.put_item("records", edge("N", "GOALMEMBERSHIP-U", "1")).expect("put");
+        store
+            .put_item("records", edge("N", "GOALMEMBERSHIP-U", "1"))
+            .expect("put");
         store.delete_item("records", &node("N")).expect("delete");
         let entries = store.take_stream();
         let payload = lambda_event(entries.iter().map(|e| &e.record));

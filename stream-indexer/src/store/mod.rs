@@ -105,5 +105,9 @@ pub trait Store: Send + Sync {
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send;
 
     /// Every item of one partition of a source table (a Query, all pages).
-    fn query_partition(&self, table: &str, partition: &str) -> impl Future<Output = Result<Vec<Image>, StoreError>> + Send;
+    fn query_partition(
+        &self,
+        table: &str,
+        partition: &str,
+    ) -> impl Future<Output = Result<Vec<Image>, StoreError>> + Send;
 }
