@@ -13,6 +13,7 @@
 pub mod config;
 pub mod edge;
 pub mod index;
+pub mod metrics;
 pub mod plan;
 pub mod record;
 pub mod sortkey;

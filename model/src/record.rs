@@ -27,6 +27,15 @@
 //! sequence number, else `eventID`, else position), the image and the
 //! attribute name, and say what is wrong, never what the value was.
 //!
+//! Normalisation: `table` comes from `eventSourceARN` (so `GetRecords` and
+//! most JSON Lines records have none); an image the event kind does not have
+//! (an INSERT's `OldImage`, a REMOVE's `NewImage`) is dropped; every image
+//! must agree with `Keys` on the key attributes; `N`/`NS` text must be a
+//! decimal number (it is kept as sent). `ApproximateCreationDateTime` may be
+//! epoch seconds as a number (integer, fraction or exponent form) or a string,
+//! or an RFC 3339 string with an offset (what the AWS CLI v2 prints); digits
+//! past nanoseconds are truncated.
+//!
 //! With the `lambda-events` feature, a record already deserialized by
 //! `aws_lambda_events` converts with `ChangeRecord::try_from`. That path is
 //! secondary and lossy: aws_lambda_events 1.2.1 mis-reads a fractional
@@ -139,7 +148,7 @@ impl fmt::Display for ViewType {
 }
 
 /// One stream record as received: its raw JSON, and what it parsed to.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Received {
     /// The record's JSON text exactly as delivered (for the quarantine).
     pub raw: Box<RawValue>,

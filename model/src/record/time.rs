@@ -119,7 +119,7 @@ fn decimal(text: &str) -> Result<CreationTime, &'static str> {
     let point = i64::try_from(int.len())
         .unwrap_or(i64::MAX)
         .saturating_sub(i64::try_from(lead).unwrap_or(0))
-        + exp;
+        .saturating_add(exp);
     if point > 19 {
         return Err("too large");
     }
