@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 use model::config::Config;
-use model::record::{self, ChangeRecord, ParseError, Received};
+use model::record::{self, ChangeRecord, CreationTime, ParseError, Received};
 use model::{Plan, Planner, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -100,6 +100,8 @@ pub struct BatchStats {
     pub quarantine_requests: usize,
     /// Groups stopped by a failure.
     pub failed_groups: usize,
+    /// The oldest `ApproximateCreationDateTime` in the batch, for iterator age.
+    pub oldest_created: Option<CreationTime>,
 }
 
 impl BatchStats {
@@ -342,6 +344,9 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                     });
                 }
                 Ok(record) => {
+                    if let Some(created) = record.created {
+                        stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
+                    }
                     let plan = planner.plan(&record);
                     for mutation in &plan.mutations {
                         stats.planned.count(mutation);

@@ -8,9 +8,12 @@
 //!   coalescing, retries, failure accounting).
 //! - [`batch`]: one invocation's records: grouping, concurrency, quarantine,
 //!   the `batchItemFailures` response.
+//! - [`lambda`]: the Lambda function; [`metrics`]: its EMF figures.
 
 pub mod apply;
 pub mod batch;
+pub mod lambda;
+pub mod metrics;
 pub mod quarantine;
 pub mod store;
 

@@ -984,6 +984,24 @@ fn other_record_errors() {
     let lines = parse_json_lines(&format!("{batch}\n")).expect("lines");
     assert!(err(&lines[0].1).to_string().contains("whole batch"));
 
+    // JSON that only the second pass rejects (a lone surrogate in a string).
+    let text = base_record()
+        .to_string()
+        .replace(r#"{"N":"18"}"#, r#"{"S":"a\ud800b"}"#);
+    let raw: Box<RawValue> = serde_json::from_str(&text).expect("json");
+    let received = parse_record(&raw);
+    assert!(
+        matches!(
+            err(&received),
+            RecordError::Malformed {
+                record: RecordId::Sequence(_),
+                ..
+            }
+        ),
+        "{:?}",
+        received.record
+    );
+
     // Nesting deeper than serde_json's limit: an error, not a crash.
     let deep = format!("{}{{\"S\":\"x\"}}{}", "{\"L\":[".repeat(300), "]}".repeat(300));
     let text = base_record().to_string().replace(r#"{"N":"18"}"#, &deep);
