@@ -16,6 +16,8 @@ pub mod lambda;
 pub mod metrics;
 pub mod quarantine;
 pub mod store;
+#[cfg(any(test, feature = "testing"))]
+pub mod workload;
 
 pub use apply::Backoff;
 pub use batch::{BatchError, BatchOutcome, BatchResponse, BatchStats, Indexer, Options};

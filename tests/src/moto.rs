@@ -560,3 +560,96 @@ pub fn wire_value(value: &StreamValue) -> Result<Json> {
         other => bail!("attribute value of an unknown type: {other:?}"),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn plain_http_posts_reach_moto() {
+        let Ok(endpoint) = std::env::var(ENDPOINT_VAR) else {
+            eprintln!("SKIPPED plain_http_posts_reach_moto: {ENDPOINT_VAR} is not set");
+            return;
+        };
+        // Seeding moto's random ids is harmless to the tests running alongside (a reset is not).
+        post(&endpoint, "/moto-api/seed?a=42").unwrap();
+        assert!(post(&endpoint, "/moto-api/no-such-thing").is_err());
+        assert!(post("https://example.invalid", "/").is_err());
+    }
+
+    #[test]
+    fn prefixes_are_unique_valid_table_names() {
+        let a = unique_prefix("a test/with spaces");
+        let b = unique_prefix("a test/with spaces");
+        assert_ne!(a, b);
+        assert!(a.starts_with("a-test-with-spaces-"), "{a}");
+        assert!(
+            a.bytes().all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(&c)),
+            "{a}"
+        );
+        let config = model::config::parse(model::config::EXAMPLE_CONFIG, "streamdex.example.toml").unwrap();
+        let renamed = prefixed(&config, "p-");
+        assert!(renamed.tables.iter().all(|t| t.name.starts_with("p-")));
+        assert_eq!(renamed.edge_sets[0].table, "p-records");
+        assert_eq!(renamed.indexes[0].source.table, "p-issues");
+        assert_eq!(renamed.indexes[0].table, "p-IssueAttribIndex");
+    }
+
+    #[test]
+    fn records_serialize_to_stream_wire_json() {
+        use aws_sdk_dynamodbstreams::primitives::{Blob, DateTime};
+        use aws_sdk_dynamodbstreams::types::{OperationType, StreamRecord as Sr, StreamViewType as Svt};
+        let image = HashMap::from([
+            ("source".to_owned(), StreamValue::S("GOAL-1".into())),
+            (
+                "n".to_owned(),
+                StreamValue::N("12345678901234567890.123456789012345678".into()),
+            ),
+            ("b".to_owned(), StreamValue::B(Blob::new(vec![0, 255]))),
+            (
+                "l".to_owned(),
+                StreamValue::L(vec![StreamValue::Null(true), StreamValue::Bool(false)]),
+            ),
+        ]);
+        let record = Record::builder()
+            .event_id("e1")
+            .event_name(OperationType::Insert)
+            .dynamodb(
+                Sr::builder()
+                    .approximate_creation_date_time(DateTime::from_secs_and_nanos(1763733010, 482_913_000))
+                    .set_keys(Some(HashMap::from([(
+                        "source".to_owned(),
+                        StreamValue::S("GOAL-1".into()),
+                    )])))
+                    .set_new_image(Some(image))
+                    .sequence_number("100")
+                    .size_bytes(42)
+                    .stream_view_type(Svt::NewAndOldImages)
+                    .build(),
+            )
+            .build();
+        let arn = "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/2026";
+        let wire = wire_record(&record, arn).unwrap();
+        assert!(
+            wire.json.contains("\"ApproximateCreationDateTime\":1763733010.482913,"),
+            "{}",
+            wire.json
+        );
+        let json: Json = serde_json::from_str(&wire.json).unwrap();
+        assert_eq!(json["eventSourceARN"], arn);
+        assert_eq!(
+            json["dynamodb"]["NewImage"]["n"]["N"],
+            "12345678901234567890.123456789012345678"
+        );
+        assert_eq!(json["dynamodb"]["NewImage"]["b"]["B"], "AP8=");
+        assert_eq!(json["dynamodb"]["NewImage"]["l"]["L"][0]["NULL"], true);
+        assert_eq!(json["dynamodb"]["SequenceNumber"], "100");
+        let parsed = model::record::parse_batch(&lambda_event(&[wire])).unwrap();
+        let change = parsed[0].record.as_ref().unwrap();
+        assert_eq!(change.table.as_deref(), Some("t"));
+        assert_eq!(
+            change.created.map(|c| (c.seconds, c.nanos)),
+            Some((1763733010, 482_913_000))
+        );
+    }
+}

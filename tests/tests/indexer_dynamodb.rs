@@ -193,7 +193,10 @@ async fn verify(moto: &Moto, config: &Config) -> Result<()> {
             &set.complete_attribute,
         ];
         for (id, item) in &nodes {
-            ensure!(item.keys().any(|name| !owned.contains(&name)), "edge set #{e}: ghost node {id}: {item:?}");
+            ensure!(
+                item.keys().any(|name| !owned.contains(&name)),
+                "edge set #{e}: ghost node {id}: {item:?}"
+            );
             let actual: BTreeSet<String> = match item.get(&set.attribute) {
                 None => BTreeSet::new(),
                 Some(Value::Ss(members)) => members.iter().cloned().collect(),
@@ -217,7 +220,9 @@ async fn verify(moto: &Moto, config: &Config) -> Result<()> {
         let mut expected: BTreeMap<RowKey, Image> = BTreeMap::new();
         for item in moto.scan(&index.source.table).await? {
             // An item that cannot be indexed (a quarantined record) has no rows.
-            let Ok(rows) = index::rows(index, table, &item) else { continue };
+            let Ok(rows) = index::rows(index, table, &item) else {
+                continue;
+            };
             for key in rows.keys {
                 expected.insert(key, rows.projection.clone());
             }

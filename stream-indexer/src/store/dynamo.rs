@@ -650,7 +650,8 @@ mod tests {
             .endpoint_url("http://127.0.0.1:1")
             .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled());
         if credentials {
-            config = config.credentials_provider(aws_sdk_dynamodb::config::Credentials::new("a", "b", None, None, "test"));
+            config =
+                config.credentials_provider(aws_sdk_dynamodb::config::Credentials::new("a", "b", None, None, "test"));
         }
         Client::from_conf(config.build())
     }
@@ -663,17 +664,42 @@ mod tests {
     #[tokio::test]
     async fn real_sdk_failures_are_classified() {
         // No credentials at all: the SDK fails before sending anything.
-        let e = example_store(false).query_partition("records", "GOAL-1").await.unwrap_err();
-        assert!(matches!(&e, StoreError::Deployment(m) if m.contains("Query on table `records`")), "{e:?}");
+        let e = example_store(false)
+            .query_partition("records", "GOAL-1")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, StoreError::Deployment(m) if m.contains("Query on table `records`")),
+            "{e:?}"
+        );
         // Nobody listening: the request is not delivered, which is worth retrying.
-        let e = example_store(true).update_set(0, "GOAL-1", SetChange::Add(vec!["m".into()])).await.unwrap_err();
-        assert!(matches!(&e, StoreError::Transient(m) if m.contains("UpdateItem on table `records`")), "{e:?}");
+        let e = example_store(true)
+            .update_set(0, "GOAL-1", SetChange::Add(vec!["m".into()]))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, StoreError::Transient(m) if m.contains("UpdateItem on table `records`")),
+            "{e:?}"
+        );
         // Requests that never need the network.
         let store = example_store(true);
         assert_eq!(store.write_rows(Vec::new()).await, Ok(Vec::new()));
-        let unknown = RowWrite { index: 7, key: RowKey { partition: "p".into(), sort: "s".into() }, put: None };
-        assert!(matches!(store.write_rows(vec![unknown]).await, Err(StoreError::Refused(_))));
-        assert!(matches!(store.query_partition("nope", "x").await, Err(StoreError::Deployment(_))));
+        let unknown = RowWrite {
+            index: 7,
+            key: RowKey {
+                partition: "p".into(),
+                sort: "s".into(),
+            },
+            put: None,
+        };
+        assert!(matches!(
+            store.write_rows(vec![unknown]).await,
+            Err(StoreError::Refused(_))
+        ));
+        assert!(matches!(
+            store.query_partition("nope", "x").await,
+            Err(StoreError::Deployment(_))
+        ));
     }
 
     #[test]

@@ -1,0 +1,142 @@
+//! Figures for a batch at Lambda's 6 MB payload limit, printed, not asserted:
+//!
+//! - handling time and peak RSS in a fresh process (payload, parse, plan and
+//!   apply against a store that only counts requests, as DynamoDB would be
+//!   remote), median of several runs;
+//! - DynamoDB requests per batch against the minimum (index writes / 25, plus
+//!   one call per touched node), on the in-memory store holding the table.
+//!
+//! Run: `cargo run --release -p stream-indexer --features testing --example batch_figures`
+//! (`... -- generate FILE` writes the payload; `... -- measure FILE` handles it once.)
+
+use std::collections::BTreeSet;
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use model::config::{self, EXAMPLE_CONFIG};
+use model::record::parse_batch;
+use model::{Image, Mutation, Planner};
+use stream_indexer::store::{RowWrite, SetChange, SetOutcome, Store, StoreError};
+use stream_indexer::workload::example_payload_of_size;
+use stream_indexer::{Indexer, MemoryQuarantine, Options};
+
+const RUNS: usize = 7;
+const SIX_MB: usize = 6 * 1024 * 1024;
+
+/// A store that answers every request at once, as if DynamoDB were remote.
+struct CountingStore;
+
+impl Store for CountingStore {
+    async fn write_rows(&self, _writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn update_set(&self, _e: usize, _node: &str, _change: SetChange) -> Result<SetOutcome, StoreError> {
+        Ok(SetOutcome::Applied)
+    }
+    async fn query_partition(&self, _table: &str, _partition: &str) -> Result<Vec<Image>, StoreError> {
+        Ok(Vec::new())
+    }
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn config() -> Arc<model::Config> {
+    Arc::new(config::parse(EXAMPLE_CONFIG, "streamdex.example.toml").expect("example config"))
+}
+
+/// Child: handle the payload in FILE once; print "ms rss_kib".
+fn measure(path: &str) {
+    let payload = std::fs::read(path).expect("payload file");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let indexer = Indexer::new(config(), CountingStore, MemoryQuarantine::default(), Options::default());
+    let started = Instant::now();
+    let outcome = runtime.block_on(indexer.handle(&payload)).expect("handled");
+    drop(outcome);
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    println!("{ms:.2} {}", peak_rss_kib());
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, mode, path] = args.as_slice() {
+        match mode.as_str() {
+            "measure" => return measure(path),
+            "generate" => {
+                let (_, payload, _) = example_payload_of_size(config(), SIX_MB, 7);
+                return std::fs::write(path, payload).expect("write payload");
+            }
+            _ => {}
+        }
+    }
+    let config = config();
+    let (store, payload, records) = example_payload_of_size(config.clone(), SIX_MB, 7);
+    let path = std::env::temp_dir().join(format!("streamdex-batch-{}.json", std::process::id()));
+    std::fs::write(&path, &payload).expect("write payload");
+    println!("payload: {records} records, {:.2} MB", payload.len() as f64 / 1e6);
+
+    let (mut times, mut rss) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .args(["measure", &path.to_string_lossy()])
+            .output()
+            .expect("child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut it = text.split_whitespace();
+        times.push(it.next().and_then(|t| t.parse().ok()).unwrap_or(f64::NAN));
+        rss.push(it.next().and_then(|t| t.parse::<f64>().ok()).unwrap_or(f64::NAN) / 1024.0);
+    }
+    let _ = std::fs::remove_file(&path);
+    println!(
+        "handle 6 MB batch (parse + plan + apply, counting store): median {:.1} ms over {RUNS} processes ({:.0} records/s); peak RSS median {:.1} MB",
+        median(times.clone()),
+        records as f64 / (median(times) / 1000.0),
+        median(rss)
+    );
+
+    // Requests against the minimum, on the in-memory store that holds the table.
+    let planner = Planner::new(&config);
+    let (mut writes, mut nodes, mut restores) = (0usize, BTreeSet::new(), 0usize);
+    for received in parse_batch(&payload).expect("payload") {
+        let Ok(record) = received.record else { continue };
+        for m in planner.plan(&record).mutations {
+            match m {
+                Mutation::PutRow { .. } | Mutation::DeleteRow { .. } => writes += 1,
+                Mutation::AddMember { edge_set, node, .. } | Mutation::RemoveMember { edge_set, node, .. } => {
+                    nodes.insert((edge_set, node));
+                }
+                Mutation::RestoreSet { edge_set, node } => {
+                    restores += 1;
+                    nodes.insert((edge_set, node));
+                }
+            }
+        }
+    }
+    let minimum = writes.div_ceil(25) + nodes.len();
+    let indexer = Indexer::new(config, store, MemoryQuarantine::default(), Options::default());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let outcome = runtime.block_on(indexer.handle(&payload)).expect("handled");
+    let r = &outcome.stats.requests;
+    println!(
+        "requests: {} (BatchWriteItem {}, UpdateItem {}, Query {}); minimum {minimum} ({writes} index writes / 25 + {} touched nodes); ratio {:.2} ({:.2} counting each restore's Query as necessary: {restores} restores)",
+        r.total(),
+        r.write_rows,
+        r.update_set,
+        r.query_partition,
+        nodes.len(),
+        r.total() as f64 / minimum as f64,
+        r.total() as f64 / (minimum + restores) as f64,
+    );
+}
