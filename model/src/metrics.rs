@@ -45,7 +45,12 @@ pub struct Emf {
 impl Emf {
     /// A line for `function`'s metrics in `namespace`, at `timestamp_ms` (epoch milliseconds).
     pub fn new(namespace: &str, function: &str, timestamp_ms: u64) -> Emf {
-        Emf { namespace: namespace.to_owned(), function: function.to_owned(), timestamp_ms, metrics: Vec::new() }
+        Emf {
+            namespace: namespace.to_owned(),
+            function: function.to_owned(),
+            timestamp_ms,
+            metrics: Vec::new(),
+        }
     }
 
     /// Adds a metric. A name given twice keeps the last value.
@@ -57,8 +62,11 @@ impl Emf {
 
     /// The JSON line (no trailing newline).
     pub fn to_line(&self) -> String {
-        let definitions: Vec<Json> =
-            self.metrics.iter().map(|(name, unit, _)| json!({"Name": name, "Unit": unit.as_str()})).collect();
+        let definitions: Vec<Json> = self
+            .metrics
+            .iter()
+            .map(|(name, unit, _)| json!({"Name": name, "Unit": unit.as_str()}))
+            .collect();
         let mut root = Map::new();
         root.insert(
             "_aws".to_owned(),
@@ -97,7 +105,12 @@ mod tests {
         let cw = &parsed["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(cw["Namespace"], "streamdex");
         assert_eq!(cw["Dimensions"], json!([["Function"]]));
-        let names: Vec<&str> = cw["Metrics"].as_array().into_iter().flatten().filter_map(|m| m["Name"].as_str()).collect();
+        let names: Vec<&str> = cw["Metrics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["Name"].as_str())
+            .collect();
         assert_eq!(names, ["Records", "BatchDuration"]);
         assert_eq!(parsed["_aws"]["Timestamp"], 42);
     }

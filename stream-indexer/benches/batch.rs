@@ -14,7 +14,10 @@ use stream_indexer::{Indexer, MemoryQuarantine, Options};
 
 fn bench(c: &mut Criterion) {
     let config = Arc::new(config::parse(EXAMPLE_CONFIG, "streamdex.example.toml").expect("example config"));
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let mut group = c.benchmark_group("indexer");
     group.sample_size(20);
 

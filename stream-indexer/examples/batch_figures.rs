@@ -44,7 +44,11 @@ impl Store for CountingStore {
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -55,7 +59,10 @@ fn config() -> Arc<model::Config> {
 /// Child: handle the payload in FILE once; print "ms rss_kib".
 fn measure(path: &str) {
     let payload = std::fs::read(path).expect("payload file");
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let indexer = Indexer::new(config(), CountingStore, MemoryQuarantine::default(), Options::default());
     let started = Instant::now();
     let outcome = runtime.block_on(indexer.handle(&payload)).expect("handled");
@@ -126,7 +133,10 @@ fn main() {
     }
     let minimum = writes.div_ceil(25) + nodes.len();
     let indexer = Indexer::new(config, store, MemoryQuarantine::default(), Options::default());
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let outcome = runtime.block_on(indexer.handle(&payload)).expect("handled");
     let r = &outcome.stats.requests;
     println!(

@@ -4,12 +4,18 @@
 //!
 //! 1. Every record is parsed ([`model::record::parse_batch`]) and planned.
 //! 2. Records are grouped by (table, partition key value). A group keeps
-//!    stream order; groups run concurrently, at most
-//!    [`Options::concurrency`] at a time. Every mutation's target belongs to
-//!    exactly one partition key, so groups never touch the same item.
-//! 3. Each group's plans are carried out by [`apply::apply_group`]. A
-//!    `Transient` error that outlives its retries, or a `Deployment` error,
-//!    stops the group at the lowest record whose mutations are not all done.
+//!    stream order. Every mutation's target belongs to exactly one partition
+//!    key, so groups never touch the same item (nor the same index row).
+//! 3. The plans of the whole batch are carried out by [`apply::apply_batch`]:
+//!    the index row writes of all groups share BatchWriteItem calls, filled in
+//!    batch order; each group's edge-set changes go through its own lane.
+//!    Row calls, and set lanes, are each in flight at most
+//!    [`Options::concurrency`] at a time. A group stops at its first record
+//!    whose mutations are not all done (a request that failed for good
+//!    after its retries, or a `Deployment` error, left one undone): when a
+//!    row call shared by several groups fails, every record with a write in
+//!    it is unfinished, and each of their groups stops at its first
+//!    unfinished record.
 //! 4. Poison (a record that can never succeed: a [`model::record::RecordError`],
 //!    plan problems, a mutation the store refused) is quarantined with its raw
 //!    JSON, reason and sequence number, after its plan's other mutations are
@@ -17,8 +23,9 @@
 //!    failure is not quarantined now: it will be redelivered.
 //! 5. The batch's failure ([`BatchOutcome::failed`]) is the lowest failed
 //!    sequence number (compared as numbers) over all groups and quarantine
-//!    failures. Lambda retries from it, including later records that
-//!    succeeded: harmless, as every mutation is idempotent.
+//!    failures: the lowest record not fully applied, every record before it
+//!    being fully applied. Lambda retries from it, including later records
+//!    that succeeded: harmless, as every mutation is idempotent.
 //!
 //! A quarantine failure counts as a failure of its records (never dropped).
 //! A record without a usable sequence number can only be quarantined; if
@@ -31,14 +38,13 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::stream::{self, StreamExt};
 use model::config::Config;
 use model::record::{self, ChangeRecord, CreationTime, ParseError, Received};
 use model::{Plan, Planner, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::apply::{self, ApplyStats, Backoff, MutationCounts, Op, RequestCounts};
+use crate::apply::{self, Applied, ApplyStats, Backoff, MutationCounts, Op, RequestCounts};
 use crate::quarantine::{Quarantine, QuarantineEntry};
 use crate::store::{Store, StoreError};
 
@@ -48,7 +54,9 @@ pub const CONSUMER: &str = "stream-indexer";
 /// How an [`Indexer`] works.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
-    /// Groups in flight at once (at least 1).
+    /// Requests in flight at once, per kind (at least 1): BatchWriteItem
+    /// calls, and set lanes (one per partition-key group with edge-set
+    /// changes, each sending one request at a time).
     pub concurrency: usize,
     pub backoff: Backoff,
     /// The `consumer` of quarantine entries.
@@ -269,12 +277,6 @@ struct Poison {
     raw: Box<RawValue>,
 }
 
-struct GroupOutcome {
-    stats: ApplyStats,
-    poison: Vec<Poison>,
-    failure: Option<Failure>,
-}
-
 /// The stream indexer: plans each record and carries the plans out against
 /// a [`Store`], quarantining poison into a [`Quarantine`].
 pub struct Indexer<S: Store, Q: Quarantine> {
@@ -323,7 +325,9 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             records: records.len(),
             ..BatchStats::default()
         };
-        let mut groups: Vec<Vec<Entry>> = Vec::new();
+        // Parsed records in batch order; groups hold their positions in `entries`.
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
         let mut group_of: HashMap<GroupKey, usize> = HashMap::new();
         let mut poison = Vec::new();
         for (position, received) in records.into_iter().enumerate() {
@@ -356,7 +360,8 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                         groups.push(Vec::new());
                         groups.len() - 1
                     });
-                    groups[at].push(Entry {
+                    groups[at].push(entries.len());
+                    entries.push(Entry {
                         position,
                         sequence_number: record.sequence_number,
                         table,
@@ -368,24 +373,38 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         }
         stats.groups = groups.len();
 
+        let ops = groups
+            .iter()
+            .map(|group| {
+                group
+                    .iter()
+                    .flat_map(|&record| {
+                        let mutations = std::mem::take(&mut entries[record].plan.mutations);
+                        mutations.into_iter().map(move |mutation| Op { record, mutation })
+                    })
+                    .collect()
+            })
+            .collect();
         let concurrency = self.options.concurrency.max(1);
-        let outcomes: Vec<GroupOutcome> = stream::iter(groups)
-            .map(|group| self.run_group(group))
-            .buffer_unordered(concurrency)
-            .collect()
-            .await;
+        let applied = apply::apply_batch(&self.store, &self.config, &self.options.backoff, concurrency, ops).await;
+        stats.add_apply(&applied.stats);
 
         let mut failed = None;
         let mut failures = Vec::new();
-        for outcome in outcomes {
-            stats.add_apply(&outcome.stats);
-            if let Some(failure) = outcome.failure {
-                stats.failed_groups += 1;
-                failed = lowest(failed, failure.sequence_number.clone());
-                failures.push(failure);
+        // Per entry: whether its group stopped at or before it.
+        let mut stopped = vec![false; entries.len()];
+        for group in &groups {
+            let Some(failure) = group_failure(&entries, &applied, group) else {
+                continue;
+            };
+            for &record in group.iter().skip_while(|&&r| r != failure.0) {
+                stopped[record] = true;
             }
-            poison.extend(outcome.poison);
+            stats.failed_groups += 1;
+            failed = lowest(failed, failure.1.sequence_number.clone());
+            failures.push(failure.1);
         }
+        poison.extend(record_poison(entries, &stopped, applied));
 
         // Poison at or after the failure is redelivered: quarantine it then.
         poison.retain(|p| match (&p.sequence_number, &failed) {
@@ -448,57 +467,50 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             failures,
         }
     }
+}
 
-    /// Carries out one group's plans, then says what to quarantine and where it stopped.
-    async fn run_group(&self, mut entries: Vec<Entry>) -> GroupOutcome {
-        let mut ops = Vec::new();
-        for (record, entry) in entries.iter_mut().enumerate() {
-            ops.extend(
-                std::mem::take(&mut entry.plan.mutations)
-                    .into_iter()
-                    .map(|mutation| Op { record, mutation }),
-            );
+/// Where a group stopped, if it did: its first record not fully applied
+/// (every record of the group before it is), as a position in `entries`
+/// and a [`Failure`].
+fn group_failure(entries: &[Entry], applied: &Applied, group: &[usize]) -> Option<(usize, Failure)> {
+    let stopped = applied.first_unfinished(group.iter().copied())?;
+    let entry = entries.get(stopped.record)?;
+    let failure = Failure {
+        sequence_number: entry.sequence_number.clone(),
+        kind: match stopped.error {
+            StoreError::Deployment(_) => FailureKind::Deployment,
+            StoreError::Transient(_) | StoreError::Refused(_) => FailureKind::Transient,
+        },
+        reason: stopped.error.to_string(),
+    };
+    Some((stopped.record, failure))
+}
+
+/// The poison among the records (plan problems and refused mutations), but
+/// for records at or after where their group stopped: those are redelivered.
+fn record_poison(entries: Vec<Entry>, stopped: &[bool], applied: Applied) -> Vec<Poison> {
+    let mut refusals: HashMap<usize, Vec<String>> = HashMap::new();
+    for refusal in applied.refused {
+        refusals.entry(refusal.record).or_default().push(refusal.reason);
+    }
+    let mut poison = Vec::new();
+    for (i, entry) in entries.into_iter().enumerate() {
+        if stopped.get(i).copied().unwrap_or(true) {
+            continue;
         }
-        let result = apply::apply_group(&self.store, &self.config, &self.options.backoff, ops).await;
-        let end = result
-            .stopped
-            .as_ref()
-            .map_or(entries.len(), |s| s.record.min(entries.len()));
-        let failure = result.stopped.map(|stopped| {
-            let at = entries.get(stopped.record).or(entries.first());
-            Failure {
-                sequence_number: at.map(|e| e.sequence_number.clone()).unwrap_or_default(),
-                kind: match stopped.error {
-                    StoreError::Deployment(_) => FailureKind::Deployment,
-                    StoreError::Transient(_) | StoreError::Refused(_) => FailureKind::Transient,
-                },
-                reason: stopped.error.to_string(),
-            }
-        });
-        let mut refusals: HashMap<usize, Vec<String>> = HashMap::new();
-        for refusal in result.refused {
-            refusals.entry(refusal.record).or_default().push(refusal.reason);
-        }
-        let mut poison = Vec::new();
-        for (i, entry) in entries.into_iter().enumerate().take(end) {
-            let mut reasons: Vec<String> = entry.plan.problems.iter().map(ToString::to_string).collect();
-            reasons.extend(refusals.remove(&i).unwrap_or_default());
-            if !reasons.is_empty() {
-                poison.push(Poison {
-                    position: entry.position,
-                    reason: format!("record {}: {}", entry.sequence_number, reasons.join("; ")),
-                    sequence_number: Some(entry.sequence_number),
-                    table: entry.table,
-                    raw: entry.raw,
-                });
-            }
-        }
-        GroupOutcome {
-            stats: result.stats,
-            poison,
-            failure,
+        let mut reasons: Vec<String> = entry.plan.problems.iter().map(ToString::to_string).collect();
+        reasons.extend(refusals.remove(&i).unwrap_or_default());
+        if !reasons.is_empty() {
+            poison.push(Poison {
+                position: entry.position,
+                reason: format!("record {}: {}", entry.sequence_number, reasons.join("; ")),
+                sequence_number: Some(entry.sequence_number),
+                table: entry.table,
+                raw: entry.raw,
+            });
         }
     }
+    poison
 }
 
 #[cfg(test)]

@@ -22,8 +22,10 @@ use lambda_runtime::{service_fn, LambdaEvent};
 use model::config::{self, Config};
 use serde_json::value::RawValue;
 
-use crate::quarantine::{sqs::SqsQuarantine, Quarantine};
-use crate::store::{dynamo::DynamoStore, Store};
+use crate::quarantine::sqs::{sqs_client, SqsQuarantine};
+use crate::quarantine::Quarantine;
+use crate::store::dynamo::{dynamodb_client, DynamoStore};
+use crate::store::Store;
 use crate::{metrics, BatchOutcome, Indexer, Options};
 
 pub const ENV_CONFIG: &str = "STREAMDEX_CONFIG";
@@ -47,7 +49,9 @@ pub enum SetupError {
 pub fn config_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, config::ConfigError> {
     match get(ENV_CONFIG) {
         Some(text) => config::parse(&text, ENV_CONFIG),
-        None => config::load(std::path::Path::new(&get(ENV_CONFIG_PATH).unwrap_or_else(|| DEFAULT_CONFIG_PATH.to_owned()))),
+        None => config::load(std::path::Path::new(
+            &get(ENV_CONFIG_PATH).unwrap_or_else(|| DEFAULT_CONFIG_PATH.to_owned()),
+        )),
     }
 }
 
@@ -88,8 +92,10 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
     let options = options_from_env(env)?;
     let queue_url = env(ENV_QUARANTINE_URL).ok_or(SetupError::NoQuarantine)?;
     let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&aws), config.clone());
-    let quarantine = SqsQuarantine::new(aws_sdk_sqs::Client::new(&aws), queue_url);
+    // DynamoDB without SDK retries (the executor owns them), SQS with them
+    // (nothing retries the quarantine above the SDK); both with timeouts.
+    let store = DynamoStore::new(dynamodb_client(&aws), config.clone());
+    let quarantine = SqsQuarantine::new(sqs_client(&aws), queue_url);
     let indexer = Indexer::new(config, store, quarantine, options);
     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| crate::batch::CONSUMER.to_owned());
     lambda_runtime::run(service_fn(|event: LambdaEvent<Box<RawValue>>| {
@@ -108,8 +114,13 @@ pub async fn invoke<S: Store, Q: Quarantine>(
 ) -> Result<DynamoDbEventResponse, lambda_runtime::Error> {
     let started = Instant::now();
     let outcome = indexer.handle(payload).await?;
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
-    println!("{}", metrics::batch_line(function, &outcome.stats, started.elapsed(), now_ms));
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+    println!(
+        "{}",
+        metrics::batch_line(function, &outcome.stats, started.elapsed(), now_ms)
+    );
     log(&outcome);
     Ok(response(&outcome))
 }
@@ -148,6 +159,10 @@ mod tests {
     use super::*;
     use crate::{MemoryQuarantine, MemoryStore};
     use std::collections::HashMap;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
@@ -160,24 +175,170 @@ mod tests {
         let err = config_from_env(env(&[(ENV_CONFIG_PATH, "/nonexistent/streamdex.toml")])).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/streamdex.toml"), "{err}");
         let err = config_from_env(env(&[(ENV_CONFIG, "[table.x]\npartition_key = 1\n")])).unwrap_err();
-        assert!(err.to_string().contains(ENV_CONFIG), "names where the config came from: {err}");
+        assert!(
+            err.to_string().contains(ENV_CONFIG),
+            "names where the config came from: {err}"
+        );
     }
 
     #[test]
     fn concurrency_is_checked() {
-        assert_eq!(options_from_env(env(&[(ENV_CONCURRENCY, "4")])).map(|o| o.concurrency).ok(), Some(4));
-        assert!(matches!(options_from_env(env(&[(ENV_CONCURRENCY, "0")])), Err(SetupError::Concurrency(_))));
-        assert!(matches!(options_from_env(env(&[(ENV_CONCURRENCY, "many")])), Err(SetupError::Concurrency(_))));
+        assert_eq!(
+            options_from_env(env(&[(ENV_CONCURRENCY, "4")]))
+                .map(|o| o.concurrency)
+                .ok(),
+            Some(4)
+        );
+        assert!(matches!(
+            options_from_env(env(&[(ENV_CONCURRENCY, "0")])),
+            Err(SetupError::Concurrency(_))
+        ));
+        assert!(matches!(
+            options_from_env(env(&[(ENV_CONCURRENCY, "many")])),
+            Err(SetupError::Concurrency(_))
+        ));
     }
 
     #[tokio::test]
     async fn an_invocation_answers_with_batch_item_failures() {
         let config = Arc::new(config::parse(config::EXAMPLE_CONFIG, "example").expect("example"));
-        let indexer = Indexer::new(config.clone(), MemoryStore::new(config), MemoryQuarantine::default(), Options::default());
+        let indexer = Indexer::new(
+            config.clone(),
+            MemoryStore::new(config),
+            MemoryQuarantine::default(),
+            Options::default(),
+        );
         let ok = invoke(&indexer, "f", br#"{"Records": []}"#).await.expect("empty batch");
         assert!(ok.batch_item_failures.is_empty());
-        assert!(invoke(&indexer, "f", b"not json").await.is_err(), "an unusable payload fails the invocation");
+        assert!(
+            invoke(&indexer, "f", b"not json").await.is_err(),
+            "an unusable payload fails the invocation"
+        );
         let json = serde_json::to_value(&ok).expect("serializes");
         assert_eq!(json, serde_json::json!({"batchItemFailures": []}));
+    }
+
+    /// A loopback HTTP server that counts the requests it reads and answers
+    /// each with a 500 (or, when `hang`, never answers).
+    fn fake_aws(hang: bool) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let count = Arc::new(AtomicUsize::new(0));
+        let counter = count.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let counter = counter.clone();
+                std::thread::spawn(move || serve(stream, &counter, hang));
+            }
+        });
+        (url, count)
+    }
+
+    fn serve(mut stream: TcpStream, count: &AtomicUsize, hang: bool) {
+        let Ok(read) = stream.try_clone() else { return };
+        let mut reader = BufReader::new(read);
+        loop {
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_err() {
+                return;
+            }
+            count.fetch_add(1, Ordering::SeqCst);
+            if hang {
+                std::thread::sleep(Duration::from_secs(30));
+                return;
+            }
+            let body = r#"{"__type":"InternalServerError","message":"boom"}"#;
+            let response = format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if stream.write_all(response.as_bytes()).is_err() {
+                return;
+            }
+        }
+    }
+
+    async fn shared_config(endpoint: &str) -> aws_config::SdkConfig {
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("a", "b", None, None, "test"))
+            // What the shared config holds by default, whatever AWS_MAX_ATTEMPTS says here.
+            .retry_config(aws_config::retry::RetryConfig::standard())
+            .load()
+            .await
+    }
+
+    fn example() -> Arc<Config> {
+        Arc::new(config::parse(config::EXAMPLE_CONFIG, "example").expect("example"))
+    }
+
+    #[tokio::test]
+    async fn dynamodb_failures_reach_the_executor_after_one_request() {
+        let (url, count) = fake_aws(false);
+        let store = DynamoStore::new(dynamodb_client(&shared_config(&url).await), example());
+        let e = store
+            .update_set(0, "GOAL-1", crate::store::SetChange::Add(vec!["m".into()]))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, crate::store::StoreError::Transient(m) if m.contains("InternalServerError")),
+            "{e:?}"
+        );
+        assert_eq!(
+            count.load(Ordering::SeqCst),
+            1,
+            "the SDK retried underneath the executor"
+        );
+        assert!(store.query_partition("records", "GOAL-1").await.is_err());
+        assert_eq!(count.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_hung_dynamodb_request_times_out_as_transient() {
+        let (url, count) = fake_aws(true);
+        let store = DynamoStore::new(dynamodb_client(&shared_config(&url).await), example());
+        let started = Instant::now();
+        let e = store.query_partition("records", "GOAL-1").await.unwrap_err();
+        let waited = started.elapsed();
+        assert!(
+            matches!(&e, crate::store::StoreError::Transient(m) if m.contains("timed out")),
+            "{e:?}"
+        );
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        let limit = crate::store::dynamo::ATTEMPT_TIMEOUT;
+        assert!(waited >= limit && waited < limit * 2, "waited {waited:?}");
+    }
+
+    #[tokio::test]
+    async fn the_quarantine_keeps_the_sdk_retries() {
+        let (url, count) = fake_aws(false);
+        let quarantine = SqsQuarantine::new(sqs_client(&shared_config(&url).await), format!("{url}/123456789012/q"));
+        let entry = crate::quarantine::QuarantineEntry {
+            consumer: "stream-indexer".to_owned(),
+            sequence_number: Some("1".to_owned()),
+            table: Some("records".to_owned()),
+            reason: "test".to_owned(),
+            raw: "{}".to_owned(),
+        };
+        assert!(quarantine.put(vec![entry]).await.is_err());
+        assert_eq!(count.load(Ordering::SeqCst), 3, "standard retries: 3 attempts");
     }
 }

@@ -36,7 +36,11 @@ pub fn batch_line(function: &str, stats: &BatchStats, duration: Duration, now_ms
         .metric("NodesFlagged", Unit::Count, count(stats.flagged))
         .metric("Quarantined", Unit::Count, count(stats.quarantined))
         .metric("FailedGroups", Unit::Count, count(stats.failed_groups))
-        .metric("BatchDuration", Unit::Milliseconds, u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
+        .metric(
+            "BatchDuration",
+            Unit::Milliseconds,
+            u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+        );
     if let Some(oldest) = stats.oldest_created {
         emf = emf.metric("IteratorAge", Unit::Milliseconds, iterator_age_ms(oldest, now_ms));
     }
@@ -49,14 +53,25 @@ mod tests {
 
     #[test]
     fn iterator_age_counts_from_the_oldest_record() {
-        let oldest = CreationTime { seconds: 1_763_719_200, nanos: 500_000_000 };
+        let oldest = CreationTime {
+            seconds: 1_763_719_200,
+            nanos: 500_000_000,
+        };
         assert_eq!(iterator_age_ms(oldest, 1_763_719_200_500 + 2_000), 2_000);
-        assert_eq!(iterator_age_ms(oldest, 0), 0, "a clock behind the record gives zero, not a wrap");
+        assert_eq!(
+            iterator_age_ms(oldest, 0),
+            0,
+            "a clock behind the record gives zero, not a wrap"
+        );
     }
 
     #[test]
     fn a_batch_line_carries_the_figures() {
-        let mut stats = BatchStats { records: 7, quarantined: 1, ..BatchStats::default() };
+        let mut stats = BatchStats {
+            records: 7,
+            quarantined: 1,
+            ..BatchStats::default()
+        };
         stats.applied.put_row = 3;
         stats.oldest_created = Some(CreationTime { seconds: 10, nanos: 0 });
         let line = batch_line("stream-indexer", &stats, Duration::from_millis(12), 15_000);

@@ -29,7 +29,14 @@ const STATES: [&str; 3] = ["open", "in-progress", "closed"];
 pub fn write_history(store: &MemoryStore, records: usize, seed: u64) {
     let mut rng = fastrand::Rng::with_seed(seed);
     let uuid = |rng: &mut fastrand::Rng| {
-        format!("{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}", rng.u32(..), rng.u16(..), rng.u16(..0xfff), rng.u16(..0xfff), rng.u64(..1 << 48))
+        format!(
+            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+            rng.u32(..),
+            rng.u16(..),
+            rng.u16(..0xfff),
+            rng.u16(..0xfff),
+            rng.u64(..1 << 48)
+        )
     };
     let nodes: Vec<String> = (0..records.div_ceil(20).max(4))
         .map(|i| match i % 3 {
@@ -39,7 +46,9 @@ pub fn write_history(store: &MemoryStore, records: usize, seed: u64) {
         })
         .collect();
     let users: Vec<String> = (0..50).map(|_| uuid(&mut rng)).collect();
-    let issues: Vec<String> = (0..records.div_ceil(10).max(2)).map(|i| format!("issue-{i:05x}")).collect();
+    let issues: Vec<String> = (0..records.div_ceil(10).max(2))
+        .map(|i| format!("issue-{i:05x}"))
+        .collect();
     let mut edges: Vec<(String, String)> = Vec::new();
     let mut layers: Vec<String> = Vec::new();
     let field_value = |rng: &mut fastrand::Rng, i: u32| match i % 4 {
@@ -67,13 +76,21 @@ pub fn write_history(store: &MemoryStore, records: usize, seed: u64) {
             // a node appears or is updated
             0..=7 => {
                 let node = &nodes[rng.usize(..nodes.len())];
-                let item = image(vec![("source", s(node)), ("target", s(node)), ("name", s(format!("Node {}", rng.u16(..))))]);
+                let item = image(vec![
+                    ("source", s(node)),
+                    ("target", s(node)),
+                    ("name", s(format!("Node {}", rng.u16(..)))),
+                ]);
                 store.put_item("records", item).is_ok()
             }
             // a membership edge is added
             8..=34 => {
                 let node = nodes[rng.usize(..nodes.len())].clone();
-                let kind = if node.starts_with("TEAM") { "TEAMMEMBERSHIP" } else { "GOALMEMBERSHIP" };
+                let kind = if node.starts_with("TEAM") {
+                    "TEAMMEMBERSHIP"
+                } else {
+                    "GOALMEMBERSHIP"
+                };
                 let target = format!("{kind}-USER-{}", users[rng.usize(..users.len())]);
                 let role = ROLES[rng.usize(..ROLES.len())];
                 let item = image(vec![
@@ -103,7 +120,9 @@ pub fn write_history(store: &MemoryStore, records: usize, seed: u64) {
             // an edge is deleted
             50..=55 if !edges.is_empty() => {
                 let (node, target) = edges.swap_remove(rng.usize(..edges.len()));
-                store.delete_item("records", &image(vec![("source", s(node)), ("target", s(target))])).is_ok()
+                store
+                    .delete_item("records", &image(vec![("source", s(node)), ("target", s(target))]))
+                    .is_ok()
             }
             // an issue is created
             56..=65 => {
@@ -134,14 +153,19 @@ pub fn write_history(store: &MemoryStore, records: usize, seed: u64) {
                     let item = image(vec![
                         ("pk", s(&name)),
                         ("sk", s("lyrVrsn#v1")),
-                        ("arn", s(format!("arn:aws:lambda:eu-west-1:123456789012:layer:{}:1", &name[4..]))),
+                        (
+                            "arn",
+                            s(format!("arn:aws:lambda:eu-west-1:123456789012:layer:{}:1", &name[4..])),
+                        ),
                         ("ttl", Value::N("1763722740".into())),
                     ]);
                     layers.push(name);
                     store.put_item("layers", item).is_ok()
                 } else {
                     let name = layers.swap_remove(rng.usize(..layers.len()));
-                    store.delete_item("layers", &image(vec![("pk", s(name)), ("sk", s("lyrVrsn#v1"))])).is_ok()
+                    store
+                        .delete_item("layers", &image(vec![("pk", s(name)), ("sk", s("lyrVrsn#v1"))]))
+                        .is_ok()
                 }
             }
         };
@@ -156,7 +180,10 @@ pub fn example_batches(config: Arc<Config>, records: usize, batch: usize, seed: 
     write_history(&store, records, seed);
     let stream: Vec<_> = store.take_stream().into_iter().map(|e| e.record).collect();
     store.record_stream(false);
-    let batches = stream.chunks(batch.max(1)).map(|chunk| lambda_event(chunk.iter())).collect();
+    let batches = stream
+        .chunks(batch.max(1))
+        .map(|chunk| lambda_event(chunk.iter()))
+        .collect();
     (store, batches)
 }
 

@@ -678,6 +678,165 @@ async fn update_set_flags_a_node_past_max_members() -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_set_counts_the_union_against_max_members() -> Result<()> {
+    let Some(moto) = Moto::connect("update_set_counts_the_union_against_max_members").await else {
+        return Ok(());
+    };
+    let mut config = prefixed(&example_config(), &unique_prefix("union"));
+    config.edge_sets[0].max_members = 3;
+    moto.create_tables(&config).await?;
+    let config = Arc::new(config);
+    let t = Tables::of(&config);
+    let store = DynamoStore::new(moto.dynamodb.clone(), config.clone());
+    let strings = |v: &[&str]| v.iter().map(|m| (*m).to_owned()).collect::<Vec<_>>();
+    let set = |v: &[&str]| v.iter().map(|m| (*m).to_owned()).collect::<BTreeSet<_>>();
+    let put = |id: &'static str, members: &[&str], marker: Option<bool>| {
+        let mut extra = vec![("name", s("x")), ("edges", Value::Ss(strings(members)))];
+        if let Some(marker) = marker {
+            extra.push(("edgesComplete", Value::Bool(marker)));
+        }
+        let item = node(id, &extra);
+        let (moto, table) = (&moto, &t.records);
+        async move { moto.put(table, &item).await }
+    };
+    let state = |id: &'static str| {
+        let (moto, table) = (&moto, &t.records);
+        async move {
+            let item = moto
+                .get(table, &record_key(id, id))
+                .await?
+                .ok_or_else(|| anyhow!("node {id} gone"))?;
+            let members: BTreeSet<String> = match item.get("edges") {
+                Some(Value::Ss(m)) => m.iter().cloned().collect(),
+                _ => BTreeSet::new(),
+            };
+            Ok::<_, anyhow::Error>((members, item.get("edgesComplete").cloned()))
+        }
+    };
+    let add = |id: &'static str, members: &[&str]| store.update_set(0, id, SetChange::Add(strings(members)));
+    put("FULL-1", &["a", "b", "c"], Some(true)).await?;
+    put("FULL-2", &["a", "b", "c"], None).await?;
+    put("ALMOST-1", &["a", "b"], Some(true)).await?;
+    put("ALMOST-2", &["a", "b"], Some(true)).await?;
+    let mut reader = StreamReader::open(&moto, &t.records).await?;
+    ensure!(reader.read_new(&moto).await?.len() == 4);
+
+    // A node at exactly max_members, a replayed ADD of members it holds:
+    // applied, not flagged, and nothing written (moto would emit a MODIFY
+    // even for a no-op update).
+    for replay in [&["a", "b", "c"][..], &["c", "a"], &["b"]] {
+        let outcome = add("FULL-1", replay).await?;
+        ensure!(outcome == SetOutcome::Applied, "replay {replay:?}: {outcome:?}");
+    }
+    ensure!(state("FULL-1").await? == (set(&["a", "b", "c"]), Some(Value::Bool(true))));
+    let written = reader.read_new(&moto).await?;
+    ensure!(written.is_empty(), "a replay wrote {} time(s)", written.len());
+
+    // The same without the marker: the marker alone is written.
+    ensure!(add("FULL-2", &["a", "b", "c"]).await? == SetOutcome::Applied);
+    ensure!(state("FULL-2").await? == (set(&["a", "b", "c"]), Some(Value::Bool(true))));
+    ensure!(reader.read_new(&moto).await?.len() == 1, "one write: the marker");
+
+    // max - 1 members: 1 new + k existing fits, with one write (the fast path's
+    // condition fails, the ADD of the missing member succeeds).
+    ensure!(add("ALMOST-1", &["a", "z", "b"]).await? == SetOutcome::Applied);
+    ensure!(state("ALMOST-1").await? == (set(&["a", "b", "z"]), Some(Value::Bool(true))));
+    ensure!(
+        reader.read_new(&moto).await?.len() == 1,
+        "one write: the missing member"
+    );
+
+    // 2 new: flagged, the set untouched; a replay then writes nothing and the flag stays.
+    ensure!(add("ALMOST-2", &["d", "e"]).await? == SetOutcome::Flagged);
+    ensure!(add("ALMOST-2", &["a", "d", "e"]).await? == SetOutcome::Flagged);
+    ensure!(state("ALMOST-2").await? == (set(&["a", "b"]), Some(Value::Bool(false))));
+    ensure!(reader.read_new(&moto).await?.len() == 2, "two writes: the flags");
+    ensure!(add("ALMOST-2", &["b", "a"]).await? == SetOutcome::Applied);
+    ensure!(state("ALMOST-2").await? == (set(&["a", "b"]), Some(Value::Bool(false))));
+    ensure!(reader.read_new(&moto).await?.is_empty());
+
+    // One new past a full set is flagged.
+    ensure!(add("FULL-1", &["a", "d"]).await? == SetOutcome::Flagged);
+    ensure!(state("FULL-1").await? == (set(&["a", "b", "c"]), Some(Value::Bool(false))));
+
+    // A missing node, whatever the ADD, is never created.
+    ensure!(add("GONE", &["a"]).await? == SetOutcome::NodeMissing);
+    ensure!(add("GONE", &["a", "b", "c"]).await? == SetOutcome::NodeMissing);
+    ensure!(moto.scan(&t.records).await?.len() == 4, "a ghost node was created");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_adds_never_pass_max_members() -> Result<()> {
+    let Some(moto) = Moto::connect("concurrent_adds_never_pass_max_members").await else {
+        return Ok(());
+    };
+    let mut config = prefixed(&example_config(), &unique_prefix("race"));
+    config.edge_sets[0].max_members = 4;
+    moto.create_tables(&config).await?;
+    let config = Arc::new(config);
+    let t = Tables::of(&config);
+    let store = DynamoStore::new(moto.dynamodb.clone(), config.clone());
+    let pairs = [
+        ["a", "c"],
+        ["b", "d"],
+        ["a", "e"],
+        ["c", "d"],
+        ["f", "a"],
+        ["b", "c"],
+        ["g", "h"],
+        ["d", "e"],
+    ];
+    for round in 0..3 {
+        let id = format!("RACE-{round}");
+        let edges = Value::Ss(vec!["a".to_owned(), "b".to_owned()]);
+        moto.put(&t.records, &node(&id, &[("name", s("x")), ("edges", edges)]))
+            .await?;
+        let tasks: Vec<_> = pairs
+            .iter()
+            .map(|pair| {
+                let (store, id) = (store.clone(), id.clone());
+                let members: Vec<String> = pair.iter().map(|m| (*m).to_owned()).collect();
+                tokio::spawn(async move {
+                    let outcome = store.update_set(0, &id, SetChange::Add(members.clone())).await;
+                    (members, outcome)
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for task in tasks {
+            let (members, outcome) = task.await?;
+            outcomes.push((members, outcome?));
+        }
+        let item = moto
+            .get(&t.records, &record_key(&id, &id))
+            .await?
+            .ok_or_else(|| anyhow!("{id} gone"))?;
+        let members: BTreeSet<String> = match item.get("edges") {
+            Some(Value::Ss(m)) => m.iter().cloned().collect(),
+            _ => BTreeSet::new(),
+        };
+        ensure!(
+            members.len() <= 4,
+            "{id}: {members:?} passed max_members ({outcomes:?})"
+        );
+        for (added, outcome) in &outcomes {
+            ensure!(
+                *outcome == SetOutcome::Flagged || added.iter().all(|m| members.contains(m)),
+                "{id}: {added:?} was {outcome:?} but is not in {members:?}"
+            );
+        }
+        let flagged = outcomes.iter().any(|(_, o)| *o == SetOutcome::Flagged);
+        ensure!(
+            flagged,
+            "{id}: 8 members into 4 places, yet nothing was flagged: {outcomes:?}"
+        );
+        ensure!(item.get("edgesComplete") == Some(&Value::Bool(false)), "{id}: {item:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
     let Some(moto) = Moto::connect("store_writes_rows_exactly_and_classifies_errors").await else {
         return Ok(());

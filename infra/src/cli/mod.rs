@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod config;
+pub mod exit;
+pub mod replay;
 pub mod sortkey;
 
 /// streamdex keeps edge sets, multikey index tables and EventBridge events in
@@ -29,6 +31,9 @@ pub enum Command {
     Config(config::ConfigArgs),
     /// Encode typed values into CSS1 composite sort strings, or decode them.
     Sortkey(sortkey::SortkeyArgs),
+    /// Replay recorded stream records through the indexer into the embedded
+    /// in-memory store, and show the resulting index rows and edge sets.
+    Replay(replay::ReplayArgs),
 }
 
 /// Runs a parsed command line.
@@ -36,5 +41,6 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Config(args) => config::run(&args),
         Command::Sortkey(args) => sortkey::run_stdio(&args),
+        Command::Replay(args) => replay::run(&args),
     }
 }

@@ -5,11 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use model::config::{self, Config};
+use model::index::RowKey;
 use model::{Image, Value};
 
+use super::sets::chunks;
 use super::*;
 use crate::store::faulty::{Call, CallLog, Fault, FaultyStore};
 use crate::store::memory::MemoryStore;
+use crate::store::SetChange;
 
 fn example() -> Arc<Config> {
     Arc::new(config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("valid"))
@@ -139,7 +142,7 @@ async fn row_writes_go_in_calls_of_at_most_25() {
 }
 
 #[tokio::test]
-async fn a_second_write_to_a_key_sends_the_pending_call_first() {
+async fn a_second_write_to_a_key_goes_in_a_later_call() {
     let (config, store) = store_with(no_faults());
     let ops = vec![put(0, "a"), put(0, "b"), delete(1, "a"), put(1, "c"), put(2, "a")];
     let result = run(&config, &store, Backoff::immediate(3), ops).await;
@@ -154,11 +157,12 @@ async fn a_second_write_to_a_key_sends_the_pending_call_first() {
         })
         .collect();
     let w = |p: &str, put: bool| (p.to_owned(), put);
+    // "c" has no earlier write: it joins the first call, which has room.
     assert_eq!(
         calls,
         vec![
-            vec![w("a", true), w("b", true)],
-            vec![w("a", false), w("c", true)],
+            vec![w("a", true), w("b", true), w("c", true)],
+            vec![w("a", false)],
             vec![w("a", true)]
         ]
     );
@@ -365,11 +369,14 @@ async fn a_transient_failure_stops_at_the_lowest_unfinished_record() {
     assert_eq!(store.inner().rows(0).len(), 2);
     assert!(store.inner().node_sets(0)["N"].members.is_empty());
 
-    // When the rows fail, the lowest record is 0.
+    // When the rows fail, the lowest record with a row write is where the
+    // group stops: the set change of record 0 went out all the same (rows
+    // and sets are sent side by side).
     let (config, store) = store_with(|call: &Call<'_>| match call {
         Call::WriteRows(_) => Fault::Throttle,
         _ => Fault::None,
     });
+    store.inner().put_item("records", node("N")).expect("put");
     let result = run(
         &config,
         &store,
@@ -377,11 +384,9 @@ async fn a_transient_failure_stops_at_the_lowest_unfinished_record() {
         vec![add(0, "M"), put(1, "a"), put(2, "b")],
     )
     .await;
-    assert_eq!(
-        result.stopped.map(|s| s.record),
-        Some(0),
-        "the set change of record 0 was never sent"
-    );
+    assert_eq!(result.stopped.map(|s| s.record), Some(1));
+    assert_eq!(store.inner().node_sets(0)["N"].members.len(), 1);
+    assert!(store.inner().rows(0).is_empty());
 }
 
 #[tokio::test]
@@ -448,11 +453,12 @@ async fn deployment_errors_stop_at_once() {
     )
     .await;
     let stopped = result.stopped.expect("stopped");
-    // Record 0's row write was still pending (rows go out in batches), so
-    // record 0 is the lowest whose mutations are not all applied.
-    assert_eq!(stopped.record, 0);
+    // The rows of records 0 and 2 went out (beside the sets): record 1, the
+    // restore, is the lowest whose mutations are not all applied.
+    assert_eq!(stopped.record, 1);
     assert!(matches!(stopped.error, StoreError::Deployment(_)));
     assert_eq!(result.stats.requests.query_partition, 1, "no retries");
+    assert_eq!(store.inner().rows(0).len(), 2);
 }
 
 #[tokio::test]

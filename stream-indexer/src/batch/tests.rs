@@ -518,13 +518,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn call_group(outage: &Outage, call: &Call<'_>) -> Option<GroupId> {
+/// The groups a call touches: a row call may hold writes of several groups.
+fn call_groups(outage: &Outage, call: &Call<'_>) -> Vec<GroupId> {
     match call {
         Call::WriteRows(writes) => writes
-            .first()
-            .and_then(|w| outage.rows.get(&(w.index, w.key.clone())).cloned()),
-        Call::UpdateSet { edge_set, node, .. } => Some((example_edge_table(*edge_set), (*node).to_owned())),
-        Call::Query { table, partition } => Some(((*table).to_owned(), (*partition).to_owned())),
+            .iter()
+            .filter_map(|w| outage.rows.get(&(w.index, w.key.clone())).cloned())
+            .collect(),
+        Call::UpdateSet { edge_set, node, .. } => vec![(example_edge_table(*edge_set), (*node).to_owned())],
+        Call::Query { table, partition } => vec![((*table).to_owned(), (*partition).to_owned())],
     }
 }
 
@@ -607,28 +609,67 @@ impl Harness {
             .map(|e| e.record.clone())
             .collect();
 
-        // The independent accounting: with the outage on, a down group fails
-        // at its first record that plans any mutation (every request of a down
-        // group fails); nothing else may fail (random faults never outlast
-        // the retries). The batch fails at the lowest of those.
+        // The independent accounting. With the outage on, every request
+        // touching a down group fails; nothing else may fail (random faults
+        // never outlast the retries). So, with the outage on:
+        // - a down group's set lane fails at its first request, which holds
+        //   the group's first record with an edge-set mutation;
+        // - the batch's index row writes are packed in batch order, each into
+        //   the earliest call that comes after every call holding an earlier
+        //   write to its key and has fewer than 25 writes; a call fails if it
+        //   holds a write of a down group, or if the last earlier call holding
+        //   one of its keys failed (then it is never sent); every record with
+        //   a write in a failed call is not fully applied, whatever its group.
+        // The batch fails at the lowest record not fully applied.
         let planner = Planner::new(&self.config);
         let expected = {
             let mut outage = lock(&self.outage);
             outage.active = self.invocations < self.outage_invocations;
-            let mut failing: HashMap<GroupId, u128> = HashMap::new();
+            let mut unfinished: Vec<u128> = Vec::new();
+            let mut lanes_failed: HashSet<GroupId> = HashSet::new();
+            // Per call: (key, record, whether the write's group is down).
+            let mut calls: Vec<Vec<((usize, RowKey), u128, bool)>> = Vec::new();
+            let mut last_call: HashMap<(usize, RowKey), usize> = HashMap::new();
             for record in &batch {
                 let group = group_of(&self.config, record);
-                let plan = planner.plan(record);
-                for m in &plan.mutations {
-                    if let Mutation::PutRow { index, key, .. } | Mutation::DeleteRow { index, key } = m {
-                        outage.rows.insert((*index, key.clone()), group.clone());
+                let down = outage.active && outage.down.contains(&group);
+                for m in planner.plan(record).mutations {
+                    match m {
+                        Mutation::PutRow { index, key, .. } | Mutation::DeleteRow { index, key } => {
+                            outage.rows.insert((index, key.clone()), group.clone());
+                            let floor = last_call.get(&(index, key.clone())).map_or(0, |c| c + 1);
+                            let at = match (floor..calls.len()).find(|&c| calls[c].len() < 25) {
+                                Some(at) => at,
+                                None => {
+                                    calls.push(Vec::new());
+                                    calls.len() - 1
+                                }
+                            };
+                            calls[at].push(((index, key.clone()), seq(record), down));
+                            last_call.insert((index, key), at);
+                        }
+                        _ => {
+                            if down && lanes_failed.insert(group.clone()) {
+                                unfinished.push(seq(record));
+                            }
+                        }
                     }
                 }
-                if outage.active && outage.down.contains(&group) && !plan.mutations.is_empty() {
-                    failing.entry(group).or_insert(seq(record));
+            }
+            // Whether the last call so far holding a key failed.
+            let mut key_failed: HashMap<&(usize, RowKey), bool> = HashMap::new();
+            for call in &calls {
+                let failed = call
+                    .iter()
+                    .any(|(key, _, down)| *down || key_failed.get(key).copied().unwrap_or(false));
+                for (key, record, _) in call {
+                    key_failed.insert(key, failed);
+                    if failed {
+                        unfinished.push(*record);
+                    }
                 }
             }
-            failing.into_values().min()
+            unfinished.into_iter().min()
         };
 
         let payload = lambda_event(batch.iter());
@@ -816,7 +857,7 @@ fn harness(setup: &Setup) -> Harness {
     let script = move |call: &Call<'_>| {
         {
             let outage = lock(&shared);
-            if outage.active && call_group(&outage, call).is_some_and(|g| outage.down.contains(&g)) {
+            if outage.active && call_groups(&outage, call).iter().any(|g| outage.down.contains(g)) {
                 return Fault::Throttle;
             }
         }

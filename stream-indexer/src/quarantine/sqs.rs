@@ -11,6 +11,11 @@
 //! message SQS does not accept (a failed batch entry, a refused call) makes
 //! `put` fail, so the records are retried rather than lost.
 
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+use aws_sdk_sqs::config::retry::RetryConfig;
+use aws_sdk_sqs::config::timeout::TimeoutConfig;
 use aws_sdk_sqs::error::DisplayErrorContext;
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use aws_sdk_sqs::Client;
@@ -23,6 +28,36 @@ pub const MAX_MESSAGE_BYTES: usize = 262_144;
 
 /// At most this many messages in one `SendMessageBatch`.
 pub const MAX_BATCH_ENTRIES: usize = 10;
+
+/// How long one SQS attempt may take (connection included in the SDK's own
+/// connect timeout). SQS answers a SendMessageBatch in milliseconds.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long one SQS call may take, its retries and their backoff included.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The SQS client of the quarantine.
+///
+/// Unlike DynamoDB's (`store::dynamo::dynamodb_client`), it keeps the SDK's
+/// retries (the standard strategy, 3 attempts, unless `sdk` says otherwise):
+/// nothing retries a failed quarantine above it; a failed `put` fails the
+/// batch, and Lambda then replays all of it. The timeouts turn a hung
+/// connection into an error within [`OPERATION_TIMEOUT`] instead of a Lambda
+/// stuck until its own timeout.
+pub fn sqs_client(sdk: &SdkConfig) -> Client {
+    let timeouts = TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        .operation_timeout(OPERATION_TIMEOUT)
+        .take_unset_from(sdk.timeout_config().map(TimeoutConfig::to_builder).unwrap_or_default())
+        .build();
+    let retries = sdk.retry_config().cloned().unwrap_or_else(RetryConfig::standard);
+    let config = aws_sdk_sqs::config::Builder::from(sdk)
+        .retry_config(retries)
+        .timeout_config(timeouts)
+        .build();
+    Client::from_conf(config)
+}
 
 /// The quarantine on an SQS queue.
 #[derive(Debug, Clone)]

@@ -5,9 +5,16 @@
 //! - [`Store::update_set`]: one conditional `UpdateItem` of the node (ADD or
 //!   DELETE of members, and the completeness marker set if absent), on
 //!   condition that the node exists, so a missing node is never created. An
-//!   ADD that would pass `max_members` (or the 400 KB item limit) flags the
-//!   node instead with a second conditional `UpdateItem`.
+//!   ADD is exact about `max_members` (|set ∪ members|, see
+//!   `DynamoStore::add`): a cheap size condition first, and only when it
+//!   fails, the union computed from the node that failed it (returned with
+//!   the error) and a second conditional `UpdateItem`: an ADD of the missing
+//!   members, the marker alone, or the flag when the union (or the 400 KB
+//!   item limit) would be passed.
 //! - [`Store::query_partition`]: a strongly consistent `Query`, every page.
+//!
+//! Build the client with [`dynamodb_client`]: no SDK retries under the
+//! executor's, and bounded timeouts.
 //!
 //! Values are converted between `model::Value` and the SDK's
 //! `AttributeValue` by hand: numbers stay their exact decimal text.
@@ -21,9 +28,15 @@
 use std::collections::{BTreeSet, HashMap};
 use std::error::Error as StdError;
 use std::sync::Arc;
+use std::time::Duration;
 
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeValue, DeleteRequest, PutRequest, ReturnValuesOnConditionCheckFailure, WriteRequest,
@@ -35,6 +48,55 @@ use model::{Config, Image, Value};
 
 use super::{RowWrite, SetChange, SetOutcome, Store, StoreError};
 
+/// How long establishing a connection to DynamoDB may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long one DynamoDB request may take, from sending to the whole answer.
+/// DynamoDB answers in milliseconds (a full BatchWriteItem in well under a
+/// second); an attempt past this is a hung connection, not a slow table.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The DynamoDB client of the indexer, and of any `streamdex` command that
+/// writes through a [`DynamoStore`] (so both behave alike).
+///
+/// - **No SDK retries.** The executor (`apply::Backoff`) owns retries, with
+///   exponential backoff and full jitter and a bounded number of attempts,
+///   and counts them. The SDK's standard strategy underneath would make
+///   up to 3 attempts of each executor attempt (8 × 3 requests for one
+///   throttled update, with both backoffs compounding past the Lambda's
+///   time budget), and throttling it absorbed would never reach the
+///   executor's accounting. With retries disabled every failed request comes
+///   back once, as a [`StoreError`], and the executor decides.
+/// - **Timeouts.** A connection that hangs would otherwise hold the batch
+///   until the Lambda times out. Here an attempt past [`ATTEMPT_TIMEOUT`]
+///   (or a connection past [`CONNECT_TIMEOUT`]) fails as the SDK's timeout
+///   error, which [`store_error`] makes [`StoreError::Transient`], and the
+///   executor retries it like a throttle.
+///
+/// Everything else (region, credentials, endpoint, a read timeout) comes
+/// from `sdk`; the timeouts above win over the ones `sdk` sets.
+pub fn dynamodb_client(sdk: &SdkConfig) -> Client {
+    let timeouts = TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        // One attempt per operation: the same bound, as a backstop.
+        .operation_timeout(ATTEMPT_TIMEOUT)
+        .take_unset_from(sdk.timeout_config().map(TimeoutConfig::to_builder).unwrap_or_default())
+        .build();
+    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(timeouts)
+        .build();
+    Client::from_conf(config)
+}
+
+/// The update clause that sets the completeness marker if it is absent.
+const SET_MARKER: &str = "SET #marker = if_not_exists(#marker, :true)";
+
+/// Conditional ADDs of an exact-union update ([`DynamoStore::update_set`])
+/// after the fast path, before giving up on a set other writers keep changing.
+pub const MAX_ADD_ROUNDS: usize = 4;
+
 /// The [`Store`] on DynamoDB (or anything that speaks its API).
 #[derive(Debug, Clone)]
 pub struct DynamoStore {
@@ -45,8 +107,9 @@ pub struct DynamoStore {
 impl DynamoStore {
     /// A store writing the index tables and edge sets of `config` through `client`.
     ///
-    /// The client's own retry policy applies to each request; the executor
-    /// retries [`StoreError::Transient`] failures and `UnprocessedItems` on top.
+    /// The executor retries [`StoreError::Transient`] failures and
+    /// `UnprocessedItems`; build `client` with [`dynamodb_client`] so that
+    /// the SDK does not retry underneath it.
     pub fn new(client: Client, config: Arc<Config>) -> DynamoStore {
         DynamoStore { client, config }
     }
@@ -90,6 +153,23 @@ impl DynamoStore {
         Ok((set, table, sort_key))
     }
 
+    /// An `UpdateItem` of the node at `key`, with the names and values every
+    /// set update uses (`#pk`, `#marker`, `:true`).
+    fn update(
+        &self,
+        set: &EdgeSetConfig,
+        table: &TableConfig,
+        key: HashMap<String, AttributeValue>,
+    ) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&set.table)
+            .set_key(Some(key))
+            .expression_attribute_names("#pk", &table.partition_key)
+            .expression_attribute_names("#marker", &set.complete_attribute)
+            .expression_attribute_values(":true", AttributeValue::Bool(true))
+    }
+
     /// `SET marker = :false` on an existing node.
     async fn flag(
         &self,
@@ -116,6 +196,112 @@ impl DynamoStore {
             }
             Err(e) => Err(store_error("UpdateItem", &set.table, e)),
         }
+    }
+
+    /// The marker only (`SET marker = if_not_exists(marker, true)`) on an existing node.
+    async fn mark(
+        &self,
+        set: &EdgeSetConfig,
+        table: &TableConfig,
+        key: HashMap<String, AttributeValue>,
+    ) -> Result<SetOutcome, StoreError> {
+        let result = self
+            .update(set, table, key)
+            .update_expression(SET_MARKER)
+            .condition_expression("attribute_exists(#pk)")
+            .send()
+            .await;
+        match attempt(&set.table, result)? {
+            Attempt::Written => Ok(SetOutcome::Applied),
+            Attempt::NodeMissing | Attempt::Conflict(_) => Ok(SetOutcome::NodeMissing),
+            Attempt::TooLarge => Err(StoreError::Refused(format!(
+                "UpdateItem on table `{}`: setting the marker was refused for the item's size",
+                set.table
+            ))),
+        }
+    }
+
+    /// An ADD of `members` (distinct, not empty), exact about `max_members`:
+    /// the node is flagged only when |set ∪ members| > `max_members`.
+    ///
+    /// The fast path is one `UpdateItem` conditioned on
+    /// `size(set) <= max_members - |members|`, which is enough when every
+    /// member is new. When that condition fails, the node as it was comes back
+    /// with the error (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), and
+    /// the union is computed from it ([`plan_add`]):
+    /// - all members already present: nothing to add (a replayed ADD, a
+    ///   restore of a built set); only the marker is set if it is absent;
+    /// - the union fits: an ADD of only the missing members, conditioned on the
+    ///   set's size being the one observed. That condition is enough for the
+    ///   bound even if another writer swapped members meanwhile: the set
+    ///   then still has `observed` members, and adding the `missing` ones
+    ///   makes at most `observed + |missing|` ≤ `max_members`. If the size
+    ///   changed, the node that failed the condition comes back and the plan
+    ///   is made again, at most [`MAX_ADD_ROUNDS`] times, then the request
+    ///   fails as [`StoreError::Transient`] (the executor retries it);
+    /// - the union does not fit: the node is flagged.
+    async fn add(
+        &self,
+        set: &EdgeSetConfig,
+        table: &TableConfig,
+        key: HashMap<String, AttributeValue>,
+        members: Vec<String>,
+    ) -> Result<SetOutcome, StoreError> {
+        if members.len() > set.max_members {
+            // Could never fit, even in an empty set.
+            return self.flag(set, table, key).await;
+        }
+        let limit = set.max_members - members.len();
+        let result = self
+            .update(set, table, key.clone())
+            .update_expression(format!("ADD #set :members {SET_MARKER}"))
+            .condition_expression("attribute_exists(#pk) AND (attribute_not_exists(#set) OR size(#set) <= :limit)")
+            .expression_attribute_names("#set", &set.attribute)
+            .expression_attribute_values(":members", AttributeValue::Ss(members.clone()))
+            .expression_attribute_values(":limit", AttributeValue::N(limit.to_string()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let mut old = match attempt(&set.table, result)? {
+            Attempt::Written => return Ok(SetOutcome::Applied),
+            Attempt::NodeMissing => return Ok(SetOutcome::NodeMissing),
+            Attempt::TooLarge => return self.flag(set, table, key).await,
+            Attempt::Conflict(old) => old,
+        };
+        for _ in 0..MAX_ADD_ROUNDS {
+            let current = set_members(&old, set)?;
+            let missing = match plan_add(current, &members, set.max_members) {
+                AddPlan::Overflow => return self.flag(set, table, key).await,
+                AddPlan::Present if old.contains_key(&set.complete_attribute) => return Ok(SetOutcome::Applied),
+                AddPlan::Present => return self.mark(set, table, key).await,
+                AddPlan::Missing(missing) => missing,
+            };
+            let mut request = self
+                .update(set, table, key.clone())
+                .update_expression(format!("ADD #set :members {SET_MARKER}"))
+                .expression_attribute_names("#set", &set.attribute)
+                .expression_attribute_values(":members", AttributeValue::Ss(missing))
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+            // DynamoDB never stores an empty set: no attribute is the empty set.
+            request = if current.is_empty() {
+                request.condition_expression("attribute_exists(#pk) AND attribute_not_exists(#set)")
+            } else {
+                request
+                    .condition_expression("attribute_exists(#pk) AND size(#set) = :observed")
+                    .expression_attribute_values(":observed", AttributeValue::N(current.len().to_string()))
+            };
+            old = match attempt(&set.table, request.send().await)? {
+                Attempt::Written => return Ok(SetOutcome::Applied),
+                Attempt::NodeMissing => return Ok(SetOutcome::NodeMissing),
+                Attempt::TooLarge => return self.flag(set, table, key).await,
+                Attempt::Conflict(old) => old,
+            };
+        }
+        Err(StoreError::Transient(format!(
+            "UpdateItem on table `{}`: the edge set kept changing under concurrent writers \
+             ({MAX_ADD_ROUNDS} conditional ADDs in a row failed)",
+            set.table
+        )))
     }
 }
 
@@ -179,53 +365,28 @@ impl Store for DynamoStore {
         };
         // A String Set holds distinct members; DynamoDB refuses duplicates in a request.
         let members: Vec<String> = members.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
-        if adding && members.len() > set.max_members {
-            // Could never fit, even in an empty set.
-            return self.flag(set, table, key).await;
-        }
-        let mut request = self
-            .client
-            .update_item()
-            .table_name(&set.table)
-            .set_key(Some(key.clone()))
-            .expression_attribute_names("#pk", &table.partition_key)
-            .expression_attribute_names("#marker", &set.complete_attribute)
-            .expression_attribute_values(":true", AttributeValue::Bool(true));
-        let marker = "SET #marker = if_not_exists(#marker, :true)";
-        request = if members.is_empty() {
+        if members.is_empty() {
             // Nothing to add or remove (a restore of a node without edges): only the marker.
-            request
-                .update_expression(marker)
-                .condition_expression("attribute_exists(#pk)")
-        } else if adding {
-            let limit = set.max_members - members.len();
-            request
-                .update_expression(format!("ADD #set :members {marker}"))
-                .condition_expression("attribute_exists(#pk) AND (attribute_not_exists(#set) OR size(#set) <= :limit)")
-                .expression_attribute_names("#set", &set.attribute)
-                .expression_attribute_values(":members", AttributeValue::Ss(members))
-                .expression_attribute_values(":limit", AttributeValue::N(limit.to_string()))
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-        } else {
-            request
-                .update_expression(format!("DELETE #set :members {marker}"))
-                .condition_expression("attribute_exists(#pk)")
-                .expression_attribute_names("#set", &set.attribute)
-                .expression_attribute_values(":members", AttributeValue::Ss(members))
-        };
-        match request.send().await {
-            Ok(_) => Ok(SetOutcome::Applied),
-            Err(SdkError::ServiceError(e)) => match e.err() {
-                // The item that failed the condition comes back (ALL_OLD): none
-                // means no node; a node means the size clause failed.
-                UpdateItemError::ConditionalCheckFailedException(failed) => match failed.item() {
-                    Some(item) if adding && !item.is_empty() => self.flag(set, table, key).await,
-                    _ => Ok(SetOutcome::NodeMissing),
-                },
-                err if adding && is_item_too_large(err.code(), err.message()) => self.flag(set, table, key).await,
-                _ => Err(store_error("UpdateItem", &set.table, SdkError::ServiceError(e))),
-            },
-            Err(e) => Err(store_error("UpdateItem", &set.table, e)),
+            return self.mark(set, table, key).await;
+        }
+        if adding {
+            return self.add(set, table, key, members).await;
+        }
+        let result = self
+            .update(set, table, key)
+            .update_expression(format!("DELETE #set :members {SET_MARKER}"))
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#set", &set.attribute)
+            .expression_attribute_values(":members", AttributeValue::Ss(members))
+            .send()
+            .await;
+        match attempt(&set.table, result)? {
+            Attempt::Written => Ok(SetOutcome::Applied),
+            Attempt::NodeMissing | Attempt::Conflict(_) => Ok(SetOutcome::NodeMissing),
+            Attempt::TooLarge => Err(StoreError::Refused(format!(
+                "UpdateItem on table `{}`: a DELETE of members was refused for the item's size",
+                set.table
+            ))),
         }
     }
 
@@ -261,6 +422,83 @@ impl Store for DynamoStore {
                 _ => return Ok(items),
             }
         }
+    }
+}
+
+/// What one conditional `UpdateItem` of a node did.
+enum Attempt {
+    Written,
+    /// The condition failed and no item came back: there is no node (or the
+    /// request did not ask for the item, in which case only the node-exists
+    /// clause could fail).
+    NodeMissing,
+    /// The condition failed on an existing node: the item as it was (ALL_OLD).
+    Conflict(HashMap<String, AttributeValue>),
+    /// The update would pass DynamoDB's 400 KB item limit.
+    TooLarge,
+}
+
+fn attempt(
+    table: &str,
+    result: Result<UpdateItemOutput, SdkError<UpdateItemError, HttpResponse>>,
+) -> Result<Attempt, StoreError> {
+    match result {
+        Ok(_) => Ok(Attempt::Written),
+        Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(match e.into_err() {
+            UpdateItemError::ConditionalCheckFailedException(failed) => match failed.item {
+                Some(item) if !item.is_empty() => Attempt::Conflict(item),
+                _ => Attempt::NodeMissing,
+            },
+            _ => Attempt::NodeMissing,
+        }),
+        Err(SdkError::ServiceError(e)) if is_item_too_large(e.err().code(), e.err().message()) => Ok(Attempt::TooLarge),
+        Err(e) => Err(store_error("UpdateItem", table, e)),
+    }
+}
+
+/// The members of the edge set in a node item: none when the attribute is
+/// absent (DynamoDB never stores an empty set).
+fn set_members<'a>(item: &'a HashMap<String, AttributeValue>, set: &EdgeSetConfig) -> Result<&'a [String], StoreError> {
+    match item.get(&set.attribute) {
+        None => Ok(&[]),
+        Some(AttributeValue::Ss(members)) => Ok(members),
+        Some(_) => Err(StoreError::Refused(format!(
+            "UpdateItem on table `{}`: attribute `{}` of the node is not a string set",
+            set.table, set.attribute
+        ))),
+    }
+}
+
+/// What an ADD of members to a set holding `current` must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddPlan {
+    /// Every member is already in the set, which is within `max_members`:
+    /// nothing to add.
+    Present,
+    /// These members (distinct, sorted, not empty) are missing, and the set
+    /// with them stays within `max_members`.
+    Missing(Vec<String>),
+    /// |current ∪ members| > `max_members`: the node is to be flagged.
+    Overflow,
+}
+
+/// The exact-union rule of [`Store::update_set`]: an ADD passes `max_members`
+/// only when |current ∪ members| does, so members already present count once.
+pub fn plan_add(current: &[String], members: &[String], max_members: usize) -> AddPlan {
+    let current: BTreeSet<&str> = current.iter().map(String::as_str).collect();
+    let missing: BTreeSet<&str> = members
+        .iter()
+        .map(String::as_str)
+        .filter(|m| !current.contains(m))
+        .collect();
+    if current.len().saturating_add(missing.len()) > max_members {
+        // Also when nothing is missing from a set already past the limit (a
+        // limit lowered since): the reference semantics (`MemoryStore`) flag it.
+        AddPlan::Overflow
+    } else if missing.is_empty() {
+        AddPlan::Present
+    } else {
+        AddPlan::Missing(missing.into_iter().map(str::to_owned).collect())
     }
 }
 
@@ -726,5 +964,129 @@ mod tests {
             other => panic!("not a map: {other:?}"),
         }
         assert_eq!(from_attribute(sdk), Ok(value));
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|m| (*m).to_owned()).collect()
+    }
+
+    #[test]
+    fn an_add_counts_the_union_against_max_members() {
+        let full = strings(&["a", "b", "c"]);
+        // A replay onto a full set: nothing to add, never flagged.
+        assert_eq!(plan_add(&full, &strings(&["a", "b", "c"]), 3), AddPlan::Present);
+        assert_eq!(plan_add(&full, &strings(&["c"]), 3), AddPlan::Present);
+        // One new member past a full set.
+        assert_eq!(plan_add(&full, &strings(&["a", "d"]), 3), AddPlan::Overflow);
+        // max - 1 members: 1 new + k existing fits, 2 new do not.
+        let almost = strings(&["a", "b"]);
+        assert_eq!(
+            plan_add(&almost, &strings(&["b", "z", "a"]), 3),
+            AddPlan::Missing(strings(&["z"]))
+        );
+        assert_eq!(plan_add(&almost, &strings(&["d", "e"]), 3), AddPlan::Overflow);
+        assert_eq!(plan_add(&almost, &strings(&["d", "e", "a"]), 3), AddPlan::Overflow);
+        // An empty (absent) set; duplicates in the request count once.
+        assert_eq!(
+            plan_add(&[], &strings(&["y", "x", "y"]), 2),
+            AddPlan::Missing(strings(&["x", "y"]))
+        );
+        assert_eq!(plan_add(&[], &strings(&["x", "y", "z"]), 2), AddPlan::Overflow);
+        // A set already past a lowered limit stays flagged, as in `MemoryStore`.
+        assert_eq!(plan_add(&full, &strings(&["a"]), 2), AddPlan::Overflow);
+    }
+
+    #[tokio::test]
+    async fn the_union_rule_agrees_with_the_memory_store() {
+        use crate::store::memory::MemoryStore;
+        // Every subset of a small universe as the set, and as the ADD.
+        let universe = ["a", "b", "c", "d"];
+        let subset = |bits: u32| -> Vec<String> {
+            universe
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| bits & (1 << i) != 0)
+                .map(|(_, m)| (*m).to_owned())
+                .collect()
+        };
+        let example = model::config::parse(model::config::EXAMPLE_CONFIG, "streamdex.example.toml").unwrap();
+        for max in 1..=4 {
+            let mut config = example.clone();
+            config.edge_sets[0].max_members = max;
+            let config = Arc::new(config);
+            let set = &config.edge_sets[0];
+            let table = config.table(&set.table).unwrap();
+            for current in 0..16u32 {
+                for added in 1..16u32 {
+                    let (current, added) = (subset(current), subset(added));
+                    let store = MemoryStore::new(config.clone());
+                    let mut node = Image::new();
+                    node.insert(table.partition_key.clone(), Value::S("N".to_owned()));
+                    node.insert(table.sort_key.clone().unwrap(), Value::S("N".to_owned()));
+                    if !current.is_empty() {
+                        node.insert(set.attribute.clone(), Value::Ss(current.clone()));
+                    }
+                    store.put_item(&set.table, node).unwrap();
+                    let outcome = store.update_set(0, "N", SetChange::Add(added.clone())).await.unwrap();
+                    let after: BTreeSet<String> = match store.node_sets(0).get("N") {
+                        Some(node) => node.members.iter().cloned().collect(),
+                        None => BTreeSet::new(),
+                    };
+                    let case = format!("{current:?} + {added:?}, max {max}");
+                    match plan_add(&current, &added, max) {
+                        AddPlan::Overflow => assert_eq!(outcome, SetOutcome::Flagged, "{case}"),
+                        AddPlan::Present => {
+                            assert_eq!(outcome, SetOutcome::Applied, "{case}");
+                            assert_eq!(after, current.iter().cloned().collect(), "{case}");
+                        }
+                        AddPlan::Missing(missing) => {
+                            assert_eq!(outcome, SetOutcome::Applied, "{case}");
+                            assert!(missing.iter().all(|m| !current.contains(m)), "{case}");
+                            assert_eq!(after, current.iter().chain(&missing).cloned().collect(), "{case}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn set_members_are_read_from_the_old_item() {
+        let config = model::config::parse(model::config::EXAMPLE_CONFIG, "streamdex.example.toml").unwrap();
+        let set = &config.edge_sets[0];
+        let mut item = HashMap::from([("x".to_owned(), AttributeValue::S("y".to_owned()))]);
+        assert_eq!(set_members(&item, set), Ok(&[][..]));
+        item.insert(set.attribute.clone(), AttributeValue::Ss(strings(&["a"])));
+        assert_eq!(set_members(&item, set), Ok(&strings(&["a"])[..]));
+        item.insert(set.attribute.clone(), AttributeValue::S("a".to_owned()));
+        assert!(matches!(set_members(&item, set), Err(StoreError::Refused(_))));
+    }
+
+    #[tokio::test]
+    async fn the_client_has_no_sdk_retries_and_bounded_timeouts() {
+        let shared = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+            .retry_config(RetryConfig::standard().with_max_attempts(5))
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_secs(60))
+                    .read_timeout(Duration::from_secs(7))
+                    .build(),
+            )
+            .build();
+        let client = dynamodb_client(&shared);
+        let config = client.config();
+        assert_eq!(config.retry_config().map(RetryConfig::max_attempts), Some(1));
+        let timeouts = config.timeout_config().expect("timeouts");
+        assert_eq!(timeouts.connect_timeout(), Some(CONNECT_TIMEOUT));
+        assert_eq!(timeouts.operation_attempt_timeout(), Some(ATTEMPT_TIMEOUT));
+        assert_eq!(timeouts.operation_timeout(), Some(ATTEMPT_TIMEOUT));
+        assert_eq!(
+            timeouts.read_timeout(),
+            Some(Duration::from_secs(7)),
+            "kept from the shared config"
+        );
+        assert_eq!(config.region().map(|r| r.as_ref()), Some("us-east-1"));
     }
 }

@@ -1,0 +1,331 @@
+//! Index row writes of a whole batch: packed across partition-key groups
+//! into `write_rows` calls ([`pack`]), sent concurrently ([`write_all`]).
+//!
+//! # Packing
+//!
+//! The writes come in batch order (records in stream order, each record's
+//! writes in plan order). Each joins the earliest call that
+//!
+//! 1. comes after every call holding an earlier write to the same row key,
+//! 2. and holds fewer than [`MAX_BATCH_WRITES`] writes,
+//!
+//! or a new call at the end. So a call never holds two writes to one key
+//! (BatchWriteItem refuses that), the writes to one key sit in calls of
+//! increasing position, and every call but the last few is full. Rows of
+//! different groups never share a key, so the writes of different groups
+//! commute and fill the same calls.
+//!
+//! # Sending
+//!
+//! A call holding a write to a key also written by an earlier call depends
+//! on that call ([`Packed::after`]): it is sent only once the earlier one has
+//! succeeded, so the writes to one key land in stream order. Calls whose
+//! dependencies have succeeded are sent lowest first, at most `concurrency`
+//! at a time. A call that fails for good leaves its writes not done; the
+//! calls depending on it (directly or not) are never sent, and their writes
+//! are not done either. Every other call still goes out.
+//!
+//! # One call
+//!
+//! `UnprocessedItems` are resent after a backoff; the attempt count restarts
+//! whenever an attempt makes progress, and the call fails after
+//! `max_attempts` attempts in a row without any. A `Transient` error is
+//! retried the same way; a `Deployment` error fails the call at once. A
+//! refused call of several writes is split into one call per write to find
+//! the culprit; a refused single write makes its record a refusal, and the
+//! call goes on.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use model::config::Config;
+use model::index::RowKey;
+
+use super::{pause, Backoff, Progress, MAX_BATCH_WRITES};
+use crate::store::{RowWrite, Store, StoreError};
+
+/// One planned `write_rows` call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(super) struct Packed {
+    /// Positions of its writes in the packed list: distinct keys, at most
+    /// [`MAX_BATCH_WRITES`], in list order.
+    pub writes: Vec<usize>,
+    /// Earlier calls holding the previous write to one of its keys (distinct).
+    pub after: Vec<usize>,
+}
+
+/// Packs writes, given as `(index, key)` in batch order, into calls. See the
+/// module doc.
+pub(super) fn pack<'a>(keys: impl IntoIterator<Item = (usize, &'a RowKey)>) -> Vec<Packed> {
+    let mut calls: Vec<Packed> = Vec::new();
+    // Key → the call holding its latest write.
+    let mut last: HashMap<(usize, &RowKey), usize> = HashMap::new();
+    // Every call before this one is full.
+    let mut first_open = 0;
+    for (position, key) in keys.into_iter().enumerate() {
+        let previous = last.get(&key).copied();
+        let floor = previous.map_or(first_open, |p| (p + 1).max(first_open));
+        let at = match (floor..calls.len()).find(|&c| calls[c].writes.len() < MAX_BATCH_WRITES) {
+            Some(at) => at,
+            None => {
+                calls.push(Packed::default());
+                calls.len() - 1
+            }
+        };
+        let call = &mut calls[at];
+        call.writes.push(position);
+        if let Some(p) = previous {
+            if !call.after.contains(&p) {
+                call.after.push(p);
+            }
+        }
+        last.insert(key, at);
+        while calls
+            .get(first_open)
+            .is_some_and(|c| c.writes.len() >= MAX_BATCH_WRITES)
+        {
+            first_open += 1;
+        }
+    }
+    calls
+}
+
+/// Which calls may be sent: those whose dependencies have all succeeded.
+struct Schedule {
+    /// Per call: dependencies not yet succeeded.
+    waiting: Vec<usize>,
+    /// Per call: the calls depending on it.
+    dependents: Vec<Vec<usize>>,
+    ready: BTreeSet<usize>,
+}
+
+impl Schedule {
+    fn new(calls: &[Packed]) -> Schedule {
+        let mut dependents = vec![Vec::new(); calls.len()];
+        for (i, call) in calls.iter().enumerate() {
+            for &d in &call.after {
+                dependents[d].push(i);
+            }
+        }
+        Schedule {
+            waiting: calls.iter().map(|c| c.after.len()).collect(),
+            dependents,
+            ready: (0..calls.len()).filter(|&i| calls[i].after.is_empty()).collect(),
+        }
+    }
+
+    /// The lowest call that may be sent now.
+    fn next(&mut self) -> Option<usize> {
+        self.ready.pop_first()
+    }
+
+    /// Call `i` succeeded: the calls waiting only on it may go.
+    fn succeeded(&mut self, i: usize) {
+        for &d in &self.dependents[i] {
+            self.waiting[d] -= 1;
+            if self.waiting[d] == 0 {
+                self.ready.insert(d);
+            }
+        }
+    }
+}
+
+/// A call that was never sent: an earlier write to one of its keys failed.
+fn blocked(error: &StoreError) -> StoreError {
+    let why = |message: &str| format!("not sent: an earlier write to one of its rows failed ({message})");
+    match error {
+        StoreError::Transient(m) => StoreError::Transient(why(m)),
+        StoreError::Refused(m) => StoreError::Refused(why(m)),
+        StoreError::Deployment(m) => StoreError::Deployment(why(m)),
+    }
+}
+
+/// Writes `writes` (`(record, write)`, in batch order). See the module doc.
+pub(super) async fn write_all<S: Store>(
+    store: &S,
+    config: &Config,
+    backoff: &Backoff,
+    concurrency: usize,
+    writes: Vec<(usize, RowWrite)>,
+) -> Progress {
+    let packed = pack(writes.iter().map(|(_, w)| (w.index, &w.key)));
+    let mut slots: Vec<Option<(usize, RowWrite)>> = writes.into_iter().map(Some).collect();
+    let mut calls: Vec<Vec<(usize, RowWrite)>> = packed
+        .iter()
+        .map(|p| {
+            p.writes
+                .iter()
+                .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+                .collect()
+        })
+        .collect();
+    let mut schedule = Schedule::new(&packed);
+    // Per call that failed for good (or was blocked): the error at the root.
+    let mut failed: Vec<Option<StoreError>> = vec![None; packed.len()];
+    let mut progress = Progress::default();
+    let mut in_flight = FuturesUnordered::new();
+    loop {
+        while in_flight.len() < concurrency.max(1) {
+            let Some(i) = schedule.next() else { break };
+            let call = std::mem::take(&mut calls[i]);
+            in_flight.push(async move { (i, send_call(store, config, backoff, call).await) });
+        }
+        let Some((i, (call_progress, result))) = in_flight.next().await else {
+            break;
+        };
+        progress.absorb(call_progress);
+        match result {
+            Ok(()) => schedule.succeeded(i),
+            Err(error) => failed[i] = Some(error),
+        }
+    }
+    // The calls never sent, in order: each is blocked by an earlier call it
+    // depends on that failed (or was blocked itself).
+    for (i, call) in calls.into_iter().enumerate() {
+        if call.is_empty() {
+            continue;
+        }
+        let cause = packed[i].after.iter().find_map(|&d| failed[d].clone());
+        let cause = cause.unwrap_or_else(|| StoreError::Transient("a call it depends on was not sent".to_owned()));
+        let error = blocked(&cause);
+        for (record, _) in &call {
+            progress.unfinished.push((*record, error.clone()));
+        }
+        failed[i] = Some(cause);
+    }
+    progress
+}
+
+/// Sends one packed call until every write in it is done (applied or
+/// refused), or it fails for good: then its writes not done are reported.
+async fn send_call<S: Store>(
+    store: &S,
+    config: &Config,
+    backoff: &Backoff,
+    writes: Vec<(usize, RowWrite)>,
+) -> (Progress, Result<(), StoreError>) {
+    let mut call = Call {
+        store,
+        config,
+        backoff,
+        queue: VecDeque::from([writes]),
+        progress: Progress::default(),
+    };
+    let result = call.run().await;
+    if let Err(error) = &result {
+        for (record, _) in call.queue.iter().flatten() {
+            call.progress.unfinished.push((*record, error.clone()));
+        }
+    }
+    (call.progress, result)
+}
+
+struct Call<'a, S> {
+    store: &'a S,
+    config: &'a Config,
+    backoff: &'a Backoff,
+    /// Requests to make: the call, or its writes one by one after a refusal.
+    queue: VecDeque<Vec<(usize, RowWrite)>>,
+    progress: Progress,
+}
+
+impl<S: Store> Call<'_, S> {
+    fn index_name(&self, index: usize) -> &str {
+        self.config.indexes.get(index).map_or("?", |i| i.name.as_str())
+    }
+
+    fn row_done(&mut self, record: usize, write: &RowWrite) {
+        self.progress.done.push(record);
+        match write.put {
+            Some(_) => self.progress.stats.applied.put_row += 1,
+            None => self.progress.stats.applied.delete_row += 1,
+        }
+    }
+
+    /// Works through the queue; on failure the writes not done stay in it.
+    async fn run(&mut self) -> Result<(), StoreError> {
+        while let Some(batch) = self.queue.pop_front() {
+            self.request(batch).await?;
+        }
+        Ok(())
+    }
+
+    /// One request, resent until its writes are done; on failure the writes
+    /// left go back to the front of the queue.
+    async fn request(&mut self, mut batch: Vec<(usize, RowWrite)>) -> Result<(), StoreError> {
+        // Attempts in a row without progress.
+        let mut stalled = 0u32;
+        while !batch.is_empty() {
+            self.progress.stats.requests.write_rows += 1;
+            let writes: Vec<RowWrite> = batch.iter().map(|(_, w)| w.clone()).collect();
+            let error = match self.store.write_rows(writes).await {
+                Ok(unprocessed) => {
+                    let before = batch.len();
+                    batch = self.keep_unprocessed(batch, &unprocessed);
+                    if batch.is_empty() {
+                        break;
+                    }
+                    stalled = if batch.len() < before { 0 } else { stalled + 1 };
+                    if stalled < self.backoff.attempts() {
+                        self.progress.stats.unprocessed += batch.len();
+                        self.progress.stats.requests.retries += 1;
+                        pause(self.backoff.delay(stalled)).await;
+                        continue;
+                    }
+                    StoreError::Transient(format!(
+                        "{} index row writes still unprocessed after {stalled} attempts without progress",
+                        batch.len()
+                    ))
+                }
+                Err(StoreError::Transient(message)) => {
+                    stalled += 1;
+                    if stalled < self.backoff.attempts() {
+                        self.progress.stats.requests.retries += 1;
+                        pause(self.backoff.delay(stalled - 1)).await;
+                        continue;
+                    }
+                    StoreError::Transient(format!("{message} (gave up after {stalled} attempts)"))
+                }
+                Err(StoreError::Refused(_)) if batch.len() > 1 => {
+                    // Find the culprit: each write alone.
+                    for single in batch.drain(..).rev() {
+                        self.queue.push_front(vec![single]);
+                    }
+                    break;
+                }
+                Err(StoreError::Refused(message)) => {
+                    for (record, write) in std::mem::take(&mut batch) {
+                        let what = if write.put.is_some() { "put" } else { "delete" };
+                        let reason = format!(
+                            "index `{}`: row {what} refused: {message}",
+                            self.index_name(write.index)
+                        );
+                        self.progress.refuse(record, reason);
+                    }
+                    break;
+                }
+                Err(error @ StoreError::Deployment(_)) => error,
+            };
+            self.queue.push_front(batch);
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// Marks the writes not in `unprocessed` done; returns the others.
+    fn keep_unprocessed(&mut self, batch: Vec<(usize, RowWrite)>, unprocessed: &[RowWrite]) -> Vec<(usize, RowWrite)> {
+        let left: HashSet<(usize, &RowKey)> = unprocessed.iter().map(|w| (w.index, &w.key)).collect();
+        let mut kept = Vec::with_capacity(left.len());
+        for (record, write) in batch {
+            if left.contains(&(write.index, &write.key)) {
+                kept.push((record, write));
+            } else {
+                self.row_done(record, &write);
+            }
+        }
+        kept
+    }
+}
+
+#[cfg(test)]
+mod tests;

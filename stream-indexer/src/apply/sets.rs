@@ -1,0 +1,453 @@
+//! Set lanes: the edge-set member changes and restores of one partition-key
+//! group, coalesced into as few UpdateItems as order allows (see the parent
+//! module's doc). A lane sends one request at a time; the first request that
+//! fails for good stops it, and nothing after it is sent.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::future::Future;
+
+use model::config::Config;
+use model::edge::{self, GraphItem};
+
+use super::{pause, Backoff, Progress, RequestCounts, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE};
+use crate::store::{SetChange, SetOutcome, Store, StoreError};
+
+/// One set mutation of a lane.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum SetOp {
+    /// ADD or DELETE one member of `node`'s set.
+    Member {
+        record: usize,
+        edge_set: usize,
+        node: String,
+        kind: SetKind,
+        member: String,
+    },
+    /// Rebuild `node`'s set from a Query of its partition.
+    Restore {
+        record: usize,
+        edge_set: usize,
+        node: String,
+    },
+}
+
+impl SetOp {
+    fn record(&self) -> usize {
+        match self {
+            SetOp::Member { record, .. } | SetOp::Restore { record, .. } => *record,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SetKind {
+    Add,
+    Remove,
+}
+
+impl SetKind {
+    fn name(self) -> &'static str {
+        match self {
+            SetKind::Add => "ADD",
+            SetKind::Remove => "DELETE",
+        }
+    }
+
+    fn change(self, members: Vec<String>) -> SetChange {
+        match self {
+            SetKind::Add => SetChange::Add(members),
+            SetKind::Remove => SetChange::Remove(members),
+        }
+    }
+}
+
+/// One member of a pending request.
+struct Member {
+    text: String,
+    /// The records whose member changes asked for it.
+    records: Vec<usize>,
+    /// Whether the request's restore found it.
+    restored: bool,
+}
+
+/// One pending set request: distinct members.
+struct SetRequest {
+    kind: SetKind,
+    members: Vec<Member>,
+    positions: HashMap<String, usize>,
+    /// The record whose restore's ADD this request carries. Such a request
+    /// goes out even without members (the marker only).
+    restore: Option<usize>,
+}
+
+impl SetRequest {
+    fn new(kind: SetKind) -> SetRequest {
+        SetRequest {
+            kind,
+            members: Vec::new(),
+            positions: HashMap::new(),
+            restore: None,
+        }
+    }
+
+    fn entry(&mut self, member: String) -> &mut Member {
+        let at = match self.positions.get(&member) {
+            Some(&at) => at,
+            None => {
+                self.positions.insert(member.clone(), self.members.len());
+                self.members.push(Member {
+                    text: member,
+                    records: Vec::new(),
+                    restored: false,
+                });
+                self.members.len() - 1
+            }
+        };
+        &mut self.members[at]
+    }
+}
+
+/// The pending member changes of one node (see the parent module's doc).
+#[derive(Default)]
+struct SetQueue {
+    target: Option<(usize, String)>,
+    requests: Vec<SetRequest>,
+    /// Member → the last request touching it.
+    last_touch: HashMap<String, usize>,
+    /// The last record queued and the request its last change went to.
+    last_record: Option<(usize, usize)>,
+}
+
+impl SetQueue {
+    fn push(&mut self, kind: SetKind, member: String, record: usize) {
+        let member_floor = self.last_touch.get(&member).copied();
+        let record_floor = self.last_record.filter(|(r, _)| *r == record).map(|(_, at)| at);
+        let floor = member_floor.max(record_floor);
+        // Kinds alternate, so the earliest request of `kind` at or after the
+        // floor is the floor itself or the one after it.
+        let found = match floor {
+            Some(f) => (f..self.requests.len().min(f + 2)).find(|&i| self.requests[i].kind == kind),
+            None => self.requests.iter().take(2).position(|r| r.kind == kind),
+        };
+        let at = match found {
+            Some(at) => at,
+            None => {
+                self.requests.push(SetRequest::new(kind));
+                self.requests.len() - 1
+            }
+        };
+        debug_assert!(self.requests.windows(2).all(|w| w[0].kind != w[1].kind));
+        self.requests[at].entry(member.clone()).records.push(record);
+        self.last_touch.insert(member, at);
+        self.last_record = Some((record, at));
+    }
+
+    /// Opens the (empty) queue with the ADD of a restore: the members found.
+    fn push_restore(&mut self, record: usize, members: Vec<String>) {
+        debug_assert!(self.requests.is_empty(), "a restore follows a flush");
+        let mut request = SetRequest::new(SetKind::Add);
+        request.restore = Some(record);
+        for member in members {
+            self.last_touch.insert(member.clone(), 0);
+            request.entry(member).restored = true;
+        }
+        self.requests.push(request);
+        self.last_record = Some((record, 0));
+    }
+
+    fn take(&mut self) -> Option<((usize, String), Vec<SetRequest>)> {
+        self.last_touch.clear();
+        self.last_record = None;
+        let requests = std::mem::take(&mut self.requests);
+        self.target.take().map(|target| (target, requests))
+    }
+}
+
+/// Splits members into request-sized chunks.
+pub(super) fn chunks<T>(members: Vec<T>, text: impl Fn(&T) -> &str) -> VecDeque<Vec<T>> {
+    let mut out = VecDeque::new();
+    let mut chunk = Vec::new();
+    let mut bytes = 0;
+    for member in members {
+        let size = text(&member).len();
+        if !chunk.is_empty() && (chunk.len() >= MAX_MEMBERS_PER_UPDATE || bytes + size > MAX_MEMBER_BYTES_PER_UPDATE) {
+            out.push_back(std::mem::take(&mut chunk));
+            bytes = 0;
+        }
+        bytes += size;
+        chunk.push(member);
+    }
+    if !chunk.is_empty() {
+        out.push_back(chunk);
+    }
+    out
+}
+
+/// Sends one request until it succeeds, is refused, or fails for good.
+async fn retrying<T, F, Fut>(
+    backoff: &Backoff,
+    requests: &mut RequestCounts,
+    kind: fn(&mut RequestCounts) -> &mut usize,
+    mut call: F,
+) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, StoreError>>,
+{
+    let mut attempt = 0u32;
+    loop {
+        *kind(requests) += 1;
+        match call().await {
+            Err(StoreError::Transient(message)) => {
+                attempt += 1;
+                if attempt >= backoff.attempts() {
+                    return Err(StoreError::Transient(format!(
+                        "{message} (gave up after {attempt} attempts)"
+                    )));
+                }
+                requests.retries += 1;
+                pause(backoff.delay(attempt - 1)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Carries out one group's set mutations (in record order, each record's in
+/// plan order). When a request fails for good, every record of the lane
+/// whose set mutations are not all done is reported unfinished.
+pub(super) async fn run_lane<S: Store>(store: &S, config: &Config, backoff: &Backoff, ops: Vec<SetOp>) -> Progress {
+    let mut lane = Lane {
+        store,
+        config,
+        backoff,
+        remaining: BTreeMap::new(),
+        queue: SetQueue::default(),
+        progress: Progress::default(),
+    };
+    for op in &ops {
+        *lane.remaining.entry(op.record()).or_insert(0) += 1;
+    }
+    if let Err(error) = lane.all(ops).await {
+        for (&record, &n) in &lane.remaining {
+            if n > 0 {
+                lane.progress.unfinished.push((record, error.clone()));
+            }
+        }
+    }
+    lane.progress
+}
+
+struct Lane<'a, S> {
+    store: &'a S,
+    config: &'a Config,
+    backoff: &'a Backoff,
+    /// Per record: set mutations not yet done (applied or refused).
+    remaining: BTreeMap<usize, usize>,
+    queue: SetQueue,
+    progress: Progress,
+}
+
+impl<S: Store> Lane<'_, S> {
+    async fn all(&mut self, ops: Vec<SetOp>) -> Result<(), StoreError> {
+        for op in ops {
+            match op {
+                SetOp::Member {
+                    record,
+                    edge_set,
+                    node,
+                    kind,
+                    member,
+                } => self.member(record, edge_set, node, kind, member).await?,
+                SetOp::Restore { record, edge_set, node } => self.restore(record, edge_set, node).await?,
+            }
+        }
+        self.flush().await
+    }
+
+    fn done(&mut self, record: usize) {
+        if let Some(n) = self.remaining.get_mut(&record) {
+            *n = n.saturating_sub(1);
+        }
+        self.progress.done.push(record);
+    }
+
+    fn refuse(&mut self, record: usize, reason: String) {
+        if let Some(n) = self.remaining.get_mut(&record) {
+            *n = n.saturating_sub(1);
+        }
+        self.progress.refuse(record, reason);
+    }
+
+    /// Sends the pending requests if they are for another node than `target`.
+    async fn retarget(&mut self, edge_set: usize, node: String) -> Result<(), StoreError> {
+        let other_node = self
+            .queue
+            .target
+            .as_ref()
+            .is_some_and(|(e, n)| *e != edge_set || *n != node);
+        if other_node {
+            self.flush().await?;
+        }
+        if self.queue.target.is_none() {
+            self.queue.target = Some((edge_set, node));
+        }
+        Ok(())
+    }
+
+    async fn member(
+        &mut self,
+        record: usize,
+        edge_set: usize,
+        node: String,
+        kind: SetKind,
+        member: String,
+    ) -> Result<(), StoreError> {
+        self.retarget(edge_set, node).await?;
+        self.queue.push(kind, member, record);
+        Ok(())
+    }
+
+    fn set_name(&self, edge_set: usize) -> &str {
+        self.config
+            .edge_sets
+            .get(edge_set)
+            .map_or("?", |s| s.attribute.as_str())
+    }
+
+    fn count_outcome(&mut self, outcome: SetOutcome) {
+        match outcome {
+            SetOutcome::Applied => {}
+            SetOutcome::NodeMissing => self.progress.stats.node_missing += 1,
+            SetOutcome::Flagged => self.progress.stats.flagged += 1,
+        }
+    }
+
+    async fn send_set(&mut self, edge_set: usize, node: &str, change: SetChange) -> Result<SetOutcome, StoreError> {
+        let store = self.store;
+        retrying(
+            self.backoff,
+            &mut self.progress.stats.requests,
+            |c| &mut c.update_set,
+            || store.update_set(edge_set, node, change.clone()),
+        )
+        .await
+    }
+
+    async fn flush(&mut self) -> Result<(), StoreError> {
+        let Some(((edge_set, node), requests)) = self.queue.take() else {
+            return Ok(());
+        };
+        for request in requests {
+            self.send_request(edge_set, &node, request).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends one queued request, in chunks; a refused chunk is split into
+    /// single members to find the culprit.
+    async fn send_request(&mut self, edge_set: usize, node: &str, request: SetRequest) -> Result<(), StoreError> {
+        let SetRequest {
+            kind, members, restore, ..
+        } = request;
+        let mut queue = chunks(members, |m| m.text.as_str());
+        if queue.is_empty() && restore.is_some() {
+            queue.push_back(Vec::new()); // the marker only
+        }
+        let mut restore_refused = None;
+        while let Some(chunk) = queue.pop_front() {
+            let texts: Vec<String> = chunk.iter().map(|m| m.text.clone()).collect();
+            match self.send_set(edge_set, node, kind.change(texts)).await {
+                Ok(outcome) => {
+                    self.count_outcome(outcome);
+                    for record in chunk.iter().flat_map(|m| m.records.iter().copied()) {
+                        self.done(record);
+                        match kind {
+                            SetKind::Add => self.progress.stats.applied.add_member += 1,
+                            SetKind::Remove => self.progress.stats.applied.remove_member += 1,
+                        }
+                    }
+                }
+                Err(StoreError::Refused(_)) if chunk.len() > 1 => {
+                    for single in chunk.into_iter().rev() {
+                        queue.push_front(vec![single]);
+                    }
+                }
+                Err(StoreError::Refused(message)) => {
+                    if chunk.is_empty() || chunk.iter().any(|m| m.restored) {
+                        restore_refused.get_or_insert_with(|| message.clone());
+                    }
+                    for record in chunk.iter().flat_map(|m| m.records.iter().copied()) {
+                        let reason = format!(
+                            "edge set `{}` of node {node:?}: {} of a member refused: {message}",
+                            self.set_name(edge_set),
+                            kind.name()
+                        );
+                        self.refuse(record, reason);
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        if let Some(record) = restore {
+            match restore_refused {
+                None => {
+                    self.done(record);
+                    self.progress.stats.applied.restore_set += 1;
+                }
+                Some(message) => {
+                    let reason = format!(
+                        "edge set `{}`: restore of node {node:?} refused: {message}",
+                        self.set_name(edge_set)
+                    );
+                    self.refuse(record, reason);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A barrier: sends the pending changes, Queries the node's partition,
+    /// and opens the queue again with the ADD of every member found.
+    async fn restore(&mut self, record: usize, edge_set: usize, node: String) -> Result<(), StoreError> {
+        self.flush().await?;
+        let config = self.config;
+        let set = config
+            .edge_sets
+            .get(edge_set)
+            .ok_or_else(|| StoreError::Deployment(format!("no edge set #{edge_set}")))?;
+        let table = config
+            .table(&set.table)
+            .ok_or_else(|| StoreError::Deployment(format!("no table `{}`", set.table)))?;
+        let store = self.store;
+        let queried = retrying(
+            self.backoff,
+            &mut self.progress.stats.requests,
+            |c| &mut c.query_partition,
+            || store.query_partition(&table.name, &node),
+        )
+        .await;
+        let items = match queried {
+            Ok(items) => items,
+            Err(StoreError::Refused(message)) => {
+                let reason = format!(
+                    "edge set `{}`: Query of node {node:?} refused: {message}",
+                    set.attribute
+                );
+                self.refuse(record, reason);
+                return Ok(());
+            }
+            Err(error) => return Err(error),
+        };
+        let mut members: Vec<String> = items
+            .iter()
+            .filter(|item| matches!(edge::classify(set, table, item), Ok(GraphItem::Edge { node: n, .. }) if n == node))
+            .filter_map(|item| edge::member(set, item).ok().flatten())
+            .collect();
+        members.sort_unstable();
+        members.dedup();
+        self.queue.target = Some((edge_set, node));
+        self.queue.push_restore(record, members);
+        Ok(())
+    }
+}
