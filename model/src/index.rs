@@ -166,22 +166,105 @@ pub fn entry_rows_are_distinct(index: &IndexConfig) -> bool {
             || index.sort.iter().any(|c| c.value == ValueRef::EntryKey))
 }
 
-/// The row keys `item` produces for `index`, sorted and distinct.
+/// Which `for_each` entries to derive rows for (see [`changed_entries`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryFilter<'a> {
+    /// Map entries with these keys.
+    Keys(Vec<&'a str>),
+    /// List elements at these positions.
+    Positions(Vec<usize>),
+}
+
+impl EntryFilter<'_> {
+    fn admits(&self, key: &EntryKey<'_>) -> bool {
+        match (self, key) {
+            (EntryFilter::Keys(keys), EntryKey::Name(k)) => keys.contains(k),
+            (EntryFilter::Positions(positions), EntryKey::Position(i)) => positions.contains(i),
+            _ => true,
+        }
+    }
+}
+
+/// The entries that differ between two values of a `for_each` attribute:
+/// `(filter for the old value, filter for the new value)`, each naming the
+/// entries of that value that the other does not hold unchanged (the same map
+/// key or list position with an equal value). `None` when the two cannot be
+/// compared entry by entry (sets, other types, a map against a list).
 ///
-/// With `unchanged_in = Some(other)`, the `for_each` attribute's value in
-/// another image of the same item, entries that `other` holds unchanged (the
-/// same map key or list position with an equal value) are skipped: their rows
-/// are the same in both images, provided every other attribute the index
-/// reads is equal too and [`entry_rows_are_distinct`] holds (an entry's rows
-/// and problems depend only on the entry and those attributes). Sets are
-/// never skipped.
+/// Rows of the entries left out are the same in both images, provided every
+/// other attribute the index reads is equal too and
+/// [`entry_rows_are_distinct`] holds: an entry's rows and problems depend
+/// only on the entry and those attributes.
+pub fn changed_entries<'a>(
+    old: Option<&'a Value>,
+    new: Option<&'a Value>,
+) -> Option<(EntryFilter<'a>, EntryFilter<'a>)> {
+    let empty_map = || Some(Vec::new());
+    let map = |v: Option<&'a Value>| match v {
+        Some(Value::M(m)) => {
+            let mut entries: Vec<(&str, &Value)> = m.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            Some(entries)
+        }
+        None | Some(Value::Null(_)) => empty_map(),
+        _ => None,
+    };
+    if let (Some(Value::L(a)), Some(Value::L(b))) = (old, new) {
+        let differs = |i: &usize| a.get(*i) != b.get(*i);
+        return Some((
+            EntryFilter::Positions((0..a.len()).filter(differs).collect()),
+            EntryFilter::Positions((0..b.len()).filter(differs).collect()),
+        ));
+    }
+    let (a, b) = (map(old)?, map(new)?);
+    let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                if x.1 != y.1 {
+                    only_a.push(x.0);
+                    only_b.push(y.0);
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(x), Some(y)) if x.0 < y.0 => {
+                only_a.push(x.0);
+                i += 1;
+            }
+            (Some(x), None) => {
+                only_a.push(x.0);
+                i += 1;
+            }
+            (_, Some(y)) => {
+                only_b.push(y.0);
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    Some((EntryFilter::Keys(only_a), EntryFilter::Keys(only_b)))
+}
+
+/// The row keys `item` produces for `index`, sorted and distinct; with
+/// `only`, just those of the entries it admits (see [`changed_entries`]).
 pub fn row_keys(
     index: &IndexConfig,
     table: &TableConfig,
     item: &Image,
-    unchanged_in: Option<Option<&Value>>,
+    only: Option<&EntryFilter<'_>>,
 ) -> Result<RowKeys, IndexError> {
     if !selects(index, table, item) {
+        return Ok(RowKeys::default());
+    }
+    if matches!(only, Some(EntryFilter::Keys(k)) if k.is_empty())
+        || matches!(only, Some(EntryFilter::Positions(p)) if p.is_empty())
+    {
+        // Still refuse an image with too many entries, as a full derivation would.
+        if let Some(attribute) = &index.for_each {
+            check_entry_count(attribute, item.get(attribute))?;
+        }
         return Ok(RowKeys::default());
     }
     let suffix = key_suffix(table, item)?;
@@ -191,21 +274,10 @@ pub fn row_keys(
         None => keys.extend(row_key(index, item, None, &suffix, EntryLabel::default)?),
         Some(attribute) => {
             let value = item.get(attribute);
-            let entries = entries(attribute, value)?;
-            if entries.len() > MAX_ROWS_PER_ITEM {
-                return Err(IndexError::TooManyRows {
-                    attribute: attribute.clone(),
-                    entries: entries.len(),
-                    limit: MAX_ROWS_PER_ITEM,
-                });
-            }
+            check_entry_count(attribute, value)?;
+            let entries = entries(attribute, value, only)?;
             keys.reserve(entries.len());
             for entry in &entries {
-                if let Some(other) = unchanged_in {
-                    if holds(other, entry) {
-                        continue;
-                    }
-                }
                 match row_key(index, item, Some(entry), &suffix, || entry.label(attribute)) {
                     Ok(key) => keys.extend(key),
                     Err(problem) => problems.push(problem),
@@ -218,17 +290,31 @@ pub fn row_keys(
     Ok(RowKeys { keys, problems })
 }
 
-/// Whether `other` (a map or list) holds `entry` unchanged.
-fn holds(other: Option<&Value>, entry: &Entry<'_>) -> bool {
-    match (other, &entry.key) {
-        (Some(Value::M(map)), EntryKey::Name(k)) => map.get(*k) == Some(entry.value.as_ref()),
-        (Some(Value::L(list)), EntryKey::Position(i)) => list.get(*i) == Some(entry.value.as_ref()),
-        _ => false,
+fn check_entry_count(attribute: &str, value: Option<&Value>) -> Result<(), IndexError> {
+    let entries = match value {
+        Some(Value::M(m)) => m.len(),
+        Some(Value::L(l)) => l.len(),
+        Some(Value::Ss(m)) => m.len(),
+        Some(Value::Ns(m)) => m.len(),
+        Some(Value::Bs(m)) => m.len(),
+        _ => 0,
+    };
+    if entries > MAX_ROWS_PER_ITEM {
+        return Err(IndexError::TooManyRows {
+            attribute: attribute.to_owned(),
+            entries,
+            limit: MAX_ROWS_PER_ITEM,
+        });
     }
+    Ok(())
 }
 
-fn entries<'a>(attribute: &str, value: Option<&'a Value>) -> Result<Vec<Entry<'a>>, IndexError> {
-    let list = match value {
+fn entries<'a>(
+    attribute: &str,
+    value: Option<&'a Value>,
+    only: Option<&EntryFilter<'_>>,
+) -> Result<Vec<Entry<'a>>, IndexError> {
+    let mut list: Vec<Entry<'a>> = match value {
         None | Some(Value::Null(_)) => Vec::new(),
         Some(Value::M(map)) => map
             .iter()
@@ -255,6 +341,9 @@ fn entries<'a>(attribute: &str, value: Option<&'a Value>) -> Result<Vec<Entry<'a
             });
         }
     };
+    if let Some(only) = only {
+        list.retain(|e| only.admits(&e.key));
+    }
     Ok(list)
 }
 
@@ -414,4 +503,81 @@ pub fn projection(index: &IndexConfig, table: &TableConfig, item: &Image) -> Ima
     names
         .filter_map(|name| item.get(name).map(|v| (name.clone(), v.clone())))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> Value {
+        Value::M(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), Value::N((*v).to_owned())))
+                .collect(),
+        )
+    }
+
+    fn keys(f: &EntryFilter<'_>) -> Vec<String> {
+        match f {
+            EntryFilter::Keys(k) => k.iter().map(|s| (*s).to_owned()).collect(),
+            EntryFilter::Positions(p) => p.iter().map(|i| i.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn changed_entries_name_what_differs_on_each_side() {
+        let cases: &[(Option<Value>, Option<Value>, &[&str], &[&str])] = &[
+            (
+                Some(map(&[("a", "1"), ("b", "2")])),
+                Some(map(&[("a", "1"), ("b", "2")])),
+                &[],
+                &[],
+            ),
+            (
+                Some(map(&[("a", "1"), ("b", "2")])),
+                Some(map(&[("a", "1"), ("b", "3")])),
+                &["b"],
+                &["b"],
+            ),
+            (
+                Some(map(&[("a", "1")])),
+                Some(map(&[("a", "1"), ("c", "1")])),
+                &[],
+                &["c"],
+            ),
+            (
+                Some(map(&[("a", "1"), ("z", "1")])),
+                Some(map(&[("b", "1")])),
+                &["a", "z"],
+                &["b"],
+            ),
+            (None, Some(map(&[("a", "1")])), &[], &["a"]),
+            (Some(map(&[("a", "1")])), Some(Value::Null(true)), &["a"], &[]),
+            (
+                Some(Value::L(vec![Value::N("1".into()), Value::N("2".into())])),
+                Some(Value::L(vec![
+                    Value::N("1".into()),
+                    Value::N("5".into()),
+                    Value::N("6".into()),
+                ])),
+                &["1"],
+                &["1", "2"],
+            ),
+        ];
+        for (old, new, in_old, in_new) in cases {
+            let (a, b) = changed_entries(old.as_ref(), new.as_ref()).expect("comparable");
+            assert_eq!(
+                (keys(&a), keys(&b)),
+                (
+                    in_old.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>(),
+                    in_new.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>()
+                ),
+                "{old:?} -> {new:?}"
+            );
+        }
+        let set = Value::Ss(vec!["a".into()]);
+        assert_eq!(changed_entries(Some(&set), Some(&set)), None, "sets are derived whole");
+        assert_eq!(changed_entries(Some(&map(&[])), Some(&Value::L(vec![]))), None);
+    }
 }

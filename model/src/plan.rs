@@ -243,13 +243,11 @@ fn images(record: &ChangeRecord) -> (Option<&Image>, Option<&Image>) {
     }
 }
 
-/// Every attribute an index reads but its `for_each` attribute.
+/// Every attribute an index reads but its `for_each` attribute and the key
+/// attributes (both images of a record have the record's keys).
 fn read_attributes(index: &IndexConfig, table: &TableConfig) -> Vec<String> {
-    let mut names: Vec<String> = std::iter::once(&table.partition_key)
-        .chain(table.sort_key.as_ref())
-        .chain(index.project.iter())
-        .cloned()
-        .collect();
+    let is_key = |name: &String| *name == table.partition_key || table.sort_key.as_ref() == Some(name);
+    let mut names: Vec<String> = index.project.iter().filter(|n| !is_key(n)).cloned().collect();
     let refs = index
         .partition
         .parts
@@ -261,7 +259,9 @@ fn read_attributes(index: &IndexConfig, table: &TableConfig) -> Vec<String> {
         .chain(index.sort.iter().map(|c| &c.value));
     for r in refs {
         if let ValueRef::Attribute(name) = r {
-            names.push(name.clone());
+            if !is_key(name) {
+                names.push(name.clone());
+            }
         }
     }
     names.sort_unstable();
@@ -280,35 +280,37 @@ fn plan_index(
     // Entries unchanged in the other image are skipped only when nothing else
     // the index reads changed: then their rows and projections are equal.
     let mut same_projection = false;
-    let mut skip_unchanged = (None, None);
+    let mut changed = None;
     if let (Some(o), Some(n)) = (old, new) {
         if ip.reads.iter().all(|a| o.get(a) == n.get(a)) {
             let (old_entries, new_entries) = match &index.for_each {
                 Some(f) => (o.get(f), n.get(f)),
-                None => (None, None),
+                None => return,
             };
-            if old_entries == new_entries {
-                return;
-            }
             same_projection = true;
             if ip.per_entry {
-                skip_unchanged = (Some(new_entries), Some(old_entries));
+                // Only entries that differ can change rows; none differ, nothing changes.
+                changed = index::changed_entries(old_entries, new_entries);
+            }
+            if changed.is_none() && old_entries == new_entries {
+                return;
             }
         }
     }
+    let (only_old, only_new) = match &changed {
+        Some((a, b)) => (Some(a), Some(b)),
+        None => (None, None),
+    };
     // What cannot be indexed in the old image produced no rows (see the module doc).
     let old_keys = old
-        .and_then(|o| index::row_keys(index, table, o, skip_unchanged.0).ok())
+        .and_then(|o| index::row_keys(index, table, o, only_old).ok())
         .map(|k| k.keys)
         .unwrap_or_default();
     let problem = |source| PlanError::Index {
         index: index.name.clone(),
         source: Box::new(source),
     };
-    let new_keys = match new
-        .map(|n| index::row_keys(index, table, n, skip_unchanged.1))
-        .transpose()
-    {
+    let new_keys = match new.map(|n| index::row_keys(index, table, n, only_new)).transpose() {
         Ok(Some(derived)) => {
             plan.problems.extend(derived.problems.into_iter().map(problem));
             derived.keys

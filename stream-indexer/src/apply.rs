@@ -11,7 +11,7 @@
 //!
 //! # Requests
 //!
-//! - **Index rows** of *all* groups go through one packer ([`rows`]): in
+//! - **Index rows** of *all* groups go through one packer (module `rows`): in
 //!   batch order, each write joins the earliest `write_rows` call (at most
 //!   [`MAX_BATCH_WRITES`] writes) that comes after every call holding an
 //!   earlier write to the same row key. So a call never holds two writes to
@@ -24,7 +24,7 @@
 //!   in a row without any.
 //! - **Edge-set member changes** of a group all target one node (an edge's
 //!   node is its partition key) and go through the group's *set lane*
-//!   ([`sets`]); lanes run concurrently, at most `concurrency` at a time.
+//!   (module `sets`); lanes run concurrently, at most `concurrency` at a time.
 //!   A lane coalesces its changes into as few UpdateItems as order allows:
 //!   a queue of requests of alternating kind (ADD, DELETE, ADD, ...), and
 //!   each change joins the earliest request of its kind that comes after
@@ -50,8 +50,9 @@
 //! - `Deployment`: the request fails for good at once.
 //! - `Refused`: the request's content can never succeed. A call holding
 //!   several writes (or members) is split into one call per write (or per
-//!   member) to find the culprit; a refused single write or member makes its
-//!   record a [`Refusal`] (the batch quarantines it), and the work goes on.
+//!   member; the members only a restore found stay together) to find the
+//!   culprit; a refused single write or member (or restore) makes its record
+//!   a [`Refusal`] (the batch quarantines it), and the work goes on.
 //!
 //! A failed set request stops its lane: nothing after it is sent. A failed
 //! row call leaves its writes not done and is never retried; the calls that
@@ -353,40 +354,49 @@ fn work(record: usize, mutation: Mutation) -> Work {
     }
 }
 
-/// Carries out the mutations of a batch: `groups` holds each partition-key
-/// group's mutations, in record order and each record's in plan order;
-/// record numbers follow batch order. Row calls and set lanes are each in
-/// flight at most `concurrency` at a time. See the module doc.
+/// A batch's mutations, sorted by where they go.
+#[derive(Default)]
+struct Split {
+    /// Per record number: how many mutations it has.
+    pending: Vec<usize>,
+    /// Every row write, packed into calls in batch order.
+    rows: rows::Packer<(usize, RowWrite)>,
+    /// Per group: its set mutations, in order.
+    lanes: BTreeMap<usize, Vec<SetOp>>,
+}
+
+fn split(ops: impl IntoIterator<Item = (usize, Op)>) -> Split {
+    let mut split = Split::default();
+    for (group, Op { record, mutation }) in ops {
+        debug_assert!(record + 1 >= split.pending.len(), "ops come in batch order");
+        if split.pending.len() <= record {
+            split.pending.resize(record + 1, 0);
+        }
+        split.pending[record] += 1;
+        match work(record, mutation) {
+            Work::Row(write) => split.rows.push((record, write)),
+            Work::Set(op) => split.lanes.entry(group).or_default().push(op),
+        }
+    }
+    split
+}
+
+/// Carries out the mutations of a batch. `ops` holds `(group, op)` in batch
+/// order: records by increasing number (in stream order within a group),
+/// each record's mutations in plan order; `group` names the record's
+/// partition-key group. Row calls and set lanes are each in flight at most
+/// `concurrency` at a time. See the module doc.
 pub async fn apply_batch<S: Store>(
     store: &S,
     config: &Config,
     backoff: &Backoff,
     concurrency: usize,
-    groups: Vec<Vec<Op>>,
+    ops: impl IntoIterator<Item = (usize, Op)>,
 ) -> Applied {
-    let records = groups.iter().flatten().map(|op| op.record + 1).max().unwrap_or(0);
-    let mut pending = vec![0; records];
-    let mut rows = Vec::new();
-    let mut lanes = Vec::new();
-    for group in groups {
-        let mut lane = Vec::new();
-        for Op { record, mutation } in group {
-            pending[record] += 1;
-            match work(record, mutation) {
-                Work::Row(write) => rows.push((record, write)),
-                Work::Set(op) => lane.push(op),
-            }
-        }
-        if !lane.is_empty() {
-            lanes.push(lane);
-        }
-    }
-    // Batch order (stable: a record's writes keep their plan order).
-    rows.sort_by_key(|(record, _)| *record);
-
+    let Split { pending, rows, lanes } = split(ops);
     let concurrency = concurrency.max(1);
-    let row_work = rows::write_all(store, config, backoff, concurrency, rows);
-    let set_work = stream::iter(lanes)
+    let row_work = rows::write_all(store, config, backoff, concurrency, rows.finish());
+    let set_work = stream::iter(lanes.into_values())
         .map(|lane| sets::run_lane(store, config, backoff, lane))
         .buffer_unordered(concurrency)
         .collect::<Vec<Progress>>();
@@ -396,31 +406,26 @@ pub async fn apply_batch<S: Store>(
 
 /// Merges the parts' progress into per-record accounting.
 fn account(mut pending: Vec<usize>, rows: Progress, lanes: Vec<Progress>) -> Applied {
-    let mut stats = rows.stats;
-    let mut errors = BTreeMap::new();
     // Rows first: a record's row refusals and errors come before its set ones.
-    let mut refused = rows.refused;
-    let mut done = rows.done;
-    let mut unfinished = rows.unfinished;
+    let mut all = rows;
     for lane in lanes {
-        stats.add(&lane.stats);
-        refused.extend(lane.refused);
-        done.extend(lane.done);
-        unfinished.extend(lane.unfinished);
+        all.absorb(lane);
     }
-    for record in done {
+    for record in all.done {
         if let Some(n) = pending.get_mut(record) {
             *n = n.saturating_sub(1);
         }
     }
-    for (record, error) in unfinished {
+    let mut errors = BTreeMap::new();
+    for (record, error) in all.unfinished {
         if pending.get(record).is_some_and(|&n| n > 0) {
             errors.entry(record).or_insert(error);
         }
     }
+    let mut refused = all.refused;
     refused.sort_by_key(|r| r.record);
     Applied {
-        stats,
+        stats: all.stats,
         pending,
         errors,
         refused,
@@ -431,7 +436,7 @@ fn account(mut pending: Vec<usize>, rows: Progress, lanes: Vec<Progress>) -> App
 /// record's in plan order), one row call at a time.
 pub async fn apply_group<S: Store>(store: &S, config: &Config, backoff: &Backoff, ops: Vec<Op>) -> GroupResult {
     let records = ops.iter().map(|op| op.record + 1).max().unwrap_or(0);
-    let applied = apply_batch(store, config, backoff, 1, vec![ops]).await;
+    let applied = apply_batch(store, config, backoff, 1, ops.into_iter().map(|op| (0, op))).await;
     let stopped = applied.first_unfinished(0..records);
     let mut refused = applied.refused;
     if let Some(stopped) = &stopped {

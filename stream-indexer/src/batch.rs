@@ -262,6 +262,8 @@ fn group_key(planner: &Planner<'_>, record: &ChangeRecord, position: usize) -> (
 /// One parsed record of a group.
 struct Entry {
     position: usize,
+    /// Its group (a position in `groups`).
+    group: usize,
     sequence_number: String,
     table: Option<String>,
     raw: Box<RawValue>,
@@ -363,6 +365,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                     groups[at].push(entries.len());
                     entries.push(Entry {
                         position,
+                        group: at,
                         sequence_number: record.sequence_number,
                         table,
                         raw,
@@ -373,18 +376,13 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         }
         stats.groups = groups.len();
 
-        let ops = groups
-            .iter()
-            .map(|group| {
-                group
-                    .iter()
-                    .flat_map(|&record| {
-                        let mutations = std::mem::take(&mut entries[record].plan.mutations);
-                        mutations.into_iter().map(move |mutation| Op { record, mutation })
-                    })
-                    .collect()
-            })
-            .collect();
+        let ops = entries.iter_mut().enumerate().flat_map(|(record, entry)| {
+            let group = entry.group;
+            let mutations = std::mem::take(&mut entry.plan.mutations);
+            mutations
+                .into_iter()
+                .map(move |mutation| (group, Op { record, mutation }))
+        });
         let concurrency = self.options.concurrency.max(1);
         let applied = apply::apply_batch(&self.store, &self.config, &self.options.backoff, concurrency, ops).await;
         stats.add_apply(&applied.stats);
@@ -394,15 +392,15 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         // Per entry: whether its group stopped at or before it.
         let mut stopped = vec![false; entries.len()];
         for group in &groups {
-            let Some(failure) = group_failure(&entries, &applied, group) else {
+            let Some((at, failure)) = group_failure(&entries, &applied, group) else {
                 continue;
             };
-            for &record in group.iter().skip_while(|&&r| r != failure.0) {
+            for &record in group.iter().skip_while(|&&r| r != at) {
                 stopped[record] = true;
             }
             stats.failed_groups += 1;
-            failed = lowest(failed, failure.1.sequence_number.clone());
-            failures.push(failure.1);
+            failed = lowest(failed, failure.sequence_number.clone());
+            failures.push(failure);
         }
         poison.extend(record_poison(entries, &stopped, applied));
 
@@ -474,9 +472,11 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
 /// and a [`Failure`].
 fn group_failure(entries: &[Entry], applied: &Applied, group: &[usize]) -> Option<(usize, Failure)> {
     let stopped = applied.first_unfinished(group.iter().copied())?;
-    let entry = entries.get(stopped.record)?;
     let failure = Failure {
-        sequence_number: entry.sequence_number.clone(),
+        // (Always an entry; failing the whole batch is the safe fallback.)
+        sequence_number: entries
+            .get(stopped.record)
+            .map_or_else(String::new, |e| e.sequence_number.clone()),
         kind: match stopped.error {
             StoreError::Deployment(_) => FailureKind::Deployment,
             StoreError::Transient(_) | StoreError::Refused(_) => FailureKind::Transient,

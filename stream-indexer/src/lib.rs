@@ -4,8 +4,9 @@
 //!
 //! - [`store`]: the `Store` port (DynamoDB and in memory).
 //! - [`quarantine`]: where records that can never succeed go.
-//! - [`apply`]: the executor of one partition-key group's plans (batching,
-//!   coalescing, retries, failure accounting).
+//! - [`apply`]: the executor of a batch's plans (row writes packed across
+//!   partition-key groups, edge-set changes coalesced per group, retries,
+//!   per-record failure accounting).
 //! - [`batch`]: one invocation's records: grouping, concurrency, quarantine,
 //!   the `batchItemFailures` response.
 //! - [`lambda`]: the Lambda function; [`metrics`]: its EMF figures.

@@ -1,5 +1,5 @@
 //! Index row writes of a whole batch: packed across partition-key groups
-//! into `write_rows` calls ([`pack`]), sent concurrently ([`write_all`]).
+//! into `write_rows` calls ([`Packer`]), sent concurrently ([`write_all`]).
 //!
 //! # Packing
 //!
@@ -11,9 +11,11 @@
 //!
 //! or a new call at the end. So a call never holds two writes to one key
 //! (BatchWriteItem refuses that), the writes to one key sit in calls of
-//! increasing position, and every call but the last few is full. Rows of
-//! different groups never share a key, so the writes of different groups
-//! commute and fill the same calls.
+//! increasing position, and a call is left short only if every write after
+//! it repeats a key of a later call (in practice: only the last calls). Rows
+//! of different groups never share a key, so the writes of different groups
+//! commute and fill the same calls; a record's writes may spread over
+//! several calls.
 //!
 //! # Sending
 //!
@@ -35,7 +37,9 @@
 //! the culprit; a refused single write makes its record a refusal, and the
 //! call goes on.
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use model::config::Config;
@@ -45,49 +49,92 @@ use super::{pause, Backoff, Progress, MAX_BATCH_WRITES};
 use crate::store::{RowWrite, Store, StoreError};
 
 /// One planned `write_rows` call.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(super) struct Packed {
-    /// Positions of its writes in the packed list: distinct keys, at most
-    /// [`MAX_BATCH_WRITES`], in list order.
-    pub writes: Vec<usize>,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Packed<T> {
+    /// Its writes: distinct keys, at most [`MAX_BATCH_WRITES`], in the
+    /// order they were pushed.
+    pub writes: Vec<T>,
     /// Earlier calls holding the previous write to one of its keys (distinct).
     pub after: Vec<usize>,
 }
 
-/// Packs writes, given as `(index, key)` in batch order, into calls. See the
-/// module doc.
-pub(super) fn pack<'a>(keys: impl IntoIterator<Item = (usize, &'a RowKey)>) -> Vec<Packed> {
-    let mut calls: Vec<Packed> = Vec::new();
-    // Key → the call holding its latest write.
-    let mut last: HashMap<(usize, &RowKey), usize> = HashMap::new();
-    // Every call before this one is full.
-    let mut first_open = 0;
-    for (position, key) in keys.into_iter().enumerate() {
-        let previous = last.get(&key).copied();
-        let floor = previous.map_or(first_open, |p| (p + 1).max(first_open));
+/// What the packer needs of a write: the index table and key of its row.
+pub(super) trait Row {
+    fn row(&self) -> (usize, &RowKey);
+}
+
+impl Row for (usize, RowWrite) {
+    fn row(&self) -> (usize, &RowKey) {
+        (self.1.index, &self.1.key)
+    }
+}
+
+/// Fills calls with writes pushed in batch order. See the module doc.
+pub(super) struct Packer<T> {
+    calls: Vec<Packed<T>>,
+    /// Key (fingerprint) → the call holding its latest write. Two keys
+    /// sharing a fingerprint are merely kept apart like one key (a later
+    /// call, a dependency): never two writes to one key in a call, whatever
+    /// the fingerprints.
+    last: HashMap<u64, usize>,
+    /// Every call before this one is full.
+    first_open: usize,
+}
+
+impl<T> Default for Packer<T> {
+    fn default() -> Self {
+        Packer {
+            calls: Vec::new(),
+            last: HashMap::new(),
+            first_open: 0,
+        }
+    }
+}
+
+fn fingerprint(index: usize, key: &RowKey) -> u64 {
+    let mut h = DefaultHasher::new();
+    (index, key).hash(&mut h);
+    h.finish()
+}
+
+impl<T: Row> Packer<T> {
+    /// Adds a write.
+    pub fn push(&mut self, item: T) {
+        let (index, key) = item.row();
+        let key = fingerprint(index, key);
+        let previous = self.last.get(&key).copied();
+        let floor = previous.map_or(self.first_open, |p| (p + 1).max(self.first_open));
+        let calls = &mut self.calls;
         let at = match (floor..calls.len()).find(|&c| calls[c].writes.len() < MAX_BATCH_WRITES) {
             Some(at) => at,
             None => {
-                calls.push(Packed::default());
+                calls.push(Packed {
+                    writes: Vec::with_capacity(MAX_BATCH_WRITES),
+                    after: Vec::new(),
+                });
                 calls.len() - 1
             }
         };
         let call = &mut calls[at];
-        call.writes.push(position);
+        call.writes.push(item);
         if let Some(p) = previous {
             if !call.after.contains(&p) {
                 call.after.push(p);
             }
         }
-        last.insert(key, at);
+        self.last.insert(key, at);
         while calls
-            .get(first_open)
+            .get(self.first_open)
             .is_some_and(|c| c.writes.len() >= MAX_BATCH_WRITES)
         {
-            first_open += 1;
+            self.first_open += 1;
         }
     }
-    calls
+
+    /// The calls, in order.
+    pub fn finish(self) -> Vec<Packed<T>> {
+        self.calls
+    }
 }
 
 /// Which calls may be sent: those whose dependencies have all succeeded.
@@ -100,7 +147,7 @@ struct Schedule {
 }
 
 impl Schedule {
-    fn new(calls: &[Packed]) -> Schedule {
+    fn new<T>(calls: &[Packed<T>]) -> Schedule {
         let mut dependents = vec![Vec::new(); calls.len()];
         for (i, call) in calls.iter().enumerate() {
             for &d in &call.after {
@@ -140,26 +187,16 @@ fn blocked(error: &StoreError) -> StoreError {
     }
 }
 
-/// Writes `writes` (`(record, write)`, in batch order). See the module doc.
+/// Sends the packed calls (writes as `(record, write)`). See the module doc.
 pub(super) async fn write_all<S: Store>(
     store: &S,
     config: &Config,
     backoff: &Backoff,
     concurrency: usize,
-    writes: Vec<(usize, RowWrite)>,
+    mut packed: Vec<Packed<(usize, RowWrite)>>,
 ) -> Progress {
-    let packed = pack(writes.iter().map(|(_, w)| (w.index, &w.key)));
-    let mut slots: Vec<Option<(usize, RowWrite)>> = writes.into_iter().map(Some).collect();
-    let mut calls: Vec<Vec<(usize, RowWrite)>> = packed
-        .iter()
-        .map(|p| {
-            p.writes
-                .iter()
-                .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
-                .collect()
-        })
-        .collect();
     let mut schedule = Schedule::new(&packed);
+    let mut sent = vec![false; packed.len()];
     // Per call that failed for good (or was blocked): the error at the root.
     let mut failed: Vec<Option<StoreError>> = vec![None; packed.len()];
     let mut progress = Progress::default();
@@ -167,7 +204,8 @@ pub(super) async fn write_all<S: Store>(
     loop {
         while in_flight.len() < concurrency.max(1) {
             let Some(i) = schedule.next() else { break };
-            let call = std::mem::take(&mut calls[i]);
+            sent[i] = true;
+            let call = std::mem::take(&mut packed[i].writes);
             in_flight.push(async move { (i, send_call(store, config, backoff, call).await) });
         }
         let Some((i, (call_progress, result))) = in_flight.next().await else {
@@ -181,14 +219,14 @@ pub(super) async fn write_all<S: Store>(
     }
     // The calls never sent, in order: each is blocked by an earlier call it
     // depends on that failed (or was blocked itself).
-    for (i, call) in calls.into_iter().enumerate() {
-        if call.is_empty() {
+    for (i, call) in packed.iter().enumerate() {
+        if sent[i] {
             continue;
         }
-        let cause = packed[i].after.iter().find_map(|&d| failed[d].clone());
+        let cause = call.after.iter().find_map(|&d| failed[d].clone());
         let cause = cause.unwrap_or_else(|| StoreError::Transient("a call it depends on was not sent".to_owned()));
         let error = blocked(&cause);
-        for (record, _) in &call {
+        for (record, _) in &call.writes {
             progress.unfinished.push((*record, error.clone()));
         }
         failed[i] = Some(cause);

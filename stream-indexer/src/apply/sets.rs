@@ -163,6 +163,13 @@ impl SetQueue {
     }
 }
 
+/// How many parts a refused chunk splits into to find the culprit: each
+/// member some record asked for, and the members only a restore found.
+fn culprits(chunk: &[Member]) -> usize {
+    let asked = chunk.iter().filter(|m| !m.records.is_empty()).count();
+    asked + usize::from(asked < chunk.len())
+}
+
 /// Splits members into request-sized chunks.
 pub(super) fn chunks<T>(members: Vec<T>, text: impl Fn(&T) -> &str) -> VecDeque<Vec<T>> {
     let mut out = VecDeque::new();
@@ -368,9 +375,17 @@ impl<S: Store> Lane<'_, S> {
                         }
                     }
                 }
-                Err(StoreError::Refused(_)) if chunk.len() > 1 => {
-                    for single in chunk.into_iter().rev() {
+                Err(StoreError::Refused(_)) if culprits(&chunk) > 1 => {
+                    // Each record's member alone; the members only the
+                    // restore asked for stay together (the restore is one
+                    // mutation: refused as a whole, as it was planned).
+                    let (restored, singles): (Vec<Member>, Vec<Member>) =
+                        chunk.into_iter().partition(|m| m.records.is_empty());
+                    for single in singles.into_iter().rev() {
                         queue.push_front(vec![single]);
+                    }
+                    if !restored.is_empty() {
+                        queue.push_front(restored);
                     }
                 }
                 Err(StoreError::Refused(message)) => {

@@ -12,7 +12,7 @@ use super::sets::chunks;
 use super::*;
 use crate::store::faulty::{Call, CallLog, Fault, FaultyStore};
 use crate::store::memory::MemoryStore;
-use crate::store::SetChange;
+use crate::store::{RowWrite, SetChange};
 
 fn example() -> Arc<Config> {
     Arc::new(config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("valid"))
@@ -476,6 +476,270 @@ async fn refusals_after_the_stop_are_not_reported() {
         "record 1 will be redelivered: {:?}",
         result.refused
     );
+}
+
+// ---------------------------------------------------------------------------
+// A whole batch: rows of several groups share calls.
+// ---------------------------------------------------------------------------
+
+/// Groups' ops as `apply_batch` takes them: `(group, op)` in record order.
+fn in_batch_order(groups: Vec<Vec<Op>>) -> Vec<(usize, Op)> {
+    let mut ops: Vec<(usize, Op)> = groups
+        .into_iter()
+        .enumerate()
+        .flat_map(|(g, ops)| ops.into_iter().map(move |op| (g, op)))
+        .collect();
+    ops.sort_by_key(|(_, op)| op.record);
+    ops
+}
+
+fn row_calls(store: &FaultyStore<MemoryStore>) -> Vec<Vec<(String, bool)>> {
+    store
+        .log()
+        .calls
+        .into_iter()
+        .filter_map(|(call, _)| match call {
+            CallLog::WriteRows(w) => Some(w.into_iter().map(|(_, k, put)| (k.partition, put)).collect()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn rows_of_several_groups_share_calls_and_a_failed_call_fails_all_its_records() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "k27") => Fault::Throttle,
+        _ => Fault::None,
+    });
+    // 30 groups of one record each, one row write per record, interleaved
+    // with the lane of a 31st group.
+    store.inner().put_item("records", node("N")).expect("put");
+    let mut groups: Vec<Vec<Op>> = (0..30).map(|r| vec![put(r, &format!("k{r:02}"))]).collect();
+    groups.push(vec![add(30, "M")]);
+    let applied = apply_batch(&store, &config, &Backoff::immediate(3), 4, in_batch_order(groups)).await;
+    let sizes: Vec<usize> = row_calls(&store).iter().map(Vec::len).collect();
+    assert_eq!(
+        sizes,
+        vec![25, 5, 5, 5],
+        "two calls for 30 groups; the second tried 3 times"
+    );
+    // The first call's records are finished; every record of the failed call is not.
+    assert!((0..25).all(|r| applied.is_finished(r)));
+    assert!((25..30).all(|r| !applied.is_finished(r)));
+    assert!(applied.is_finished(30), "the set lane is not held up by the rows");
+    let stopped = applied.first_unfinished([25]).expect("stopped");
+    assert!(matches!(stopped.error, StoreError::Transient(ref m) if m.contains("3 attempts")));
+    assert_eq!(applied.first_unfinished(0..25), None);
+    assert_eq!(applied.first_unfinished(0..30).map(|s| s.record), Some(25));
+    assert_eq!(store.inner().rows(0).len(), 25);
+}
+
+#[tokio::test]
+async fn a_call_after_a_failed_call_on_a_shared_key_is_never_sent() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "x") => Fault::Deployment("no table".into()),
+        _ => Fault::None,
+    });
+    // Group A writes "a" twice (records 0 and 2); group B writes "x" and "y".
+    let groups = vec![vec![put(0, "a"), delete(2, "a")], vec![put(1, "x"), put(3, "y")]];
+    let applied = apply_batch(&store, &config, &Backoff::immediate(3), 4, in_batch_order(groups)).await;
+    let w = |p: &str, put: bool| (p.to_owned(), put);
+    // Call 0 holds a, x, y and fails at once; call 1 (delete a) waits on it
+    // and is never sent.
+    assert_eq!(row_calls(&store), vec![vec![w("a", true), w("x", true), w("y", true)]]);
+    assert!((0..4).all(|r| !applied.is_finished(r)));
+    let stopped = applied.first_unfinished([0, 2]).expect("stopped");
+    assert_eq!(stopped.record, 0);
+    let blocked = applied.errors.get(&2).expect("record 2 has an error");
+    assert!(
+        matches!(blocked, StoreError::Deployment(m) if m.contains("not sent")),
+        "{blocked:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_later_write_to_a_key_waits_until_the_earlier_one_landed() {
+    // The first call's put of "a" comes back unprocessed twice; meanwhile
+    // other calls go out (concurrency 4), but the delete of "a" waits.
+    let mut left = 2;
+    let (config, store) = store_with(move |call: &Call<'_>| match call {
+        Call::WriteRows(w) if left > 0 && w.iter().any(|w| w.key.partition == "a" && w.put.is_some()) => {
+            left -= 1;
+            let at = w.iter().position(|w| w.key.partition == "a").unwrap_or(0);
+            Fault::Unprocessed(vec![at])
+        }
+        _ => Fault::None,
+    });
+    let mut first: Vec<Op> = vec![put(0, "a")];
+    first.extend((1..60).map(|r| put(r, &format!("k{r:02}"))));
+    let groups = vec![first, vec![delete(60, "a")]];
+    let backoff = Backoff {
+        base: Duration::from_millis(10),
+        cap: Duration::from_millis(40),
+        max_attempts: 4,
+    };
+    let applied = apply_batch(&store, &config, &backoff, 4, in_batch_order(groups)).await;
+    assert!((0..=60).all(|r| applied.is_finished(r)));
+    let calls = row_calls(&store);
+    let last_put = calls
+        .iter()
+        .rposition(|c| c.contains(&("a".to_owned(), true)))
+        .expect("a put of a");
+    let delete = calls
+        .iter()
+        .position(|c| c.contains(&("a".to_owned(), false)))
+        .expect("the delete of a");
+    assert!(delete > last_put, "{calls:?}");
+    assert!(
+        calls[1..last_put].iter().any(|c| c.len() == 25),
+        "other calls went out while the put of a was resent: {calls:?}"
+    );
+    assert!(store.inner().rows(0).iter().all(|(k, _)| k.partition != "a"));
+    assert_eq!(store.inner().rows(0).len(), 59);
+}
+
+/// A store whose row calls take a while, counting how many are in flight.
+#[derive(Default)]
+struct Slow {
+    in_flight: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl crate::store::Store for Slow {
+    async fn write_rows(&self, _writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(now, SeqCst);
+        self.calls.fetch_add(1, SeqCst);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        self.in_flight.fetch_sub(1, SeqCst);
+        Ok(Vec::new())
+    }
+    async fn update_set(
+        &self,
+        _e: usize,
+        _node: &str,
+        _change: SetChange,
+    ) -> Result<crate::store::SetOutcome, StoreError> {
+        Ok(crate::store::SetOutcome::Applied)
+    }
+    async fn query_partition(&self, _table: &str, _partition: &str) -> Result<Vec<Image>, StoreError> {
+        Ok(Vec::new())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn row_calls_are_in_flight_at_most_concurrency_at_a_time() {
+    let config = example();
+    let store = Slow::default();
+    let groups: Vec<Vec<Op>> = (0..200).map(|r| vec![put(r, &format!("k{r:03}"))]).collect();
+    let applied = apply_batch(&store, &config, &Backoff::immediate(3), 3, in_batch_order(groups)).await;
+    assert!((0..200).all(|r| applied.is_finished(r)));
+    use std::sync::atomic::Ordering::SeqCst;
+    assert_eq!(store.calls.load(SeqCst), 8);
+    assert_eq!(store.most.load(SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_restores_add_takes_in_the_adds_after_it() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::UpdateSet {
+            change: SetChange::Add(m),
+            ..
+        } if m.iter().any(|m| m == "BAD") => Fault::Refused("nope".into()),
+        _ => Fault::None,
+    });
+    let inner = store.inner();
+    inner.put_item("records", node("N")).expect("put");
+    inner
+        .put_item("records", edge("N", "GOALMEMBERSHIP-U1", Some("400-C")))
+        .expect("put");
+    let ops = vec![
+        restore(0, "N"),
+        add(1, "X#1"),
+        remove(2, "GOALMEMBERSHIP-U1#400-C"),
+        add(3, "Z#1"),
+        add(4, "BAD"),
+    ];
+    let result = run(&config, &store, Backoff::immediate(3), ops).await;
+    assert_eq!(result.stopped, None);
+    let calls: Vec<CallLog> = store.log().calls.into_iter().map(|(c, _)| c).collect();
+    let update = |change: SetChange| CallLog::UpdateSet {
+        edge_set: 0,
+        node: "N".into(),
+        change,
+    };
+    assert_eq!(
+        calls,
+        vec![
+            CallLog::Query {
+                table: "records".into(),
+                partition: "N".into()
+            },
+            update(SetChange::Add(members(&[
+                "GOALMEMBERSHIP-U1#400-C",
+                "X#1",
+                "Z#1",
+                "BAD"
+            ]))),
+            update(SetChange::Add(members(&["GOALMEMBERSHIP-U1#400-C"]))),
+            update(SetChange::Add(members(&["X#1"]))),
+            update(SetChange::Add(members(&["Z#1"]))),
+            update(SetChange::Add(members(&["BAD"]))),
+            update(SetChange::Remove(members(&["GOALMEMBERSHIP-U1#400-C"]))),
+        ]
+    );
+    // Only record 4 is refused: the restore and the others are done.
+    let records: Vec<usize> = result.refused.iter().map(|r| r.record).collect();
+    assert_eq!(records, vec![4]);
+    assert_eq!(result.stats.applied.restore_set, 1);
+    assert_eq!(result.stats.applied.add_member, 2);
+    assert_eq!(result.stats.applied.remove_member, 1);
+    let set = &inner.node_sets(0)["N"];
+    assert_eq!(set.members.iter().collect::<Vec<_>>(), vec!["X#1", "Z#1"]);
+
+    // A refused member that only the restore found refuses the restore as a
+    // whole (its members are not singled out); the other records go on.
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::UpdateSet {
+            change: SetChange::Add(m),
+            ..
+        } if m.iter().any(|m| m.starts_with("TEAMMEMBERSHIP")) => Fault::Refused("too big".into()),
+        _ => Fault::None,
+    });
+    let inner = store.inner();
+    inner.put_item("records", node("N")).expect("put");
+    inner
+        .put_item("records", edge("N", "GOALMEMBERSHIP-U1", Some("400-C")))
+        .expect("put");
+    inner
+        .put_item("records", edge("N", "TEAMMEMBERSHIP-U2", Some("300-M")))
+        .expect("put");
+    let result = run(
+        &config,
+        &store,
+        Backoff::immediate(3),
+        vec![restore(0, "N"), add(1, "X#1")],
+    )
+    .await;
+    assert_eq!(result.stopped, None);
+    assert_eq!(
+        set_changes(&store),
+        vec![
+            SetChange::Add(members(&["GOALMEMBERSHIP-U1#400-C", "TEAMMEMBERSHIP-U2#300-M", "X#1"])),
+            SetChange::Add(members(&["GOALMEMBERSHIP-U1#400-C", "TEAMMEMBERSHIP-U2#300-M"])),
+            SetChange::Add(members(&["X#1"])),
+        ]
+    );
+    let records: Vec<usize> = result.refused.iter().map(|r| r.record).collect();
+    assert_eq!(records, vec![0]);
+    assert!(
+        result.refused[0].reason.contains("restore of node"),
+        "{:?}",
+        result.refused
+    );
+    assert_eq!(result.stats.applied.add_member, 1);
 }
 
 #[test]

@@ -514,6 +514,10 @@ struct Outage {
     rows: HashMap<(usize, RowKey), GroupId>,
 }
 
+/// A row write as the independent accounting packs it: its key, the
+/// sequence number of its record, and whether its group is down.
+type OracleWrite = ((usize, RowKey), u128, bool);
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -627,8 +631,7 @@ impl Harness {
             outage.active = self.invocations < self.outage_invocations;
             let mut unfinished: Vec<u128> = Vec::new();
             let mut lanes_failed: HashSet<GroupId> = HashSet::new();
-            // Per call: (key, record, whether the write's group is down).
-            let mut calls: Vec<Vec<((usize, RowKey), u128, bool)>> = Vec::new();
+            let mut calls: Vec<Vec<OracleWrite>> = Vec::new();
             let mut last_call: HashMap<(usize, RowKey), usize> = HashMap::new();
             for record in &batch {
                 let group = group_of(&self.config, record);

@@ -15,8 +15,33 @@ fn key(p: &str) -> RowKey {
     }
 }
 
+/// A write as the tests pack it: its position in the input, and its row.
+struct At(usize, usize, RowKey);
+
+impl Row for At {
+    fn row(&self) -> (usize, &RowKey) {
+        (self.1, &self.2)
+    }
+}
+
+/// Packs `(index, key)` rows in order; each call lists its writes' positions.
+fn pack<'a>(keys: impl IntoIterator<Item = (usize, &'a RowKey)>) -> Vec<Packed<usize>> {
+    let mut packer = Packer::default();
+    for (position, (index, key)) in keys.into_iter().enumerate() {
+        packer.push(At(position, index, key.clone()));
+    }
+    packer
+        .finish()
+        .into_iter()
+        .map(|call| Packed {
+            writes: call.writes.into_iter().map(|At(position, ..)| position).collect(),
+            after: call.after,
+        })
+        .collect()
+}
+
 /// Packs keys named by strings (all of index 0); returns each call's key names.
-fn pack_names(names: &[&str]) -> (Vec<Vec<String>>, Vec<Packed>) {
+fn pack_names(names: &[&str]) -> (Vec<Vec<String>>, Vec<Packed<usize>>) {
     let keys: Vec<RowKey> = names.iter().map(|n| key(n)).collect();
     let calls = pack(keys.iter().map(|k| (0, k)));
     let named = calls
@@ -27,7 +52,7 @@ fn pack_names(names: &[&str]) -> (Vec<Vec<String>>, Vec<Packed>) {
 }
 
 /// The packer's promises, for any input.
-fn check(keys: &[(usize, RowKey)], calls: &[Packed]) -> Result<(), TestCaseError> {
+fn check(keys: &[(usize, RowKey)], calls: &[Packed<usize>]) -> Result<(), TestCaseError> {
     let mut seen = vec![false; keys.len()];
     let mut last: HashMap<&(usize, RowKey), usize> = HashMap::new();
     // Where each write went, in input order.
