@@ -525,9 +525,17 @@ mod tests {
         }
     }
 
+    /// (old value, new value, entries changed in old, entries changed in new)
+    type Case = (
+        Option<Value>,
+        Option<Value>,
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+
     #[test]
     fn changed_entries_name_what_differs_on_each_side() {
-        let cases: &[(Option<Value>, Option<Value>, &[&str], &[&str])] = &[
+        let cases: &[Case] = &[
             (
                 Some(map(&[("a", "1"), ("b", "2")])),
                 Some(map(&[("a", "1"), ("b", "2")])),
