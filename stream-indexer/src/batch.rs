@@ -113,6 +113,29 @@ pub struct BatchStats {
 }
 
 impl BatchStats {
+    /// Adds another batch's figures (for totals over several batches).
+    pub fn add(&mut self, other: &BatchStats) {
+        self.records += other.records;
+        self.groups += other.groups;
+        self.unparsable += other.unparsable;
+        self.planned.add(&other.planned);
+        self.quarantined += other.quarantined;
+        self.quarantine_requests += other.quarantine_requests;
+        self.failed_groups += other.failed_groups;
+        self.oldest_created = match (self.oldest_created, other.oldest_created) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.add_apply(&ApplyStats {
+            applied: other.applied,
+            requests: other.requests,
+            unprocessed: other.unprocessed,
+            node_missing: other.node_missing,
+            flagged: other.flagged,
+            refused: other.refused,
+        });
+    }
+
     fn add_apply(&mut self, stats: &ApplyStats) {
         self.applied.add(&stats.applied);
         self.requests.add(&stats.requests);

@@ -143,7 +143,7 @@ pub async fn replay(
         }
         let outcome = indexer.handle_received(batch).await;
         summary.batches += 1;
-        add(&mut summary.stats, &outcome.stats);
+        summary.stats.add(&outcome.stats);
         summary.quarantined.extend(outcome.quarantined);
         summary.failed.extend(outcome.failed);
     }
@@ -183,19 +183,6 @@ fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord
         }
         (_, None) => {}
     }
-}
-
-fn add(total: &mut BatchStats, s: &BatchStats) {
-    total.records += s.records;
-    total.groups += s.groups;
-    total.unparsable += s.unparsable;
-    total.planned.add(&s.planned);
-    total.applied.add(&s.applied);
-    total.requests.add(&s.requests);
-    total.node_missing += s.node_missing;
-    total.flagged += s.flagged;
-    total.quarantined += s.quarantined;
-    total.failed_groups += s.failed_groups;
 }
 
 fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std::io::Result<()> {

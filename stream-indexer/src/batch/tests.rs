@@ -949,3 +949,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn batch_stats_add_up_and_keep_the_oldest_record() {
+    let mut total = BatchStats {
+        records: 2,
+        oldest_created: Some(CreationTime { seconds: 20, nanos: 0 }),
+        ..BatchStats::default()
+    };
+    let mut other = BatchStats {
+        records: 3,
+        quarantined: 1,
+        oldest_created: Some(CreationTime { seconds: 10, nanos: 5 }),
+        ..BatchStats::default()
+    };
+    other.applied.put_row = 4;
+    other.requests.write_rows = 1;
+    total.add(&other);
+    assert_eq!(
+        (
+            total.records,
+            total.quarantined,
+            total.applied.put_row,
+            total.requests.total()
+        ),
+        (5, 1, 4, 1)
+    );
+    assert_eq!(total.oldest_created, Some(CreationTime { seconds: 10, nanos: 5 }));
+}
