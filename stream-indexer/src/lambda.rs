@@ -69,6 +69,19 @@ pub fn options_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Options,
     Ok(options)
 }
 
+/// mimalloc's `mi_option_purge_delay` (option 15 in `mimalloc.h`, v2 and v3;
+/// the Rust bindings name no constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Tunes mimalloc (the binaries' global allocator) for a 128 MB function:
+/// purge freed memory at once instead of after 10 ms. Measured on a 6 MB
+/// batch: peak RSS 65 → 52 MB, and no slower (see the README).
+pub fn tune_allocator() {
+    // SAFETY: sets a process-wide allocator option; takes no pointers and is
+    // safe to call at any time, from any thread.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+}
+
 /// JSON logs to stdout, filtered by `RUST_LOG` or `AWS_LAMBDA_LOG_LEVEL`.
 pub fn init_tracing() {
     let filter = std::env::var("RUST_LOG")
@@ -86,6 +99,7 @@ pub fn init_tracing() {
 
 /// Sets up and runs the function until the runtime stops it.
 pub async fn run() -> Result<(), lambda_runtime::Error> {
+    tune_allocator();
     init_tracing();
     let env = |name: &str| std::env::var(name).ok();
     let config = Arc::new(config_from_env(env).map_err(SetupError::from)?);
