@@ -7,11 +7,13 @@
 //! - [`index`]: which index rows an item image produces.
 //! - [`edge`]: which edge-set member an edge item contributes to its node.
 //! - [`plan`]: the change planner (old image, new image → minimal mutations).
+//! - [`event`]: which event routes a change matches, and the EventBridge entries it becomes.
 //!
 //! No I/O, no async, no AWS SDK: the other crates carry out what this one decides.
 
 pub mod config;
 pub mod edge;
+pub mod event;
 pub mod index;
 pub mod metrics;
 pub mod plan;

@@ -24,7 +24,7 @@
 //!   the index always holds exactly rows(old image) of the next record, and an
 //!   old image's own errors can be read as "no rows".
 
-use crate::config::{Config, EdgeSetConfig, IndexConfig, TableConfig, TemplatePart, ValueRef};
+use crate::config::{Config, EdgeSetConfig, IndexConfig, TableConfig, TableLookupError, TemplatePart, ValueRef};
 use crate::edge::{self, EdgeError, GraphItem};
 use crate::index::{self, IndexError, RowKey};
 use crate::record::{ChangeRecord, EventKind};
@@ -166,26 +166,10 @@ impl<'c> Planner<'c> {
     /// The declared table a record comes from: its `eventSourceARN`'s table,
     /// or else the one declared table whose key attributes are the record's.
     pub fn table_of(&self, record: &ChangeRecord) -> Result<&'c TableConfig, PlanError> {
-        if let Some(name) = &record.table {
-            return self
-                .config
-                .table(name)
-                .ok_or_else(|| PlanError::UnknownTable { table: name.clone() });
-        }
-        let matches = |t: &TableConfig| {
-            record.keys.len() == 1 + usize::from(t.sort_key.is_some())
-                && record.keys.contains_key(&t.partition_key)
-                && t.sort_key.as_ref().is_none_or(|sk| record.keys.contains_key(sk))
-        };
-        let mut found = self.config.tables.iter().filter(|t| matches(t));
-        match (found.next(), found.next()) {
-            (Some(table), None) => Ok(table),
-            _ => {
-                let mut keys: Vec<&str> = record.keys.keys().map(String::as_str).collect();
-                keys.sort_unstable();
-                Err(PlanError::NoTable { keys: keys.join(", ") })
-            }
-        }
+        self.config.table_of_record(record).map_err(|e| match e {
+            TableLookupError::Undeclared(table) => PlanError::UnknownTable { table },
+            TableLookupError::NoMatch(keys) => PlanError::NoTable { keys },
+        })
     }
 
     /// Plans `record`.

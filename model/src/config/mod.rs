@@ -34,10 +34,44 @@ pub struct Config {
     pub alarms: AlarmConfig,
 }
 
+/// Why a record's table could not be found (see [`Config::table_of_record`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableLookupError {
+    /// The record names a table (its `eventSourceARN`) the config does not declare.
+    Undeclared(String),
+    /// The record names no table and its key attributes (listed, sorted) fit
+    /// no declared table, or more than one.
+    NoMatch(String),
+}
+
 impl Config {
     /// The declared table with this name.
     pub fn table(&self, name: &str) -> Option<&TableConfig> {
         self.tables.iter().find(|t| t.name == name)
+    }
+
+    /// The declared table a record comes from: its `eventSourceARN`'s table,
+    /// or else the one declared table whose key attributes are the record's.
+    pub fn table_of_record(&self, record: &crate::record::ChangeRecord) -> Result<&TableConfig, TableLookupError> {
+        if let Some(name) = &record.table {
+            return self
+                .table(name)
+                .ok_or_else(|| TableLookupError::Undeclared(name.clone()));
+        }
+        let fits = |t: &TableConfig| {
+            record.keys.len() == 1 + usize::from(t.sort_key.is_some())
+                && record.keys.contains_key(&t.partition_key)
+                && t.sort_key.as_ref().is_none_or(|sk| record.keys.contains_key(sk))
+        };
+        let mut found = self.tables.iter().filter(|t| fits(t));
+        match (found.next(), found.next()) {
+            (Some(table), None) => Ok(table),
+            _ => {
+                let mut keys: Vec<&str> = record.keys.keys().map(String::as_str).collect();
+                keys.sort_unstable();
+                Err(TableLookupError::NoMatch(keys.join(", ")))
+            }
+        }
     }
 
     /// The edge set of this table, if it has one (a table has at most one).

@@ -1,0 +1,572 @@
+//! Event classification: which `[[route]]`s a change record matches, and the
+//! EventBridge entries it becomes. Pure: no I/O, no AWS SDK; the
+//! `event-router` crate publishes what this module decides.
+//!
+//! # Matching
+//!
+//! A record of table `T` matches every `[[route]]` with `table = T` when all of:
+//!
+//! - its kind is one of the route's `events`: `INSERT`, `MODIFY`, `REMOVE`
+//!   (a REMOVE not done by the TTL service) or `EXPIRE` (a REMOVE done by the
+//!   TTL service, [`ChangeRecord::ttl_expiry`]);
+//! - its partition key value is a String starting with the route's
+//!   `key_prefix` (when it has one; a non-String partition key never matches);
+//! - it is the route's `items`: `all`, or `nodes` / `edges` as
+//!   [`crate::edge::classify`] decides with the table's edge set (an edge of
+//!   a type the edge set skips is neither).
+//!
+//! Each matching route gives one [`Event`], in route order.
+//!
+//! # The entry
+//!
+//! - `Source`: `[events] source`.
+//! - `DetailType`: the route's `detail_type`.
+//! - `Time`: **not set** (EventBridge stamps the time of the PutEvents call);
+//!   the change's own time is `detail.approximateCreationTime`.
+//! - `Resources`: none.
+//! - `Detail`: a JSON object, described below.
+//!
+//! # The detail
+//!
+//! ```json
+//! {
+//!   "table": "layers",
+//!   "eventName": "REMOVE",
+//!   "keys": {"pk": {"S": "lyr#eu-west-1.requests"}, "sk": {"S": "lyrVrsn#v12"}},
+//!   "oldImage": {"pk": {"S": "lyr#eu-west-1.requests"}, "sk": {"S": "lyrVrsn#v12"}, "ttl": {"N": "1763722740"}},
+//!   "newImage": null,
+//!   "changed": ["pk", "sk", "ttl"],
+//!   "expired": true,
+//!   "sequenceNumber": "4421585900000000017450447212",
+//!   "approximateCreationTime": "2025-11-21T11:00:00Z",
+//!   "imagesOmitted": false
+//! }
+//! ```
+//!
+//! - `table`: the source table's name.
+//! - `eventName`: the stream's `INSERT`, `MODIFY` or `REMOVE` (a TTL expiry is
+//!   a `REMOVE` with `expired: true`).
+//! - `keys`, `oldImage`, `newImage`: DynamoDB JSON, exactly as the stream
+//!   delivers it, so nothing is lost: a number is its decimal text in a
+//!   string (`{"N": "12345678901234567890123456789012345678"}`), binary is
+//!   standard base64 with padding (`{"B": "AAH/"}`), sets are arrays
+//!   (`SS`, `NS`, `BS`), and `M`/`L`/`BOOL`/`NULL` nest as usual. Map keys
+//!   are written sorted. An image the record does not have (an INSERT's old
+//!   image, a REMOVE's new image, or any image of a `KEYS_ONLY` stream) is
+//!   `null`. When `imagesOmitted` is true both keys are absent.
+//! - `changed`: the top-level attribute names whose values differ between
+//!   the old and new image (an attribute present in only one counts), sorted
+//!   by byte order. For INSERT every attribute of the new image, for REMOVE
+//!   every attribute of the old one. Sets compare as sets (order ignored).
+//!   A missing image counts as empty.
+//! - `expired`: true when the TTL service deleted the item.
+//! - `sequenceNumber`: the stream record's `SequenceNumber` (a decimal string).
+//! - `approximateCreationTime`: RFC 3339 in UTC (`Z`), with the fraction of a
+//!   second when there is one (trailing zeros dropped), or `null` when the
+//!   record carried no time.
+//! - `imagesOmitted`: true when the entry was too large for the PutEvents
+//!   budget and was sent without `oldImage`/`newImage` ([`without_images`]):
+//!   read the item instead.
+//!
+//! Patterns are written against this, e.g. every layer whose partition key
+//! starts with `lyr#`:
+//!
+//! ```json
+//! {"source": ["streamdex"], "detail-type": ["Layer Expired"],
+//!  "detail": {"keys": {"pk": {"S": [{"prefix": "lyr#"}]}}}}
+//! ```
+//!
+//! # Size
+//!
+//! [`entry_size`] counts as EventBridge does: the UTF-8 bytes of `Source`,
+//! `DetailType` and `Detail` (the JSON exactly as [`Detail::to_json`] writes
+//! it). `Resources` is empty and `Time` unset, so nothing else is added.
+
+use base64::Engine as _;
+
+use crate::config::{Config, RouteConfig, RouteEvent, RouteItems, TableConfig, TableLookupError};
+use crate::edge::{self, EdgeError, GraphItem};
+use crate::record::{ChangeRecord, CreationTime, EventKind};
+use crate::value::{Image, Value};
+
+/// One EventBridge entry to put (`Time` unset, no `Resources`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// `Source`: `[events] source`.
+    pub source: String,
+    /// `DetailType`: the route's `detail_type`.
+    pub detail_type: String,
+    /// `Detail`, typed; [`Detail::to_json`] gives the text to send.
+    pub detail: Detail,
+}
+
+impl Event {
+    /// The `Detail` JSON text to send.
+    pub fn detail_json(&self) -> String {
+        self.detail.to_json()
+    }
+}
+
+/// The `Detail` of an [`Event`] (see the [module docs](self) for its JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detail {
+    pub table: String,
+    pub event_name: EventKind,
+    pub keys: Image,
+    /// `None` when the record has no old image, or when images are omitted.
+    pub old_image: Option<Image>,
+    /// `None` when the record has no new image, or when images are omitted.
+    pub new_image: Option<Image>,
+    /// Sorted top-level attribute names that changed.
+    pub changed: Vec<String>,
+    pub expired: bool,
+    pub sequence_number: String,
+    pub approximate_creation_time: Option<CreationTime>,
+    /// When true, `oldImage` and `newImage` are left out of the JSON.
+    pub images_omitted: bool,
+}
+
+impl Detail {
+    /// The JSON text (see the [module docs](self)).
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(256);
+        self.write(&mut out);
+        out
+    }
+
+    /// The length in bytes of [`Detail::to_json`], without building it.
+    pub fn json_len(&self) -> usize {
+        let mut counter = Counter(0);
+        self.write(&mut counter);
+        counter.0
+    }
+
+    fn write<O: Out>(&self, out: &mut O) {
+        out.push("{\"table\":");
+        write_str(out, &self.table);
+        out.push(",\"eventName\":\"");
+        out.push(self.event_name.as_str());
+        out.push("\",\"keys\":");
+        write_image(out, &self.keys);
+        if !self.images_omitted {
+            out.push(",\"oldImage\":");
+            write_opt_image(out, self.old_image.as_ref());
+            out.push(",\"newImage\":");
+            write_opt_image(out, self.new_image.as_ref());
+        }
+        out.push(",\"changed\":[");
+        for (i, name) in self.changed.iter().enumerate() {
+            if i > 0 {
+                out.push(",");
+            }
+            write_str(out, name);
+        }
+        out.push("],\"expired\":");
+        out.push(if self.expired { "true" } else { "false" });
+        out.push(",\"sequenceNumber\":");
+        write_str(out, &self.sequence_number);
+        out.push(",\"approximateCreationTime\":");
+        match self.approximate_creation_time {
+            Some(time) => {
+                out.push("\"");
+                out.push(&rfc3339(time));
+                out.push("\"");
+            }
+            None => out.push("null"),
+        }
+        out.push(",\"imagesOmitted\":");
+        out.push(if self.images_omitted { "true" } else { "false" });
+        out.push("}");
+    }
+}
+
+/// Why a record could not be classified. Every message names the record by
+/// its sequence number and never carries item contents.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    /// The record's `eventSourceARN` names a table the config does not declare.
+    #[error("record {sequence_number}: table `{table}` is not declared in the config")]
+    UnknownTable { sequence_number: String, table: String },
+    /// The record has no table name and its key attributes fit no declared
+    /// table (or more than one).
+    #[error("record {sequence_number}: cannot tell its table: no table name, and key attributes [{keys}] match no single declared table")]
+    NoTable { sequence_number: String, keys: String },
+    /// The record names a table other than the one it is classified against.
+    #[error("record {sequence_number}: comes from table `{record_table}`, not `{table}`")]
+    TableMismatch {
+        sequence_number: String,
+        record_table: String,
+        table: String,
+    },
+    /// The record's keys lack the table's partition key.
+    #[error("record {sequence_number}: partition key `{attribute}` is missing from its keys")]
+    KeyMissing { sequence_number: String, attribute: String },
+    /// A route takes nodes or edges but the table has no edge set (refused by
+    /// config validation; reported rather than assumed).
+    #[error("record {sequence_number}: route `{detail_type}` takes {items} but table `{table}` has no edge set")]
+    NoEdgeSet {
+        sequence_number: String,
+        detail_type: String,
+        items: &'static str,
+        table: String,
+    },
+    /// Whether the item is a node or an edge could not be decided.
+    #[error("record {sequence_number}: {source}")]
+    Graph {
+        sequence_number: String,
+        #[source]
+        source: EdgeError,
+    },
+}
+
+impl EventError {
+    /// The sequence number of the record the error is about.
+    pub fn sequence_number(&self) -> &str {
+        match self {
+            EventError::UnknownTable { sequence_number, .. }
+            | EventError::NoTable { sequence_number, .. }
+            | EventError::TableMismatch { sequence_number, .. }
+            | EventError::KeyMissing { sequence_number, .. }
+            | EventError::NoEdgeSet { sequence_number, .. }
+            | EventError::Graph { sequence_number, .. } => sequence_number,
+        }
+    }
+}
+
+/// The declared table a record comes from: the one its `eventSourceARN`
+/// names, or else the one declared table whose key attributes are exactly
+/// the record's keys.
+pub fn table_of<'c>(config: &'c Config, record: &ChangeRecord) -> Result<&'c TableConfig, EventError> {
+    let sequence_number = record.sequence_number.clone();
+    config.table_of_record(record).map_err(|e| match e {
+        TableLookupError::Undeclared(table) => EventError::UnknownTable { sequence_number, table },
+        TableLookupError::NoMatch(keys) => EventError::NoTable { sequence_number, keys },
+    })
+}
+
+/// The route event a record is: its kind, with a TTL REMOVE as `EXPIRE`.
+pub fn route_event(record: &ChangeRecord) -> RouteEvent {
+    match record.kind {
+        EventKind::Insert => RouteEvent::Insert,
+        EventKind::Modify => RouteEvent::Modify,
+        EventKind::Remove if record.ttl_expiry => RouteEvent::Expire,
+        EventKind::Remove => RouteEvent::Remove,
+    }
+}
+
+/// The events `record` (of `table`) becomes: one per matching route of the
+/// table, in route order (see the [module docs](self)).
+pub fn classify(config: &Config, table: &TableConfig, record: &ChangeRecord) -> Result<Vec<Event>, EventError> {
+    if let Some(name) = &record.table {
+        if *name != table.name {
+            return Err(EventError::TableMismatch {
+                sequence_number: record.sequence_number.clone(),
+                record_table: name.clone(),
+                table: table.name.clone(),
+            });
+        }
+    }
+    let kind = route_event(record);
+    let mut matched: Vec<&RouteConfig> = Vec::new();
+    for route in config.routes.iter().filter(|r| r.table == table.name) {
+        if route.events.contains(&kind) && route_matches(config, table, route, record)? {
+            matched.push(route);
+        }
+    }
+    if matched.is_empty() {
+        return Ok(Vec::new());
+    }
+    let detail = detail(table, record);
+    Ok(matched
+        .into_iter()
+        .map(|route| Event {
+            source: config.events.source.clone(),
+            detail_type: route.detail_type.clone(),
+            detail: detail.clone(),
+        })
+        .collect())
+}
+
+/// The same event without `oldImage`/`newImage`, flagged `imagesOmitted`:
+/// for an entry too large for the PutEvents budget.
+pub fn without_images(mut event: Event) -> Event {
+    event.detail.old_image = None;
+    event.detail.new_image = None;
+    event.detail.images_omitted = true;
+    event
+}
+
+/// The entry's size as EventBridge counts it: UTF-8 bytes of `Source`,
+/// `DetailType` and `Detail` (no `Resources`, `Time` unset so no +14).
+pub fn entry_size(event: &Event) -> usize {
+    event.source.len() + event.detail_type.len() + event.detail.json_len()
+}
+
+fn route_matches(
+    config: &Config,
+    table: &TableConfig,
+    route: &RouteConfig,
+    record: &ChangeRecord,
+) -> Result<bool, EventError> {
+    if let Some(prefix) = &route.key_prefix {
+        match record.keys.get(&table.partition_key) {
+            Some(Value::S(pk)) if pk.starts_with(prefix.as_str()) => {}
+            Some(_) => return Ok(false),
+            None => {
+                return Err(EventError::KeyMissing {
+                    sequence_number: record.sequence_number.clone(),
+                    attribute: table.partition_key.clone(),
+                })
+            }
+        }
+    }
+    if route.items == RouteItems::All {
+        return Ok(true);
+    }
+    let set = config.edge_set(&table.name).ok_or_else(|| EventError::NoEdgeSet {
+        sequence_number: record.sequence_number.clone(),
+        detail_type: route.detail_type.clone(),
+        items: route.items.as_str(),
+        table: table.name.clone(),
+    })?;
+    let item = edge::classify(set, table, &record.keys).map_err(|source| EventError::Graph {
+        sequence_number: record.sequence_number.clone(),
+        source,
+    })?;
+    Ok(matches!(
+        (route.items, item),
+        (RouteItems::Nodes, GraphItem::Node { .. }) | (RouteItems::Edges, GraphItem::Edge { .. })
+    ))
+}
+
+fn detail(table: &TableConfig, record: &ChangeRecord) -> Detail {
+    Detail {
+        table: table.name.clone(),
+        event_name: record.kind,
+        keys: record.keys.clone(),
+        old_image: record.old.clone(),
+        new_image: record.new.clone(),
+        changed: changed(record.old.as_ref(), record.new.as_ref()),
+        expired: record.ttl_expiry,
+        sequence_number: record.sequence_number.clone(),
+        approximate_creation_time: record.created,
+        images_omitted: false,
+    }
+}
+
+/// Top-level names whose values differ between `old` and `new` (a missing
+/// image is empty), sorted. For an INSERT (no old image) that is every new
+/// name; for a REMOVE every old name.
+pub fn changed(old: Option<&Image>, new: Option<&Image>) -> Vec<String> {
+    let empty = Image::new();
+    let old = old.unwrap_or(&empty);
+    let new = new.unwrap_or(&empty);
+    let mut names: Vec<String> = old
+        .iter()
+        .filter(|(name, value)| new.get(*name).is_none_or(|n| !same(value, n)))
+        .map(|(name, _)| name.clone())
+        .chain(new.keys().filter(|name| !old.contains_key(*name)).cloned())
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// Value equality with sets compared as sets.
+fn same(a: &Value, b: &Value) -> bool {
+    fn same_set<T: Ord>(a: &[T], b: &[T]) -> bool {
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut a: Vec<&T> = a.iter().collect();
+        let mut b: Vec<&T> = b.iter().collect();
+        a.sort_unstable();
+        b.sort_unstable();
+        a == b
+    }
+    match (a, b) {
+        (Value::Ss(a), Value::Ss(b)) | (Value::Ns(a), Value::Ns(b)) => same_set(a, b),
+        (Value::Bs(a), Value::Bs(b)) => same_set(a, b),
+        (Value::M(a), Value::M(b)) => a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same(v, w))),
+        (Value::L(a), Value::L(b)) => a.len() == b.len() && a.iter().zip(b).all(|(v, w)| same(v, w)),
+        _ => a == b,
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the fraction without trailing zeros.
+fn rfc3339(time: CreationTime) -> String {
+    let days = time.seconds.div_euclid(86_400);
+    let secs = time.seconds.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    let mut out = format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    );
+    if time.nanos != 0 {
+        let fraction = format!("{:09}", time.nanos);
+        out.push('.');
+        out.push_str(fraction.trim_end_matches('0'));
+    }
+    out.push('Z');
+    out
+}
+
+/// The date of a day number since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+// ---------------------------------------------------------------------------
+// JSON writing: one code path builds the text or just counts its bytes.
+// ---------------------------------------------------------------------------
+
+trait Out {
+    fn push(&mut self, s: &str);
+    fn push_base64(&mut self, bytes: &[u8]);
+}
+
+impl Out for String {
+    fn push(&mut self, s: &str) {
+        self.push_str(s);
+    }
+
+    fn push_base64(&mut self, bytes: &[u8]) {
+        base64::engine::general_purpose::STANDARD.encode_string(bytes, self);
+    }
+}
+
+struct Counter(usize);
+
+impl Out for Counter {
+    fn push(&mut self, s: &str) {
+        self.0 += s.len();
+    }
+
+    fn push_base64(&mut self, bytes: &[u8]) {
+        // 4 characters per started group of 3 bytes, padded.
+        self.0 += bytes.len().div_ceil(3) * 4;
+    }
+}
+
+fn write_str<O: Out>(out: &mut O, s: &str) {
+    out.push("\"");
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escaped = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0x08 => Some("\\b"),
+            0x0c => Some("\\f"),
+            0x00..=0x1f => None,
+            _ => continue,
+        };
+        // `i` is at an ASCII byte, so both slices are on char boundaries.
+        out.push(&s[start..i]);
+        match escaped {
+            Some(escaped) => out.push(escaped),
+            None => out.push(&format!("\\u{b:04x}")),
+        }
+        start = i + 1;
+    }
+    out.push(&s[start..]);
+    out.push("\"");
+}
+
+fn write_opt_image<O: Out>(out: &mut O, image: Option<&Image>) {
+    match image {
+        Some(image) => write_image(out, image),
+        None => out.push("null"),
+    }
+}
+
+fn write_image<O: Out>(out: &mut O, image: &Image) {
+    let mut names: Vec<(&String, &Value)> = image.iter().collect();
+    names.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push("{");
+    for (i, (name, value)) in names.into_iter().enumerate() {
+        if i > 0 {
+            out.push(",");
+        }
+        write_str(out, name);
+        out.push(":");
+        write_value(out, value);
+    }
+    out.push("}");
+}
+
+fn write_value<O: Out>(out: &mut O, value: &Value) {
+    match value {
+        Value::S(s) => {
+            out.push("{\"S\":");
+            write_str(out, s);
+        }
+        Value::N(n) => {
+            out.push("{\"N\":");
+            write_str(out, n);
+        }
+        Value::B(b) => {
+            out.push("{\"B\":\"");
+            out.push_base64(b);
+            out.push("\"");
+        }
+        Value::Bool(b) => out.push(if *b { "{\"BOOL\":true" } else { "{\"BOOL\":false" }),
+        Value::Null(b) => out.push(if *b { "{\"NULL\":true" } else { "{\"NULL\":false" }),
+        Value::M(m) => {
+            out.push("{\"M\":");
+            write_image(out, m);
+        }
+        Value::L(l) => {
+            out.push("{\"L\":[");
+            for (i, v) in l.iter().enumerate() {
+                if i > 0 {
+                    out.push(",");
+                }
+                write_value(out, v);
+            }
+            out.push("]");
+        }
+        Value::Ss(items) | Value::Ns(items) => {
+            out.push(if matches!(value, Value::Ss(_)) {
+                "{\"SS\":["
+            } else {
+                "{\"NS\":["
+            });
+            for (i, s) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(",");
+                }
+                write_str(out, s);
+            }
+            out.push("]");
+        }
+        Value::Bs(items) => {
+            out.push("{\"BS\":[");
+            for (i, b) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(",");
+                }
+                out.push("\"");
+                out.push_base64(b);
+                out.push("\"");
+            }
+            out.push("]");
+        }
+    }
+    out.push("}");
+}
+
+#[cfg(test)]
+mod tests;
