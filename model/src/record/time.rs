@@ -8,6 +8,8 @@
 //! `i64::MAX` seconds are rejected.
 
 use super::CreationTime;
+use crate::sortkey::number;
+use crate::sortkey::SortKeyError;
 
 /// Parses the raw JSON text of `ApproximateCreationDateTime`. The error says
 /// what is wrong (it repeats the value, clipped: a time is not item contents).
@@ -34,101 +36,33 @@ pub(super) fn parse_creation_time(raw_json: &str) -> Result<CreationTime, String
     }
 }
 
-/// Epoch seconds from decimal text: `[+-]digits[.digits][(e|E)[+-]digits]`.
+/// Epoch seconds from decimal text: `[+-]digits[.digits][(e|E)[+-]digits]`,
+/// read with the codec's exact number parser (at most 38 significant digits).
 fn decimal(text: &str) -> Result<CreationTime, &'static str> {
-    let b = text.as_bytes();
-    let mut i = 0;
-    let negative = match b.first() {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
+    let zero = CreationTime { seconds: 0, nanos: 0 };
+    let parsed = match number::parse(text) {
+        Ok(parsed) => parsed,
+        // Below 1E-130: far under a nanosecond, and truncated to zero.
+        Err(SortKeyError::NumberOutOfRange { exponent, .. }) if exponent < 0 && !text.starts_with('-') => None,
+        Err(SortKeyError::NumberOutOfRange { exponent, .. }) if exponent < 0 => return Err("negative"),
+        Err(SortKeyError::NumberOutOfRange { .. }) => return Err("too large"),
+        Err(SortKeyError::TooManyDigits { .. }) => return Err("more than 38 significant digits"),
+        Err(_) => return Err("not a decimal number"),
     };
-    let int_start = i;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-    }
-    let int = &b[int_start..i];
-    let mut frac: &[u8] = &[];
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        let start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        frac = &b[start..i];
-    }
-    if int.is_empty() && frac.is_empty() {
-        return Err("no digits");
-    }
-    // Exponents beyond this are out of range either way; saturating keeps
-    // the arithmetic below from overflowing.
-    const EXP_LIMIT: i64 = 1_000_000_000;
-    let mut exp: i64 = 0;
-    if i < b.len() && matches!(b[i], b'e' | b'E') {
-        i += 1;
-        let exp_negative = match b.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            exp = (exp * 10 + i64::from(b[i] - b'0')).min(EXP_LIMIT);
-            i += 1;
-        }
-        if i == start {
-            return Err("an exponent without digits");
-        }
-        if exp_negative {
-            exp = -exp;
-        }
-    }
-    if i != b.len() {
-        return Err("unexpected characters");
-    }
-
-    let digit = |k: usize| -> u8 {
-        if k < int.len() {
-            int[k] - b'0'
-        } else {
-            frac.get(k - int.len()).map_or(0, |d| d - b'0')
-        }
+    let Some(d) = parsed else {
+        return Ok(zero);
     };
-    let total = int.len() + frac.len();
-    let Some(lead) = (0..total).find(|&k| digit(k) != 0) else {
-        return Ok(CreationTime { seconds: 0, nanos: 0 });
-    };
-    if negative {
+    if d.neg {
         return Err("negative");
     }
-    // Significant digits start at `lead`; the decimal point sits `point`
-    // digits after the first significant one.
-    let significant = total - lead;
-    let point = i64::try_from(int.len())
-        .unwrap_or(i64::MAX)
-        .saturating_sub(i64::try_from(lead).unwrap_or(0))
-        .saturating_add(exp);
+    let mut digits = [0u8; number::MAX_DIGITS];
+    let count = d.digits_into(&mut digits);
+    // The value is 0.d₁d₂… × 10^(e+1): `point` digits stand before the point.
+    let point = d.exp() + 1;
     if point > 19 {
         return Err("too large");
     }
-    let at = |k: i64| -> u8 {
-        match usize::try_from(k) {
-            Ok(k) if k < significant => digit(lead + k),
-            _ => 0,
-        }
-    };
+    let at = |k: i32| usize::try_from(k).ok().filter(|&k| k < count).map_or(0, |k| digits[k]);
     let mut seconds: i64 = 0;
     for k in 0..point.max(0) {
         seconds = seconds

@@ -19,7 +19,7 @@ mod b64s;
 mod bounds;
 mod decode;
 mod encode;
-mod number;
+pub(crate) mod number;
 mod schema;
 mod time;
 
