@@ -139,7 +139,7 @@ fn main() {
         .build()
         .expect("runtime");
     let outcome = runtime.block_on(indexer.handle(&payload)).expect("handled");
-    let r = &outcome.stats.requests;
+    let r = &outcome.stats.apply.requests;
     println!(
         "requests: {} (BatchWriteItem {}, UpdateItem {}, Query {}); minimum {minimum} ({writes} index writes / 25 + {} touched nodes); ratio {:.2} ({:.2} counting each restore's Query as necessary: {restores} restores)",
         r.total(),

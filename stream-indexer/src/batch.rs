@@ -44,7 +44,7 @@ use model::{Plan, Planner, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::apply::{self, Applied, ApplyStats, Backoff, MutationCounts, Op, RequestCounts};
+use crate::apply::{self, Applied, ApplyStats, Backoff, MutationCounts, Op};
 use crate::quarantine::{Quarantine, QuarantineEntry};
 use crate::store::{Store, StoreError};
 
@@ -90,18 +90,9 @@ pub struct BatchStats {
     pub unparsable: usize,
     /// Mutations the plans asked for, by kind.
     pub planned: MutationCounts,
-    /// Mutations done, by kind.
-    pub applied: MutationCounts,
-    /// Store requests made (every attempt).
-    pub requests: RequestCounts,
-    /// Row writes resent because they came back unprocessed.
-    pub unprocessed: usize,
-    /// Set requests that found no node.
-    pub node_missing: usize,
-    /// Set requests that flagged their node past `max_members`.
-    pub flagged: usize,
-    /// Mutations the store refused.
-    pub refused: usize,
+    /// What the executor did: mutations applied by kind, requests, retries,
+    /// nodes missing or flagged, refusals.
+    pub apply: ApplyStats,
     /// Records quarantined.
     pub quarantined: usize,
     /// Calls to the quarantine.
@@ -126,23 +117,7 @@ impl BatchStats {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        self.add_apply(&ApplyStats {
-            applied: other.applied,
-            requests: other.requests,
-            unprocessed: other.unprocessed,
-            node_missing: other.node_missing,
-            flagged: other.flagged,
-            refused: other.refused,
-        });
-    }
-
-    fn add_apply(&mut self, stats: &ApplyStats) {
-        self.applied.add(&stats.applied);
-        self.requests.add(&stats.requests);
-        self.unprocessed += stats.unprocessed;
-        self.node_missing += stats.node_missing;
-        self.flagged += stats.flagged;
-        self.refused += stats.refused;
+        self.apply.add(&other.apply);
     }
 }
 
@@ -408,7 +383,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         });
         let concurrency = self.options.concurrency.max(1);
         let applied = apply::apply_batch(&self.store, &self.config, &self.options.backoff, concurrency, ops).await;
-        stats.add_apply(&applied.stats);
+        stats.apply.add(&applied.stats);
 
         let mut failed = None;
         let mut failures = Vec::new();

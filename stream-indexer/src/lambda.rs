@@ -150,7 +150,7 @@ fn log(outcome: &BatchOutcome) {
     tracing::info!(
         records = s.records,
         groups = s.groups,
-        requests = s.requests.total(),
+        requests = s.apply.requests.total(),
         quarantined = s.quarantined,
         failed = outcome.failed.as_deref(),
         "batch handled"

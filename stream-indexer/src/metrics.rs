@@ -23,7 +23,7 @@ pub fn iterator_age_ms(oldest: CreationTime, now_ms: u64) -> u64 {
 /// The EMF line for one batch of `function`.
 pub fn batch_line(function: &str, stats: &BatchStats, duration: Duration, now_ms: u64) -> String {
     let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
-    let a = &stats.applied;
+    let a = &stats.apply.applied;
     let mut emf = Emf::new(NAMESPACE, function, now_ms)
         .metric("Records", Unit::Count, count(stats.records))
         .metric("RowsPut", Unit::Count, count(a.put_row))
@@ -31,9 +31,9 @@ pub fn batch_line(function: &str, stats: &BatchStats, duration: Duration, now_ms
         .metric("MembersAdded", Unit::Count, count(a.add_member))
         .metric("MembersRemoved", Unit::Count, count(a.remove_member))
         .metric("SetsRestored", Unit::Count, count(a.restore_set))
-        .metric("Requests", Unit::Count, count(stats.requests.total()))
-        .metric("Retries", Unit::Count, count(stats.requests.retries))
-        .metric("NodesFlagged", Unit::Count, count(stats.flagged))
+        .metric("Requests", Unit::Count, count(stats.apply.requests.total()))
+        .metric("Retries", Unit::Count, count(stats.apply.requests.retries))
+        .metric("NodesFlagged", Unit::Count, count(stats.apply.flagged))
         .metric("Quarantined", Unit::Count, count(stats.quarantined))
         .metric("FailedGroups", Unit::Count, count(stats.failed_groups))
         .metric(
@@ -72,7 +72,7 @@ mod tests {
             quarantined: 1,
             ..BatchStats::default()
         };
-        stats.applied.put_row = 3;
+        stats.apply.applied.put_row = 3;
         stats.oldest_created = Some(CreationTime { seconds: 10, nanos: 0 });
         let line = batch_line("stream-indexer", &stats, Duration::from_millis(12), 15_000);
         let json: serde_json::Value = serde_json::from_str(&line).expect("JSON");

@@ -63,7 +63,13 @@ fn example_config() -> Config {
 
 /// A fresh set of tables for one test: the example config with prefixed names.
 async fn setup(moto: &Moto, test: &str) -> Result<Arc<Config>> {
-    let config = prefixed(&example_config(), &unique_prefix(test));
+    setup_with(moto, test, |_| {}).await
+}
+
+/// [`setup`] with the config adjusted before the tables are created.
+async fn setup_with(moto: &Moto, test: &str, adjust: impl FnOnce(&mut Config)) -> Result<Arc<Config>> {
+    let mut config = prefixed(&example_config(), &unique_prefix(test));
+    adjust(&mut config);
     moto.create_tables(&config).await?;
     Ok(Arc::new(config))
 }
@@ -614,10 +620,7 @@ async fn update_set_flags_a_node_past_max_members() -> Result<()> {
     let Some(moto) = Moto::connect("update_set_flags_a_node_past_max_members").await else {
         return Ok(());
     };
-    let mut config = prefixed(&example_config(), &unique_prefix("flag"));
-    config.edge_sets[0].max_members = 3;
-    moto.create_tables(&config).await?;
-    let config = Arc::new(config);
+    let config = setup_with(&moto, "flag", |c| c.edge_sets[0].max_members = 3).await?;
     let t = Tables::of(&config);
     let store = DynamoStore::new(moto.dynamodb.clone(), config.clone());
     let key = record_key("GOAL-1", "GOAL-1");
@@ -682,10 +685,7 @@ async fn update_set_counts_the_union_against_max_members() -> Result<()> {
     let Some(moto) = Moto::connect("update_set_counts_the_union_against_max_members").await else {
         return Ok(());
     };
-    let mut config = prefixed(&example_config(), &unique_prefix("union"));
-    config.edge_sets[0].max_members = 3;
-    moto.create_tables(&config).await?;
-    let config = Arc::new(config);
+    let config = setup_with(&moto, "union", |c| c.edge_sets[0].max_members = 3).await?;
     let t = Tables::of(&config);
     let store = DynamoStore::new(moto.dynamodb.clone(), config.clone());
     let strings = |v: &[&str]| v.iter().map(|m| (*m).to_owned()).collect::<Vec<_>>();
@@ -771,10 +771,7 @@ async fn concurrent_adds_never_pass_max_members() -> Result<()> {
     let Some(moto) = Moto::connect("concurrent_adds_never_pass_max_members").await else {
         return Ok(());
     };
-    let mut config = prefixed(&example_config(), &unique_prefix("race"));
-    config.edge_sets[0].max_members = 4;
-    moto.create_tables(&config).await?;
-    let config = Arc::new(config);
+    let config = setup_with(&moto, "race", |c| c.edge_sets[0].max_members = 4).await?;
     let t = Tables::of(&config);
     let store = DynamoStore::new(moto.dynamodb.clone(), config.clone());
     let pairs = [

@@ -187,7 +187,7 @@ fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord
 
 fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std::io::Result<()> {
     let s = &summary.stats;
-    let a = &s.applied;
+    let a = &s.apply.applied;
     writeln!(
         err,
         "replayed {} records in {} batches ({} tables, {} indexes, {} edge sets)",
@@ -201,15 +201,15 @@ fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std
     writeln!(
         err,
         "  edge sets:  {} members added, {} removed, {} sets restored ({} updates found no node, {} nodes flagged)",
-        a.add_member, a.remove_member, a.restore_set, s.node_missing, s.flagged
+        a.add_member, a.remove_member, a.restore_set, s.apply.node_missing, s.apply.flagged
     )?;
     writeln!(
         err,
         "  requests:   {} (BatchWriteItem {}, UpdateItem {}, Query {})",
-        s.requests.total(),
-        s.requests.write_rows,
-        s.requests.update_set,
-        s.requests.query_partition
+        s.apply.requests.total(),
+        s.apply.requests.write_rows,
+        s.apply.requests.update_set,
+        s.apply.requests.query_partition
     )?;
     writeln!(err, "  quarantined: {}", summary.quarantined.len())?;
     for q in &summary.quarantined {

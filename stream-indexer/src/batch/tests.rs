@@ -160,7 +160,7 @@ fn a_batch_builds_rows_and_sets_and_loops_back_quietly() {
     assert_eq!(outcome.failed, None);
     assert!(outcome.quarantined.is_empty(), "{:?}", outcome.quarantined);
     assert_eq!(outcome.stats.groups, 2);
-    assert_eq!(outcome.stats.applied.put_row, 2);
+    assert_eq!(outcome.stats.apply.applied.put_row, 2);
     // The pipeline's own writes come back and plan nothing.
     let (entries, again) = deliver(&ix);
     assert!(!entries.is_empty() && entries.iter().all(|e| e.origin == Origin::Pipeline));
@@ -300,7 +300,7 @@ fn a_refused_mutation_quarantines_its_record_only() {
         .expect("put");
     let (entries, outcome) = deliver(&ix);
     assert_eq!(outcome.failed, None);
-    assert_eq!(outcome.stats.refused, 1);
+    assert_eq!(outcome.stats.apply.refused, 1);
     assert_eq!(outcome.quarantined.len(), 1);
     assert_eq!(
         outcome.quarantined[0].sequence_number.as_deref(),
@@ -333,7 +333,7 @@ fn a_deployment_error_fails_the_batch_from_its_record() {
         Some(entries[1].record.sequence_number.as_str())
     );
     assert_eq!(outcome.failures[0].kind, FailureKind::Deployment);
-    assert_eq!(outcome.stats.requests.write_rows, 1, "not retried");
+    assert_eq!(outcome.stats.apply.requests.write_rows, 1, "not retried");
     assert_eq!(m.node_sets(0)["A"].complete, Some(true), "other groups go on");
 }
 
@@ -963,15 +963,15 @@ fn batch_stats_add_up_and_keep_the_oldest_record() {
         oldest_created: Some(CreationTime { seconds: 10, nanos: 5 }),
         ..BatchStats::default()
     };
-    other.applied.put_row = 4;
-    other.requests.write_rows = 1;
+    other.apply.applied.put_row = 4;
+    other.apply.requests.write_rows = 1;
     total.add(&other);
     assert_eq!(
         (
             total.records,
             total.quarantined,
-            total.applied.put_row,
-            total.requests.total()
+            total.apply.applied.put_row,
+            total.apply.requests.total()
         ),
         (5, 1, 4, 1)
     );
