@@ -33,6 +33,7 @@ pub mod defaults {
     pub const ITERATOR_AGE_PAGE_SECONDS: u64 = 3600;
     pub const MAX_MEMBERS: usize = 2000;
     pub const COMPLETE_ATTRIBUTE: &str = "edgesComplete";
+    pub const TARGET_INDEX: &str = "byTarget";
     pub const INDEX_PARTITION_KEY: &str = "pk";
     pub const INDEX_SORT_KEY: &str = "sk";
 }
@@ -579,6 +580,13 @@ impl Checker<'_> {
                     .map_or(defaults::MAX_MEMBERS, |v| v as usize),
                 None => defaults::MAX_MEMBERS,
             };
+            let target_index = match &e.target_index {
+                Some(name) => {
+                    self.table_name(name, &context, "target_index");
+                    name.get_ref().clone()
+                }
+                None => defaults::TARGET_INDEX.to_owned(),
+            };
             infos.push(EdgeSetInfo {
                 table: table_name.clone(),
                 attribute: e.attribute.get_ref().clone(),
@@ -592,6 +600,7 @@ impl Checker<'_> {
                 member: e.member.into_inner().into_iter().map(Spanned::into_inner).collect(),
                 max_members,
                 complete_attribute,
+                target_index,
             });
         }
         (out, infos)
@@ -1018,13 +1027,45 @@ impl Checker<'_> {
                     }
                 }
             };
-            out.push(RouteConfig {
+            let detail_type_at = r.detail_type.span().start;
+            let reap = r.reap.as_ref().is_some_and(|reap| *reap.get_ref());
+            if let (true, Some(flag)) = (reap, &r.reap) {
+                let at = flag.span().start;
+                if items != RouteItems::Nodes {
+                    self.problem(
+                        at,
+                        k("reap"),
+                        "the reaper deletes a removed node's edges: the route needs items = \"nodes\"",
+                    );
+                }
+                if events.iter().any(|e| matches!(e, RouteEvent::Insert | RouteEvent::Modify)) {
+                    self.problem(
+                        at,
+                        k("reap"),
+                        "the reaper takes removed nodes only: events may be EXPIRE and REMOVE, not INSERT or MODIFY",
+                    );
+                }
+            }
+            let route = RouteConfig {
                 table: r.table.into_inner(),
                 detail_type: r.detail_type.into_inner(),
                 events,
                 key_prefix: r.key_prefix.map(Spanned::into_inner),
                 items,
-            });
+                reap,
+            };
+            let rule = crate::event::rule_name(&route);
+            if let Some(earlier) = out.iter().find(|o: &&RouteConfig| crate::event::rule_name(o) == rule) {
+                self.problem(
+                    detail_type_at,
+                    k("detail_type"),
+                    format!(
+                        "its rule name \"{rule}\" is that of the route \"{}\" of table \"{}\" already; rules could not tell them apart: choose another detail_type",
+                        earlier.detail_type, earlier.table
+                    ),
+                );
+            }
+            out.push(route);
         }
         out
     }

@@ -127,6 +127,12 @@ pub struct EdgeSetConfig {
     /// Every set update writes it with `if_not_exists`, so its absence in a
     /// node's new image (with the set gone too) means a PutItem wiped the set.
     pub complete_attribute: String,
+    /// The table's GSI keyed by target: its partition key is the table's
+    /// sort key and its sort key the table's partition key, so the edges
+    /// pointing at node `N` with type `T` are the GSI partition `T-N`. The
+    /// TTL reaper Queries it; the template and `streamdex up` create it.
+    /// Default `byTarget`.
+    pub target_index: String,
 }
 
 /// A custom multikey index (`[[index]]`): rows in `table` derived from items
@@ -259,6 +265,10 @@ pub struct RouteConfig {
     /// Only items whose partition key value starts with this.
     pub key_prefix: Option<String>,
     pub items: RouteItems,
+    /// The route's events go to the TTL reaper, which deletes the removed
+    /// node's edges (in and out). Needs `items = "nodes"` and only
+    /// `EXPIRE` / `REMOVE` events.
+    pub reap: bool,
 }
 
 /// Alarm thresholds (`[alarms]`), in seconds of iterator age.

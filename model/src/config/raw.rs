@@ -47,6 +47,7 @@ pub(crate) struct RawEdgeSet {
     pub member: Spanned<Vec<Text>>,
     pub max_members: Option<Spanned<i64>>,
     pub complete_attribute: Option<Text>,
+    pub target_index: Option<Text>,
 }
 
 /// `[[index]]`
@@ -94,4 +95,5 @@ pub(crate) struct RawRoute {
     pub events: Spanned<Vec<Text>>,
     pub key_prefix: Option<Text>,
     pub items: Option<Text>,
+    pub reap: Option<Spanned<bool>>,
 }

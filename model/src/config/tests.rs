@@ -75,6 +75,7 @@ fn example_parses_and_validates() {
             member: vec!["target".into(), "gsi0".into()],
             max_members: 2000,
             complete_attribute: "edgesComplete".into(),
+            target_index: "byTarget".into(),
         }
     );
     assert!(config.edge_set("issues").is_none());
@@ -690,6 +691,26 @@ const CASES: &[Case] = &[
         "[[route]]\ntable = \"records\"\ndetail_type = \"X\"\nevents = [\"INSERT\"]\nkey_prefix = \"\" # <-",
         "key_prefix: empty key_prefix",
     ),
+    case(
+        "reap on edges",
+        "[[route]]\ntable = \"records\"\ndetail_type = \"X\"\nevents = [\"EXPIRE\"]\nitems = \"edges\"\nreap = true # <-",
+        "reap: the reaper deletes a removed node's edges: the route needs items = \"nodes\"",
+    ),
+    case(
+        "reap on inserts",
+        "[[route]]\ntable = \"records\"\ndetail_type = \"X\"\nevents = [\"EXPIRE\", \"INSERT\"]\nitems = \"nodes\"\nreap = true # <-",
+        "events may be EXPIRE and REMOVE, not INSERT or MODIFY",
+    ),
+    case(
+        "two routes with one rule name",
+        "[[route]]\ntable = \"records\"\ndetail_type = \"Node Expired\"\nevents = [\"EXPIRE\"]\n[[route]]\ntable = \"records\"\ndetail_type = \"node  expired\" # <-\nevents = [\"REMOVE\"]",
+        "its rule name \"records-node-expired\" is that of the route \"Node Expired\" of table \"records\"",
+    ),
+    case(
+        "bad target index name",
+        "[[edge_set]]\ntable = \"issues\"\nattribute = \"e\"\ninclude = [\"X\"]\nmember = [\"rel\"]\ntarget_index = \"by target\" # <-",
+        "target_index: \"by target\" is not a DynamoDB table name",
+    ),
     // --- events and alarms
     case("empty event source", "[events]\nsource = \"\" # <-", "[events] source: the event source is empty"),
     case("aws event source", "[events]\nsource = \"aws.dynamodb\" # <-", "reserved for AWS"),
@@ -816,7 +837,7 @@ events = ["EXPIRE"]
     let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
     assert_eq!(
         lines,
-        [3, 7, 13, 15, 16, 20, 21, 23, 24, 30, 35, 41],
+        [3, 7, 13, 15, 16, 20, 21, 23, 24, 30, 35, 40, 41],
         "\n{}",
         show(&problems)
     );

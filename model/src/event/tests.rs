@@ -197,6 +197,7 @@ fn one_record_matching_two_routes_gives_two_events() {
         events: vec![RouteEvent::Expire],
         key_prefix: None,
         items: RouteItems::All,
+        reap: false,
     });
     let keys = records_keys(GOAL, GOAL);
     let record = lambda_record("REMOVE", "records", keys.clone(), Some(keys), None, true);
@@ -259,6 +260,7 @@ fn changed_names_of_a_modify() {
         events: vec![RouteEvent::Modify],
         key_prefix: None,
         items: RouteItems::Edges,
+        reap: false,
     });
     let keys = records_keys(GOAL, MEMBERSHIP);
     let mut old = keys.clone();
@@ -518,4 +520,46 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn each_route_has_a_rule_that_matches_its_events_only() {
+    let config = example();
+    let names: Vec<String> = config.routes.iter().map(rule_name).collect();
+    assert_eq!(
+        names,
+        ["records-goal-inserted", "records-node-expired", "layers-layer-expired"]
+    );
+    let expired = &config.routes[1];
+    assert_eq!(
+        pattern(&config, expired),
+        serde_json::json!({
+            "source": ["streamdex"],
+            "detail-type": ["Node Expired"],
+            "detail": {"table": ["records"]},
+        })
+    );
+}
+
+#[test]
+fn long_rule_names_stay_within_the_limit_and_distinct() {
+    let route = |detail_type: &str| RouteConfig {
+        table: "records".to_owned(),
+        detail_type: detail_type.to_owned(),
+        events: vec![RouteEvent::Insert],
+        key_prefix: None,
+        items: RouteItems::All,
+        reap: false,
+    };
+    let long_a = rule_name(&route(&"A very long detail type ".repeat(5)));
+    let long_b = rule_name(&route(&"A very long detail type ".repeat(6)));
+    for name in [&long_a, &long_b] {
+        assert!(name.len() <= RULE_NAME_CHARS, "{name}");
+        assert!(
+            name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)),
+            "{name}"
+        );
+    }
+    assert_ne!(long_a, long_b, "a shared prefix must not make one name");
+    assert_eq!(rule_name(&route("Ünïcode  & Stuff!")), "records-n-code-stuff");
 }
