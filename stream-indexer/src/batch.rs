@@ -19,33 +19,30 @@
 //! 4. Poison (a record that can never succeed: a [`model::record::RecordError`],
 //!    plan problems, a mutation the store refused) is quarantined with its raw
 //!    JSON, reason and sequence number, after its plan's other mutations are
-//!    applied, and then counts as handled. Poison at or after the batch's
-//!    failure is not quarantined now: it will be redelivered.
-//! 5. The batch's failure ([`BatchOutcome::failed`]) is the lowest failed
-//!    sequence number (compared as numbers) over all groups and quarantine
-//!    failures: the lowest record not fully applied, every record before it
-//!    being fully applied. Lambda retries from it, including later records
-//!    that succeeded: harmless, as every mutation is idempotent.
+//!    applied, and then counts as handled.
+//! 5. Which records failed, which are quarantined and what Lambda is told
+//!    is [`crate::settlement`]'s, shared with the event router: the batch's
+//!    failure ([`BatchOutcome::failed`]) is the lowest record not fully
+//!    applied, every record before it being fully applied; poison at or
+//!    after it is redelivered rather than quarantined; a quarantine failure
+//!    fails its records.
 //!
-//! A quarantine failure counts as a failure of its records (never dropped).
-//! A record without a usable sequence number can only be quarantined; if
-//! that fails, the whole batch fails: `failed` is `Some("")`, reported as an
-//! empty `itemIdentifier`, which Lambda treats as a failure of the whole batch.
 //! A payload that is not a batch at all is a [`BatchError`]: the Lambda
 //! returns a function error, and Lambda retries (or bisects) the batch.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use model::config::Config;
-use model::record::{self, ChangeRecord, CreationTime, ParseError, Received};
-use model::{Plan, Planner, Value};
+use model::record::{self, CreationTime, ParseError, Received};
+use model::{Plan, Planner};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::apply::{self, Applied, ApplyStats, Backoff, MutationCounts, Op};
-use crate::quarantine::{Quarantine, QuarantineEntry};
+use crate::quarantine::Quarantine;
+use crate::settlement::{self, Groups, Handled};
+pub use crate::settlement::{cmp_sequence_numbers, Failure, FailureKind, Quarantined};
 use crate::store::{Store, StoreError};
 
 /// The consumer name quarantine entries carry by default.
@@ -121,34 +118,6 @@ impl BatchStats {
     }
 }
 
-/// One quarantined record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Quarantined {
-    pub sequence_number: Option<String>,
-    pub table: Option<String>,
-    pub reason: String,
-}
-
-/// What made (part of) the batch fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
-    /// A transient store error outlived its retries.
-    Transient,
-    /// The deployment is wrong (missing table, access denied).
-    Deployment,
-    /// The quarantine could not take the poison records.
-    Quarantine,
-}
-
-/// One failure: a stopped group, or a failed quarantine call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// The first record it fails (empty: the whole batch).
-    pub sequence_number: String,
-    pub kind: FailureKind,
-    pub reason: String,
-}
-
 /// What one batch did.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BatchOutcome {
@@ -203,78 +172,14 @@ impl BatchOutcome {
     }
 }
 
-/// Compares two sequence numbers (decimal strings of any length) as numbers.
-/// The empty string is lowest.
-pub fn cmp_sequence_numbers(a: &str, b: &str) -> Ordering {
-    let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
-    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
-}
-
-/// The lower of a failure so far and a new one.
-fn lowest(current: Option<String>, new: String) -> Option<String> {
-    match current {
-        Some(c) if cmp_sequence_numbers(&c, &new) != Ordering::Greater => Some(c),
-        _ => Some(new),
-    }
-}
-
-/// Which group a record belongs to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum GroupKey {
-    /// A table and a partition key value (typed; `None`: no value found).
-    Partition { table: String, partition: Option<String> },
-    /// A record whose table is unknown: it plans no mutation, so it is alone.
-    Alone(usize),
-}
-
-fn partition_text(value: &Value) -> String {
-    match value {
-        Value::S(s) => format!("S:{s}"),
-        Value::N(n) => format!(
-            "N:{}",
-            model::sortkey::canonical_number(n).unwrap_or_else(|_| n.clone())
-        ),
-        other => format!("{other:?}"),
-    }
-}
-
-fn group_key(planner: &Planner<'_>, record: &ChangeRecord, position: usize) -> (GroupKey, Option<String>) {
-    match planner.table_of(record) {
-        Ok(table) => {
-            let pk = &table.partition_key;
-            let value = record
-                .keys
-                .get(pk)
-                .or_else(|| record.new.as_ref().and_then(|i| i.get(pk)))
-                .or_else(|| record.old.as_ref().and_then(|i| i.get(pk)));
-            let key = GroupKey::Partition {
-                table: table.name.clone(),
-                partition: value.map(partition_text),
-            };
-            (key, Some(table.name.clone()))
-        }
-        Err(_) => (GroupKey::Alone(position), record.table.clone()),
-    }
-}
-
-/// One parsed record of a group.
+/// One parsed record.
 struct Entry {
     position: usize,
-    /// Its group (a position in `groups`).
-    group: usize,
+    group: Option<usize>,
     sequence_number: String,
     table: Option<String>,
     raw: Box<RawValue>,
     plan: Plan,
-}
-
-/// A record to quarantine.
-struct Poison {
-    position: usize,
-    sequence_number: Option<String>,
-    table: Option<String>,
-    reason: String,
-    raw: Box<RawValue>,
 }
 
 /// The stream indexer: plans each record and carries the plans out against
@@ -325,11 +230,9 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             records: records.len(),
             ..BatchStats::default()
         };
-        // Parsed records in batch order; groups hold their positions in `entries`.
+        let mut groups = Groups::default();
         let mut entries: Vec<Entry> = Vec::new();
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        let mut group_of: HashMap<GroupKey, usize> = HashMap::new();
-        let mut poison = Vec::new();
+        let mut handled = Vec::new();
         for (position, received) in records.into_iter().enumerate() {
             let Received {
                 raw,
@@ -339,12 +242,14 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             match record {
                 Err(error) => {
                     stats.unparsable += 1;
-                    poison.push(Poison {
+                    handled.push(Handled {
                         position,
                         sequence_number,
                         table: None,
-                        reason: error.to_string(),
+                        group: None,
                         raw,
+                        poison: Some(error.to_string()),
+                        unfinished: None,
                     });
                 }
                 Ok(record) => {
@@ -355,15 +260,14 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                     for mutation in &plan.mutations {
                         stats.planned.count(mutation);
                     }
-                    let (key, table) = group_key(&planner, &record, position);
-                    let at = *group_of.entry(key).or_insert_with(|| {
-                        groups.push(Vec::new());
-                        groups.len() - 1
-                    });
-                    groups[at].push(entries.len());
+                    // A record of an unknown table plans no mutation: it stands alone.
+                    let (group, table) = match planner.table_of(&record) {
+                        Ok(table) => (Some(groups.of(table, &record)), Some(table.name.clone())),
+                        Err(_) => (None, record.table.clone()),
+                    };
                     entries.push(Entry {
                         position,
-                        group: at,
+                        group,
                         sequence_number: record.sequence_number,
                         table,
                         raw,
@@ -372,143 +276,75 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                 }
             }
         }
-        stats.groups = groups.len();
+        stats.groups = groups.len() + entries.iter().filter(|e| e.group.is_none()).count();
 
         let ops = entries.iter_mut().enumerate().flat_map(|(record, entry)| {
-            let group = entry.group;
+            // Lone records plan nothing; their lane number is never shared.
+            let lane = entry.group.unwrap_or(usize::MAX - record);
             let mutations = std::mem::take(&mut entry.plan.mutations);
             mutations
                 .into_iter()
-                .map(move |mutation| (group, Op { record, mutation }))
+                .map(move |mutation| (lane, Op { record, mutation }))
         });
         let concurrency = self.options.concurrency.max(1);
         let applied = apply::apply_batch(&self.store, &self.config, &self.options.backoff, concurrency, ops).await;
         stats.apply.add(&applied.stats);
+        handled.extend(reckon(entries, applied));
 
-        let mut failed = None;
-        let mut failures = Vec::new();
-        // Per entry: whether its group stopped at or before it.
-        let mut stopped = vec![false; entries.len()];
-        for group in &groups {
-            let Some((at, failure)) = group_failure(&entries, &applied, group) else {
-                continue;
-            };
-            for &record in group.iter().skip_while(|&&r| r != at) {
-                stopped[record] = true;
-            }
-            stats.failed_groups += 1;
-            failed = lowest(failed, failure.sequence_number.clone());
-            failures.push(failure);
-        }
-        poison.extend(record_poison(entries, &stopped, applied));
-
-        // Poison at or after the failure is redelivered: quarantine it then.
-        poison.retain(|p| match (&p.sequence_number, &failed) {
-            (Some(seq), Some(failed)) => cmp_sequence_numbers(seq, failed) == Ordering::Less,
-            _ => true,
-        });
-        poison.sort_by_key(|p| p.position);
-        let mut quarantined = Vec::new();
-        if !poison.is_empty() {
-            stats.quarantine_requests += 1;
-            let entries = poison
-                .iter()
-                .map(|p| QuarantineEntry {
-                    consumer: self.options.consumer.clone(),
-                    sequence_number: p.sequence_number.clone(),
-                    table: p.table.clone(),
-                    reason: p.reason.clone(),
-                    raw: p.raw.get().to_owned(),
-                })
-                .collect();
-            match self.quarantine.put(entries).await {
-                Ok(()) => {
-                    stats.quarantined = poison.len();
-                    for p in poison {
-                        tracing::warn!(sequence_number = ?p.sequence_number, table = ?p.table, reason = %p.reason, "quarantined");
-                        quarantined.push(Quarantined {
-                            sequence_number: p.sequence_number,
-                            table: p.table,
-                            reason: p.reason,
-                        });
-                    }
-                }
-                Err(error) => {
-                    let first = if poison.iter().any(|p| p.sequence_number.is_none()) {
-                        String::new()
-                    } else {
-                        poison
-                            .iter()
-                            .filter_map(|p| p.sequence_number.clone())
-                            .min_by(|a, b| cmp_sequence_numbers(a, b))
-                            .unwrap_or_default()
-                    };
-                    tracing::error!(%error, records = poison.len(), "quarantine failed: the records count as failed");
-                    failed = lowest(failed, first.clone());
-                    failures.push(Failure {
-                        sequence_number: first,
-                        kind: FailureKind::Quarantine,
-                        reason: error.to_string(),
-                    });
-                }
-            }
-        }
-        for failure in &failures {
+        let settled = settlement::settle(&self.quarantine, &self.options.consumer, handled).await;
+        stats.quarantined = settled.quarantined.len();
+        stats.quarantine_requests = settled.quarantine_requests;
+        stats.failed_groups = settled.stopped_groups();
+        for failure in &settled.failures {
             tracing::error!(sequence_number = %failure.sequence_number, kind = ?failure.kind, reason = %failure.reason, "batch failure");
         }
         BatchOutcome {
-            failed,
+            failed: settled.failed,
             stats,
-            quarantined,
-            failures,
+            quarantined: settled.quarantined,
+            failures: settled.failures,
         }
     }
 }
 
-/// Where a group stopped, if it did: its first record not fully applied
-/// (every record of the group before it is), as a position in `entries`
-/// and a [`Failure`].
-fn group_failure(entries: &[Entry], applied: &Applied, group: &[usize]) -> Option<(usize, Failure)> {
-    let stopped = applied.first_unfinished(group.iter().copied())?;
-    let failure = Failure {
-        // (Always an entry; failing the whole batch is the safe fallback.)
-        sequence_number: entries
-            .get(stopped.record)
-            .map_or_else(String::new, |e| e.sequence_number.clone()),
-        kind: match stopped.error {
-            StoreError::Deployment(_) => FailureKind::Deployment,
-            StoreError::Transient(_) | StoreError::Refused(_) => FailureKind::Transient,
-        },
-        reason: stopped.error.to_string(),
-    };
-    Some((stopped.record, failure))
-}
-
-/// The poison among the records (plan problems and refused mutations), but
-/// for records at or after where their group stopped: those are redelivered.
-fn record_poison(entries: Vec<Entry>, stopped: &[bool], applied: Applied) -> Vec<Poison> {
+/// Each parsed record as the executor left it: unfinished (with the error
+/// that left it so) and poison (plan problems and refused mutations).
+fn reckon(entries: Vec<Entry>, mut applied: Applied) -> Vec<Handled> {
     let mut refusals: HashMap<usize, Vec<String>> = HashMap::new();
-    for refusal in applied.refused {
+    for refusal in std::mem::take(&mut applied.refused) {
         refusals.entry(refusal.record).or_default().push(refusal.reason);
     }
-    let mut poison = Vec::new();
-    for (i, entry) in entries.into_iter().enumerate() {
-        if stopped.get(i).copied().unwrap_or(true) {
-            continue;
-        }
-        let mut reasons: Vec<String> = entry.plan.problems.iter().map(ToString::to_string).collect();
-        reasons.extend(refusals.remove(&i).unwrap_or_default());
-        if !reasons.is_empty() {
-            poison.push(Poison {
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let unfinished = (!applied.is_finished(i)).then(|| {
+                let error = applied
+                    .errors
+                    .get(&i)
+                    .cloned()
+                    .unwrap_or_else(|| StoreError::Transient("not applied".to_owned()));
+                let kind = match error {
+                    StoreError::Deployment(_) => FailureKind::Deployment,
+                    StoreError::Transient(_) | StoreError::Refused(_) => FailureKind::Transient,
+                };
+                (kind, error.to_string())
+            });
+            let mut reasons: Vec<String> = entry.plan.problems.iter().map(ToString::to_string).collect();
+            reasons.extend(refusals.remove(&i).unwrap_or_default());
+            let poison =
+                (!reasons.is_empty()).then(|| format!("record {}: {}", entry.sequence_number, reasons.join("; ")));
+            Handled {
                 position: entry.position,
-                reason: format!("record {}: {}", entry.sequence_number, reasons.join("; ")),
                 sequence_number: Some(entry.sequence_number),
                 table: entry.table,
+                group: entry.group,
                 raw: entry.raw,
-            });
-        }
-    }
-    poison
+                poison,
+                unfinished,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -9,13 +9,19 @@
 //!   per-record failure accounting).
 //! - [`batch`]: one invocation's records: grouping, concurrency, quarantine,
 //!   the `batchItemFailures` response.
+//! - [`settlement`]: which records of a batch failed or are quarantined
+//!   (shared with the event router).
 //! - [`lambda`]: the Lambda function; [`metrics`]: its EMF figures.
+
+// The handler future (SDK calls inside concurrent groups) nests deeply.
+#![recursion_limit = "256"]
 
 pub mod apply;
 pub mod batch;
 pub mod lambda;
 pub mod metrics;
 pub mod quarantine;
+pub mod settlement;
 pub mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod workload;

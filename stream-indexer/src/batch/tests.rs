@@ -94,20 +94,6 @@ fn deliver(ix: &TestIndexer) -> (Vec<StreamEntry>, BatchOutcome) {
 }
 
 #[test]
-fn cmp_sequence_numbers_is_numeric() {
-    assert_eq!(cmp_sequence_numbers("99", "100"), Ordering::Less);
-    assert_eq!(cmp_sequence_numbers("0100", "100"), Ordering::Equal);
-    assert_eq!(cmp_sequence_numbers("", "0"), Ordering::Equal);
-    assert_eq!(cmp_sequence_numbers("", "1"), Ordering::Less);
-    assert_eq!(
-        cmp_sequence_numbers("123456789012345678901", "99999999999999999999"),
-        Ordering::Greater
-    );
-    assert_eq!(lowest(Some("100".into()), "99".into()), Some("99".into()));
-    assert_eq!(lowest(Some("99".into()), "100".into()), Some("99".into()));
-}
-
-#[test]
 fn the_response_lists_the_failure_or_nothing() {
     let ok = BatchOutcome::default();
     assert_eq!(ok.response_json(), r#"{"batchItemFailures":[]}"#);
