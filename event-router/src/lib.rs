@@ -1,1 +1,24 @@
+//! streamdex's second stream consumer: it turns stream records into domain
+//! events on an EventBridge bus (where rules route them), and the TTL
+//! reaper that one of those rules feeds.
+//!
+//! - [`publish`]: the `Publisher` port (EventBridge and in memory).
+//! - [`pack`]: events packed into PutEvents calls (10 entries, a byte budget).
+//! - [`batch`]: one invocation's records: classification (by
+//!   `model::event`), publishing with retries, quarantine, the
+//!   `batchItemFailures` response.
+//! - [`lambda`]: the router Lambda; [`metrics`]: its EMF figures.
+//! - [`reaper`]: the Lambda behind the expiry rule, deleting an expired
+//!   node's edges.
 
+#![recursion_limit = "256"]
+
+pub mod batch;
+pub mod lambda;
+pub mod metrics;
+pub mod pack;
+pub mod publish;
+
+pub use batch::{BatchError, Options, Router, RouterOutcome, RouterStats};
+pub use publish::memory::MemoryPublisher;
+pub use publish::{Entry, Publisher};

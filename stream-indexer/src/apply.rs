@@ -135,12 +135,14 @@ impl Backoff {
         Duration::from_nanos(fastrand::u64(0..=nanos))
     }
 
-    fn attempts(&self) -> u32 {
+    /// Attempts of one request, at least 1.
+    pub fn attempts(&self) -> u32 {
         self.max_attempts.max(1)
     }
 }
 
-async fn pause(delay: Duration) {
+/// Sleeps for `delay` (not at all for zero).
+pub async fn pause(delay: Duration) {
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }

@@ -159,10 +159,17 @@ fn log(outcome: &BatchOutcome) {
 
 /// The `batchItemFailures` answer, as `aws_lambda_events` types it.
 pub fn response(outcome: &BatchOutcome) -> DynamoDbEventResponse {
+    failure_response(outcome.failed.as_deref())
+}
+
+/// The `batchItemFailures` answer for a batch whose lowest failed sequence
+/// number is `failed` (`None`: none failed; `""`: the whole batch), as
+/// `aws_lambda_events` types it. Lambda retries from the one listed.
+pub fn failure_response(failed: Option<&str>) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
-    for failure in outcome.response().batch_item_failures {
+    if let Some(failed) = failed {
         let mut item = DynamoDbBatchItemFailure::default();
-        item.item_identifier = Some(failure.item_identifier);
+        item.item_identifier = Some(failed.to_owned());
         response.batch_item_failures.push(item);
     }
     response

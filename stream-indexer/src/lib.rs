@@ -11,6 +11,7 @@
 //!   the `batchItemFailures` response.
 //! - [`settlement`]: which records of a batch failed or are quarantined
 //!   (shared with the event router).
+//! - [`schedule`]: calls that wait for earlier calls (shared with the router).
 //! - [`lambda`]: the Lambda function; [`metrics`]: its EMF figures.
 
 // The handler future (SDK calls inside concurrent groups) nests deeply.
@@ -21,6 +22,7 @@ pub mod batch;
 pub mod lambda;
 pub mod metrics;
 pub mod quarantine;
+pub mod schedule;
 pub mod settlement;
 pub mod store;
 #[cfg(any(test, feature = "testing"))]

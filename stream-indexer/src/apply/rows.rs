@@ -38,7 +38,7 @@
 //! call goes on.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -46,6 +46,7 @@ use model::config::Config;
 use model::index::RowKey;
 
 use super::{pause, Backoff, Progress, MAX_BATCH_WRITES};
+use crate::schedule::Schedule;
 use crate::store::{RowWrite, Store, StoreError};
 
 /// One planned `write_rows` call.
@@ -137,46 +138,6 @@ impl<T: Row> Packer<T> {
     }
 }
 
-/// Which calls may be sent: those whose dependencies have all succeeded.
-struct Schedule {
-    /// Per call: dependencies not yet succeeded.
-    waiting: Vec<usize>,
-    /// Per call: the calls depending on it.
-    dependents: Vec<Vec<usize>>,
-    ready: BTreeSet<usize>,
-}
-
-impl Schedule {
-    fn new<T>(calls: &[Packed<T>]) -> Schedule {
-        let mut dependents = vec![Vec::new(); calls.len()];
-        for (i, call) in calls.iter().enumerate() {
-            for &d in &call.after {
-                dependents[d].push(i);
-            }
-        }
-        Schedule {
-            waiting: calls.iter().map(|c| c.after.len()).collect(),
-            dependents,
-            ready: (0..calls.len()).filter(|&i| calls[i].after.is_empty()).collect(),
-        }
-    }
-
-    /// The lowest call that may be sent now.
-    fn next(&mut self) -> Option<usize> {
-        self.ready.pop_first()
-    }
-
-    /// Call `i` succeeded: the calls waiting only on it may go.
-    fn succeeded(&mut self, i: usize) {
-        for &d in &self.dependents[i] {
-            self.waiting[d] -= 1;
-            if self.waiting[d] == 0 {
-                self.ready.insert(d);
-            }
-        }
-    }
-}
-
 /// A call that was never sent: an earlier write to one of its keys failed.
 fn blocked(error: &StoreError) -> StoreError {
     let why = |message: &str| format!("not sent: an earlier write to one of its rows failed ({message})");
@@ -195,7 +156,7 @@ pub(super) async fn write_all<S: Store>(
     concurrency: usize,
     mut packed: Vec<Packed<(usize, RowWrite)>>,
 ) -> Progress {
-    let mut schedule = Schedule::new(&packed);
+    let mut schedule = Schedule::new(packed.iter().map(|call| call.after.as_slice()));
     let mut sent = vec![false; packed.len()];
     // Per call that failed for good (or was blocked): the error at the root.
     let mut failed: Vec<Option<StoreError>> = vec![None; packed.len()];

@@ -76,18 +76,25 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Everything else (region, credentials, endpoint, a read timeout) comes
 /// from `sdk`; the timeouts above win over the ones `sdk` sets.
 pub fn dynamodb_client(sdk: &SdkConfig) -> Client {
-    let timeouts = TimeoutConfig::builder()
+    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(attempt_timeouts(sdk))
+        .build();
+    Client::from_conf(config)
+}
+
+/// The timeouts of a client whose caller owns the retries: a connection
+/// within [`CONNECT_TIMEOUT`], one attempt (and so the operation) within
+/// [`ATTEMPT_TIMEOUT`]; the rest from `sdk`. Shared by every such client
+/// (DynamoDB here, EventBridge in the event router).
+pub fn attempt_timeouts(sdk: &SdkConfig) -> TimeoutConfig {
+    TimeoutConfig::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .operation_attempt_timeout(ATTEMPT_TIMEOUT)
         // One attempt per operation: the same bound, as a backstop.
         .operation_timeout(ATTEMPT_TIMEOUT)
         .take_unset_from(sdk.timeout_config().map(TimeoutConfig::to_builder).unwrap_or_default())
-        .build();
-    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
-        .retry_config(RetryConfig::disabled())
-        .timeout_config(timeouts)
-        .build();
-    Client::from_conf(config)
+        .build()
 }
 
 /// The update clause that sets the completeness marker if it is absent.
@@ -721,7 +728,17 @@ where
     E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
 {
-    let context = format!("{operation} on table `{table}`");
+    sdk_error(&format!("{operation} on table `{table}`"), err)
+}
+
+/// A failed call of any AWS SDK as a [`StoreError`] (its class by
+/// [`classify`]), its message starting with `context` (the operation and
+/// what it was on).
+pub fn sdk_error<E, R>(context: &str, err: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
     let text = DisplayErrorContext(&err).to_string();
     match err {
         SdkError::ServiceError(service) => {

@@ -1,0 +1,11 @@
+//! The event-router Lambda: see `event_router::lambda`.
+
+#![recursion_limit = "256"]
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    event_router::lambda::run().await
+}

@@ -1,0 +1,93 @@
+//! The [`Publisher`] on EventBridge, with `aws-sdk-eventbridge`: one
+//! `PutEvents` per call, on the configured bus.
+//!
+//! Build the client with [`eventbridge_client`]: like the indexer's DynamoDB
+//! client, no SDK retries (the router owns them, per entry and per call,
+//! and counts them) and bounded timeouts. Errors are classified the way the
+//! indexer's are (`stream_indexer::store::dynamo::classify`).
+
+use aws_config::SdkConfig;
+use aws_sdk_eventbridge::config::retry::RetryConfig;
+use aws_sdk_eventbridge::types::PutEventsRequestEntry;
+use aws_sdk_eventbridge::Client;
+use stream_indexer::store::dynamo::{attempt_timeouts, sdk_error};
+use stream_indexer::store::StoreError;
+
+use super::{Entry, EntryResult, PublishError, Publisher};
+
+/// An EventBridge client without SDK retries, with bounded timeouts.
+pub fn eventbridge_client(sdk: &SdkConfig) -> Client {
+    let config = aws_sdk_eventbridge::config::Builder::from(sdk)
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(attempt_timeouts(sdk))
+        .build();
+    Client::from_conf(config)
+}
+
+/// Puts events on one bus.
+#[derive(Debug, Clone)]
+pub struct EventBridgePublisher {
+    client: Client,
+    bus: String,
+}
+
+impl EventBridgePublisher {
+    pub fn new(client: Client, bus: impl Into<String>) -> EventBridgePublisher {
+        EventBridgePublisher {
+            client,
+            bus: bus.into(),
+        }
+    }
+
+    pub fn bus(&self) -> &str {
+        &self.bus
+    }
+}
+
+impl Publisher for EventBridgePublisher {
+    async fn put_events(&self, entries: &[&Entry]) -> Result<Vec<EntryResult>, PublishError> {
+        let count = entries.len();
+        let request = entries.iter().map(|e| {
+            PutEventsRequestEntry::builder()
+                .event_bus_name(&self.bus)
+                .source(&e.source)
+                .detail_type(&e.detail_type)
+                .detail(&e.detail)
+                .build()
+        });
+        let output = self
+            .client
+            .put_events()
+            .set_entries(Some(request.collect()))
+            .send()
+            .await
+            .map_err(
+                |err| match sdk_error(&format!("PutEvents of {count} entries on bus `{}`", self.bus), err) {
+                    StoreError::Transient(m) => PublishError::Transient(m),
+                    StoreError::Refused(m) => PublishError::Refused(m),
+                    StoreError::Deployment(m) => PublishError::Deployment(m),
+                },
+            )?;
+        let results: Vec<EntryResult> = output
+            .entries()
+            .iter()
+            .map(|r| match r.error_code() {
+                Some(code) => EntryResult::Failed {
+                    code: code.to_owned(),
+                    message: r.error_message().unwrap_or("no message").to_owned(),
+                },
+                None => EntryResult::Published,
+            })
+            .collect();
+        if results.len() != count {
+            // EventBridge answers one result per entry; anything else is not
+            // an answer to trust: send the call again.
+            return Err(PublishError::Transient(format!(
+                "PutEvents on bus `{}` answered {} results for {count} entries",
+                self.bus,
+                results.len()
+            )));
+        }
+        Ok(results)
+    }
+}
