@@ -18,7 +18,9 @@ pub mod lambda;
 pub mod metrics;
 pub mod pack;
 pub mod publish;
+pub mod reaper;
 
 pub use batch::{BatchError, Options, Router, RouterOutcome, RouterStats};
 pub use publish::memory::MemoryPublisher;
 pub use publish::{Entry, Publisher};
+pub use reaper::{Graph, Reaped, Reaper};

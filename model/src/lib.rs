@@ -17,6 +17,7 @@ pub mod event;
 pub mod index;
 pub mod metrics;
 pub mod plan;
+pub mod reap;
 pub mod record;
 pub mod sortkey;
 pub mod value;

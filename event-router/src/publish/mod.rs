@@ -25,6 +25,22 @@ pub struct Entry {
     pub detail: String,
 }
 
+impl Entry {
+    /// The event as a rule's target receives it (`version`, `source`,
+    /// `detail-type`, `detail`; EventBridge also adds `id`, `account`,
+    /// `time`, `region` and `resources`): what the reaper reads, and what
+    /// local runs hand it.
+    pub fn delivered(&self) -> String {
+        let text = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned());
+        format!(
+            r#"{{"version":"0","source":{},"detail-type":{},"detail":{}}}"#,
+            text(&self.source),
+            text(&self.detail_type),
+            self.detail
+        )
+    }
+}
+
 /// What became of one entry of a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EntryResult {

@@ -9,6 +9,7 @@ pub mod dynamo;
 #[cfg(any(test, feature = "testing"))]
 pub mod faulty;
 pub mod memory;
+pub mod scan;
 
 use std::future::Future;
 
@@ -110,4 +111,29 @@ pub trait Store: Send + Sync {
         table: &str,
         partition: &str,
     ) -> impl Future<Output = Result<Vec<Image>, StoreError>> + Send;
+}
+
+/// A shared store is a store (one in-memory store behind the indexer and
+/// the reaper of a local run).
+impl<S: Store> Store for std::sync::Arc<S> {
+    fn write_rows(&self, writes: Vec<RowWrite>) -> impl Future<Output = Result<Vec<RowWrite>, StoreError>> + Send {
+        S::write_rows(self, writes)
+    }
+
+    fn update_set(
+        &self,
+        edge_set: usize,
+        node: &str,
+        change: SetChange,
+    ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send {
+        S::update_set(self, edge_set, node, change)
+    }
+
+    fn query_partition(
+        &self,
+        table: &str,
+        partition: &str,
+    ) -> impl Future<Output = Result<Vec<Image>, StoreError>> + Send {
+        S::query_partition(self, table, partition)
+    }
 }

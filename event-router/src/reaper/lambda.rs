@@ -1,0 +1,41 @@
+//! The reaper Lambda: the target of the expiry rules. Each invocation is one
+//! EventBridge event; the answer is what was reaped. A failure is a
+//! function error, so EventBridge retries it and then hands it to the
+//! target's dead-letter queue.
+//!
+//! Environment: `STREAMDEX_CONFIG` (inline TOML) or `STREAMDEX_CONFIG_PATH`,
+//! and `RUST_LOG` / `AWS_LAMBDA_LOG_LEVEL`.
+
+use std::sync::Arc;
+
+use lambda_runtime::{service_fn, LambdaEvent};
+use serde_json::value::RawValue;
+use stream_indexer::lambda::{config_from_env, init_tracing, SetupError};
+use stream_indexer::store::dynamo::dynamodb_client;
+use stream_indexer::Backoff;
+
+use super::dynamo::DynamoGraph;
+use super::{Reaped, Reaper};
+
+/// Sets up and runs the function until the runtime stops it.
+pub async fn run() -> Result<(), lambda_runtime::Error> {
+    init_tracing();
+    let env = |name: &str| std::env::var(name).ok();
+    let config = Arc::new(config_from_env(env).map_err(SetupError::from)?);
+    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let reaper = Reaper::new(
+        config.clone(),
+        DynamoGraph::new(dynamodb_client(&aws), config),
+        Backoff::default(),
+    );
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Box<RawValue>>| {
+        let reaper = &reaper;
+        async move {
+            let reaped: Reaped = reaper.reap(event.payload.get().as_bytes()).await.inspect_err(|e| {
+                tracing::error!(error = %e, retryable = e.is_retryable(), "reap failed");
+            })?;
+            Ok::<Reaped, lambda_runtime::Error>(reaped)
+        }
+    }))
+    .await
+}
