@@ -1,5 +1,8 @@
 //! End-to-end test support for streamdex.
 //!
 //! - [`moto`]: SDK clients, tables and stream reading against the run's local moto server.
+//! - [`derived`]: draining the streams through the indexer, and checking the
+//!   derived data against a recomputation.
 
+pub mod derived;
 pub mod moto;
