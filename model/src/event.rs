@@ -17,6 +17,10 @@
 //!
 //! Each matching route gives one [`Event`], in route order.
 //!
+//! A MODIFY that changed only what the pipeline owns (the table's edge-set
+//! attribute and completeness marker: the indexer's own writes) is derived
+//! data, not a domain change: it matches no route.
+//!
 //! # The entry
 //!
 //! - `Source`: `[events] source`.
@@ -267,6 +271,9 @@ pub fn classify(config: &Config, table: &TableConfig, record: &ChangeRecord) -> 
         }
     }
     let kind = route_event(record);
+    if kind == RouteEvent::Modify && only_pipeline_changes(config, table, record) {
+        return Ok(Vec::new());
+    }
     let mut matched: Vec<&RouteConfig> = Vec::new();
     for route in config.routes.iter().filter(|r| r.table == table.name) {
         if route.events.contains(&kind) && route_matches(config, table, route, record)? {
@@ -285,6 +292,23 @@ pub fn classify(config: &Config, table: &TableConfig, record: &ChangeRecord) -> 
             detail: detail.clone(),
         })
         .collect())
+}
+
+/// Whether a MODIFY changed nothing but what the pipeline owns (the edge
+/// set attribute and the completeness marker of the table's edge set): the
+/// indexer's own writes, which are derived data, not domain changes.
+fn only_pipeline_changes(config: &Config, table: &TableConfig, record: &ChangeRecord) -> bool {
+    let Some(set) = config.edge_set(&table.name) else {
+        return false;
+    };
+    let (Some(old), Some(new)) = (&record.old, &record.new) else {
+        return false;
+    };
+    let changed = changed(Some(old), Some(new));
+    !changed.is_empty()
+        && changed
+            .iter()
+            .all(|name| *name == set.attribute || *name == set.complete_attribute)
 }
 
 /// The same event without `oldImage`/`newImage`, flagged `imagesOmitted`:
@@ -342,10 +366,14 @@ pub fn rule_name(route: &RouteConfig) -> String {
     if name.len() <= RULE_NAME_CHARS {
         return name;
     }
-    let hash = whole
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    format!("{}-{:08x}", name[..RULE_NAME_CHARS - 9].trim_end_matches('-'), hash as u32)
+    let hash = whole.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!(
+        "{}-{:08x}",
+        name[..RULE_NAME_CHARS - 9].trim_end_matches('-'),
+        hash as u32
+    )
 }
 
 fn route_matches(

@@ -563,3 +563,42 @@ fn long_rule_names_stay_within_the_limit_and_distinct() {
     assert_ne!(long_a, long_b, "a shared prefix must not make one name");
     assert_eq!(rule_name(&route("Ünïcode  & Stuff!")), "records-n-code-stuff");
 }
+
+#[test]
+fn the_pipelines_own_set_updates_are_not_domain_events() {
+    let mut config = example();
+    config.routes.push(RouteConfig {
+        table: "records".to_owned(),
+        detail_type: "Node Modified".to_owned(),
+        events: vec![RouteEvent::Modify],
+        key_prefix: None,
+        items: RouteItems::Nodes,
+        reap: false,
+    });
+    let keys = records_keys(GOAL, GOAL);
+    let mut old = keys.clone();
+    old["name"] = json!({"S": "Ship v2"});
+    let mut new = old.clone();
+    new["edges"] = json!({"SS": ["GOALMEMBERSHIP-USER-1#400-CONTRIBUTOR"]});
+    new["edgesComplete"] = json!({"BOOL": true});
+    let set_update = lambda_record(
+        "MODIFY",
+        "records",
+        keys.clone(),
+        Some(old.clone()),
+        Some(new.clone()),
+        false,
+    );
+    assert!(run(&config, &set_update).is_empty(), "only the set and marker changed");
+
+    // A user's change alongside is a domain change: one event.
+    let mut renamed = new.clone();
+    renamed["name"] = json!({"S": "Ship v3"});
+    let both = lambda_record("MODIFY", "records", keys, Some(old), Some(renamed), false);
+    let events = run(&config, &both);
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        events[0].detail.changed,
+        ["edges", "edgesComplete", "name"].map(String::from)
+    );
+}
