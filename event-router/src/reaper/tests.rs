@@ -182,9 +182,7 @@ fn an_expired_node_loses_every_edge_and_the_other_sets_follow() {
     );
 
     // A redelivered event finds nothing more to delete.
-    let event = format!(
-        r#"{{"detail": {{"table": "records", "keys": {{"source": {{"S": "USER-42"}}, "target": {{"S": "USER-42"}}}}, "sequenceNumber": "9"}}}}"#
-    );
+    let event = r#"{"detail": {"table": "records", "keys": {"source": {"S": "USER-42"}, "target": {"S": "USER-42"}}, "sequenceNumber": "9"}}"#;
     let again = block(world.reaper.reap(event.as_bytes())).expect("reaped");
     assert_eq!((again.deleted, again.node_exists), (0, false));
     assert!(store.take_stream().is_empty(), "and writes nothing");
