@@ -38,5 +38,6 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+log "cfn-lint infra/streamdex.template.json"; "$venv/bin/cfn-lint" infra/streamdex.template.json
 log "cargo test"
 cargo test --workspace "$@"

@@ -22,7 +22,8 @@ fn expiring(payload: &[u8]) -> Vec<u8> {
     if let Some(records) = event["Records"].as_array_mut() {
         for record in records {
             if record["eventName"] == "REMOVE" {
-                record["userIdentity"] = serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"});
+                record["userIdentity"] =
+                    serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"});
             }
         }
     }

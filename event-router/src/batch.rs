@@ -323,7 +323,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         let mut in_flight = FuturesUnordered::new();
         loop {
             while in_flight.len() < self.options.concurrency.max(1) {
-                let Some(i) = schedule.next() else { break };
+                let Some(i) = schedule.pop_ready() else { break };
                 let Some(call) = calls.get(i) else { break };
                 in_flight.push(async move { (i, self.send_call(pending, call).await) });
             }

@@ -1,3 +1,7 @@
-//! streamdex infrastructure: the command line, templates, local stack.
+//! streamdex infrastructure: the command line, the deployment ([`stack`]:
+//! described from the config, stood up locally with `streamdex up`) and its
+//! AWS template ([`template`]).
 
 pub mod cli;
+pub mod stack;
+pub mod template;

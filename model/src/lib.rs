@@ -7,13 +7,17 @@
 //! - [`index`]: which index rows an item image produces.
 //! - [`edge`]: which edge-set member an edge item contributes to its node.
 //! - [`plan`]: the change planner (old image, new image → minimal mutations).
+//! - [`drift`]: where derived data differs from the source tables, and the corrections.
 //! - [`event`]: which event routes a change matches, and the EventBridge entries it becomes.
+//! - [`filter`]: the event source mapping filter patterns each consumer of a table needs, and their matcher.
 //!
 //! No I/O, no async, no AWS SDK: the other crates carry out what this one decides.
 
 pub mod config;
+pub mod drift;
 pub mod edge;
 pub mod event;
+pub mod filter;
 pub mod index;
 pub mod metrics;
 pub mod plan;

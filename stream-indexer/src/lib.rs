@@ -12,6 +12,8 @@
 //! - [`settlement`]: which records of a batch failed or are quarantined
 //!   (shared with the event router).
 //! - [`schedule`]: calls that wait for earlier calls (shared with the router).
+//! - [`rebuild`]: verify and rebuild: drift between the derived data and the
+//!   source tables, and its repair.
 //! - [`lambda`]: the Lambda function; [`metrics`]: its EMF figures.
 
 // The handler future (SDK calls inside concurrent groups) nests deeply.
@@ -22,6 +24,7 @@ pub mod batch;
 pub mod lambda;
 pub mod metrics;
 pub mod quarantine;
+pub mod rebuild;
 pub mod schedule;
 pub mod settlement;
 pub mod store;

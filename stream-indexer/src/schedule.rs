@@ -43,7 +43,7 @@ impl Schedule {
     }
 
     /// The lowest call that may be sent now.
-    pub fn next(&mut self) -> Option<usize> {
+    pub fn pop_ready(&mut self) -> Option<usize> {
         self.ready.pop_first()
     }
 
@@ -71,23 +71,23 @@ mod tests {
     fn calls_go_once_their_dependencies_succeeded() {
         let after: Vec<Vec<usize>> = vec![vec![], vec![0], vec![], vec![1, 2]];
         let mut schedule = Schedule::new(after.iter().map(Vec::as_slice));
-        assert_eq!(schedule.next(), Some(0));
-        assert_eq!(schedule.next(), Some(2));
-        assert_eq!(schedule.next(), None, "1 waits for 0, 3 for 1 and 2");
+        assert_eq!(schedule.pop_ready(), Some(0));
+        assert_eq!(schedule.pop_ready(), Some(2));
+        assert_eq!(schedule.pop_ready(), None, "1 waits for 0, 3 for 1 and 2");
         schedule.succeeded(2);
-        assert_eq!(schedule.next(), None);
+        assert_eq!(schedule.pop_ready(), None);
         schedule.succeeded(0);
-        assert_eq!(schedule.next(), Some(1));
+        assert_eq!(schedule.pop_ready(), Some(1));
         schedule.succeeded(1);
-        assert_eq!(schedule.next(), Some(3));
+        assert_eq!(schedule.pop_ready(), Some(3));
     }
 
     #[test]
     fn a_failed_dependency_keeps_its_dependents_back() {
         let after: Vec<Vec<usize>> = vec![vec![], vec![0], vec![1]];
         let mut schedule = Schedule::new(after.iter().map(Vec::as_slice));
-        assert_eq!(schedule.next(), Some(0));
+        assert_eq!(schedule.pop_ready(), Some(0));
         // 0 failed: never `succeeded`.
-        assert_eq!(schedule.next(), None);
+        assert_eq!(schedule.pop_ready(), None);
     }
 }

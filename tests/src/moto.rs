@@ -315,7 +315,8 @@ pub fn unique_prefix(name: &str) -> String {
     )
 }
 
-/// `config` with every table name (source and index tables) prefixed.
+/// `config` with every table name (source and index tables) and the event
+/// bus name prefixed (queue names of `streamdex up` derive from the bus).
 pub fn prefixed(config: &Config, prefix: &str) -> Config {
     let mut config = config.clone();
     let p = |name: &mut String| *name = format!("{prefix}{name}");
@@ -326,6 +327,7 @@ pub fn prefixed(config: &Config, prefix: &str) -> Config {
         p(&mut index.source.table);
     }
     config.routes.iter_mut().for_each(|r| p(&mut r.table));
+    p(&mut config.events.bus);
     config
 }
 

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use infra::cli::replay::{self, Dump, ReplayArgs};
 use model::config;
 use model::record::parse_any;
-use stream_indexer::{Indexer, MemoryQuarantine, MemoryStore, Options};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
@@ -16,10 +15,9 @@ fn fixture(name: &str) -> PathBuf {
 
 fn args(files: Vec<PathBuf>, batch_size: u32) -> ReplayArgs {
     ReplayArgs {
-        files,
-        config: None,
         batch_size,
         dump: Some(Dump::Json),
+        ..ReplayArgs::embedded(files)
     }
 }
 
@@ -30,14 +28,13 @@ async fn every_batch_size_converges_to_the_recomputation() {
     for batch_size in [1, 2, 3, 5, 8, 100] {
         let records = parse_any(&bytes).expect("parses");
         assert_eq!(records.len(), 17);
-        let store = MemoryStore::new(config.clone());
-        let indexer = Indexer::new(config.clone(), store, MemoryQuarantine::default(), Options::default());
-        let summary = replay::replay(&indexer, records, batch_size).await;
+        let local = replay::Local::new(config.clone());
+        let summary = local.replay(records, batch_size).await;
         assert!(
             summary.failed.is_empty() && summary.quarantined.is_empty(),
             "batch size {batch_size}: {summary:?}"
         );
-        let store = indexer.store();
+        let store = local.store();
         assert_eq!(store.snapshot(), store.recompute(), "batch size {batch_size}");
         let sets = store.node_sets(0);
         let goal = &sets["GOAL-cb421e73"];
@@ -95,5 +92,62 @@ fn a_file_that_does_not_parse_is_refused_with_its_line() {
     assert_eq!(code, 2, "{message}");
     assert!(message.contains("bad.jsonl:2:"), "names the file and line: {message}");
     assert!(out.is_empty(), "nothing dumped for a refused file");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A JSON Lines record of the example `records` table.
+fn graph_line(seq: u32, event: &str, source: &str, target: &str, ttl: bool) -> String {
+    let keys = serde_json::json!({"source": {"S": source}, "target": {"S": target}});
+    let mut image = keys.clone();
+    if source != target {
+        image["gsi0"] = serde_json::json!({"S": "100-MEMBER"});
+    }
+    let mut dynamodb = serde_json::json!({
+        "Keys": keys,
+        "SequenceNumber": format!("{seq:021}"),
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    });
+    dynamodb[if event == "REMOVE" { "OldImage" } else { "NewImage" }] = image;
+    let mut record = serde_json::json!({
+        "eventName": event,
+        "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/records/stream/x",
+        "dynamodb": dynamodb,
+    });
+    if ttl {
+        record["userIdentity"] = serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"});
+    }
+    record.to_string()
+}
+
+#[test]
+fn an_expiry_replays_through_the_router_and_the_reaper() {
+    let dir = std::env::temp_dir().join(format!("streamdex-replay-reap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("expiry.jsonl");
+    let lines = [
+        graph_line(1, "INSERT", "TEAM-2", "TEAM-2", false),
+        graph_line(2, "INSERT", "USER-9", "USER-9", false),
+        graph_line(3, "INSERT", "TEAM-2", "TEAMMEMBERSHIP-USER-9", false),
+        graph_line(4, "INSERT", "USER-9", "TEAMMEMBERSHIP-TEAM-2", false),
+        graph_line(5, "REMOVE", "USER-9", "USER-9", true),
+    ];
+    std::fs::write(&file, lines.join("\n")).expect("write");
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = replay::run_with(&args(vec![file], 2), &mut out, &mut err).expect("runs");
+    let summary = String::from_utf8(err).expect("utf-8");
+    assert_eq!(code, 0, "{summary}");
+    assert!(summary.contains("Node Expired: 1"), "{summary}");
+    assert!(summary.contains("1 expired nodes reaped, 2 edges deleted"), "{summary}");
+
+    let dump: serde_json::Value = serde_json::from_slice(&out).expect("JSON dump");
+    // The reaper deleted TEAM-2's membership edge; the indexer followed.
+    let team = &dump["edge_sets"]["records.edges"]["TEAM-2"];
+    assert_eq!(team["members"], serde_json::json!([]), "{team}");
+    assert!(dump["edge_sets"]["records.edges"].get("USER-9").is_none());
+    let events = dump["events"].as_array().expect("events");
+    let expired: Vec<&serde_json::Value> = events.iter().filter(|e| e["detailType"] == "Node Expired").collect();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0]["detail"]["keys"]["source"]["S"], "USER-9");
+    assert_eq!(expired[0]["detail"]["expired"], true);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -6,14 +6,19 @@ use clap::{Parser, Subcommand};
 
 pub mod config;
 pub mod exit;
+pub mod progress;
+pub mod rebuild;
 pub mod replay;
 pub mod sortkey;
+pub mod stack;
+pub mod template;
+pub mod verify;
 
 /// streamdex keeps edge sets, multikey index tables and EventBridge events in
 /// step with a DynamoDB table by consuming its stream.
 ///
 /// Exit codes: 0 success, 1 an I/O or AWS failure, 2 bad input (a bad config,
-/// a bad value, a bad flag).
+/// a bad value, a bad flag), 3 drift found (`verify`, `rebuild`).
 #[derive(Debug, Parser)]
 #[command(name = "streamdex", version, about, long_about, propagate_version = true)]
 pub struct Cli {
@@ -34,6 +39,20 @@ pub enum Command {
     /// Replay recorded stream records through the indexer into the embedded
     /// in-memory store, and show the resulting index rows and edge sets.
     Replay(replay::ReplayArgs),
+    /// Create the config's tables, GSIs, streams, bus, rules, queues and rule
+    /// targets on an endpoint (a local moto server), or bring them up to
+    /// date; a second run changes nothing and says so.
+    Up(stack::UpArgs),
+    /// Delete what `up` created (source tables included, with their items).
+    Down(stack::DownArgs),
+    /// Render the AWS SAM / CloudFormation template of a config (JSON).
+    Template(template::TemplateArgs),
+    /// Check every index row and edge set against the source tables and
+    /// report drift by kind (exit 3 when there is drift); --repair fixes it.
+    Verify(verify::VerifyArgs),
+    /// Rebuild index tables and edge sets from the source tables, resumably,
+    /// within a write budget, and verify the result.
+    Rebuild(rebuild::RebuildArgs),
 }
 
 /// Runs a parsed command line.
@@ -42,5 +61,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Config(args) => config::run(&args),
         Command::Sortkey(args) => sortkey::run_stdio(&args),
         Command::Replay(args) => replay::run(&args),
+        Command::Up(args) => stack::run_up(&args),
+        Command::Down(args) => stack::run_down(&args),
+        Command::Template(args) => template::run(&args),
+        Command::Verify(args) => verify::run(&args),
+        Command::Rebuild(args) => rebuild::run(&args),
     }
 }

@@ -1038,7 +1038,10 @@ impl Checker<'_> {
                         "the reaper deletes a removed node's edges: the route needs items = \"nodes\"",
                     );
                 }
-                if events.iter().any(|e| matches!(e, RouteEvent::Insert | RouteEvent::Modify)) {
+                if events
+                    .iter()
+                    .any(|e| matches!(e, RouteEvent::Insert | RouteEvent::Modify))
+                {
                     self.problem(
                         at,
                         k("reap"),

@@ -164,7 +164,7 @@ pub(super) async fn write_all<S: Store>(
     let mut in_flight = FuturesUnordered::new();
     loop {
         while in_flight.len() < concurrency.max(1) {
-            let Some(i) = schedule.next() else { break };
+            let Some(i) = schedule.pop_ready() else { break };
             sent[i] = true;
             let call = std::mem::take(&mut packed[i].writes);
             in_flight.push(async move { (i, send_call(store, config, backoff, call).await) });

@@ -1,0 +1,492 @@
+//! `streamdex template CONFIG`: the AWS SAM / CloudFormation template of a
+//! config's [`Stack`], as JSON.
+//!
+//! What it holds (everything named and shaped by [`Stack::new`], the
+//! description `streamdex up` creates too):
+//!
+//! - the source tables (retained on stack deletion: they hold your data):
+//!   String keys, on-demand billing, a `NEW_AND_OLD_IMAGES` stream, TTL,
+//!   point-in-time recovery, the `target_index` GSI on tables with an edge set;
+//! - the index tables (derived data: deleted with the stack, `rebuild`
+//!   restores them);
+//! - the event bus (unless `default`), one rule per route with
+//!   [`model::event::pattern`], named by [`model::event::rule_name`]; the
+//!   reaper is the target of `reap` routes' rules (with a retry policy and a
+//!   dead-letter queue); other rules have no target: add yours;
+//! - the functions `stream-indexer`, `event-router` and `reaper`
+//!   (`provided.al2023`, arm64, the `bootstrap` that
+//!   `cargo lambda build --release --arm64` leaves in `target/lambda/BIN/`),
+//!   each with its own log group and least-privilege role ([`iam`]), the
+//!   config inline in `STREAMDEX_CONFIG` ([`environment`]);
+//! - one event source mapping per consumer per table ([`crate::stack::MappingSettings`],
+//!   `ReportBatchItemFailures`, the consumer's on-failure queue, and the
+//!   filter criteria of [`model::filter::patterns`]);
+//! - the quarantine and failure queues, the alarms ([`alarms`]) and the SNS
+//!   topic they notify, subscribed to by the parameters `AlarmEndpoint` and
+//!   `AlarmProtocol`.
+//!
+//! The rendering is deterministic (keys sorted), so the committed template
+//! of the example config ([`EXAMPLE_TEMPLATE`]) can be compared byte for byte.
+
+pub mod alarms;
+pub mod environment;
+pub mod iam;
+
+use std::collections::BTreeMap;
+
+use model::config::Config;
+use serde_json::{json, Map, Value as Json};
+
+use crate::stack::{FunctionRole, Mapping, QueuePurpose, Stack, QUEUE_RETENTION_SECONDS, RULE_TARGET_ID};
+
+/// The committed template of `streamdex.example.toml` (`infra/streamdex.template.json`).
+pub const EXAMPLE_TEMPLATE: &str = include_str!("../streamdex.template.json");
+
+/// Where the functions' code is, relative to the template (`infra/`): what
+/// `cargo lambda build --release --arm64` writes.
+pub const CODE_DIR: &str = "../target/lambda";
+
+/// Days the functions' logs are kept.
+pub const LOG_RETENTION_DAYS: u32 = 30;
+
+/// Memory of every function, in MB (CPU grows with it; the indexer's 6 MB
+/// batch peaks near 52 MB of RSS).
+pub const MEMORY_MB: u32 = 512;
+
+/// Seconds an invocation may take.
+pub const TIMEOUT_SECONDS: u32 = 60;
+
+/// Retries EventBridge makes to deliver an event to the reaper, and for how long.
+pub const REAPER_TARGET_RETRIES: u32 = 185;
+pub const REAPER_TARGET_MAX_AGE_SECONDS: u32 = 24 * 60 * 60;
+
+/// Why no template was rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    #[error("{file}: cannot write the config compactly for the functions' environment: {reason}")]
+    Compact { file: String, reason: String },
+    #[error(
+        "{file}: the config is {bytes} bytes even without comments, over the {limit} bytes of the functions' \
+         4 KB environment it may take; split it into two deployments"
+    )]
+    ConfigTooLarge { file: String, bytes: usize, limit: usize },
+    #[error(
+        "two resources would have the logical id `{id}`: rename one of the tables, indexes or routes it comes from"
+    )]
+    DuplicateId { id: String },
+}
+
+/// Logical ids of the template's resources.
+pub mod ids {
+    use crate::stack::{FunctionRole, Queue, QueuePurpose, Rule};
+    use model::filter::Consumer;
+
+    pub const BUS: &str = "EventBus";
+    pub const ALARM_TOPIC: &str = "AlarmTopic";
+    pub const ALARM_SUBSCRIPTION: &str = "AlarmSubscription";
+    pub const REAPER_DEAD_LETTER_POLICY: &str = "ReaperDeadLetterQueuePolicy";
+    pub const PARAM_ALARM_ENDPOINT: &str = "AlarmEndpoint";
+    pub const PARAM_ALARM_PROTOCOL: &str = "AlarmProtocol";
+
+    /// `some-name.x` → `SomeNameX`: every run of letters and digits, capitalised.
+    pub fn pascal(name: &str) -> String {
+        name.split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|part| !part.is_empty())
+            .map(|part| {
+                let mut chars = part.chars();
+                chars
+                    .next()
+                    .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    fn role_name(role: FunctionRole) -> &'static str {
+        match role {
+            FunctionRole::Indexer => "Indexer",
+            FunctionRole::Router => "Router",
+            FunctionRole::Reaper => "Reaper",
+        }
+    }
+
+    pub fn consumer(consumer: Consumer) -> &'static str {
+        role_name(FunctionRole::of(consumer))
+    }
+
+    pub fn function(role: FunctionRole) -> String {
+        format!("{}Function", role_name(role))
+    }
+
+    pub fn role(role: FunctionRole) -> String {
+        format!("{}Role", role_name(role))
+    }
+
+    pub fn log_group(role: FunctionRole) -> String {
+        format!("{}Logs", role_name(role))
+    }
+
+    pub fn source_table(name: &str) -> String {
+        format!("Table{}", pascal(name))
+    }
+
+    pub fn index_table(name: &str) -> String {
+        format!("IndexTable{}", pascal(name))
+    }
+
+    pub fn queue(queue: &Queue) -> String {
+        match &queue.purpose {
+            QueuePurpose::Quarantine => "QuarantineQueue".to_owned(),
+            QueuePurpose::OnFailure(c) => format!("{}FailureQueue", consumer(*c)),
+            QueuePurpose::ReaperDeadLetter => "ReaperDeadLetterQueue".to_owned(),
+            QueuePurpose::RuleTarget(rule) => format!("RuleQueue{}", pascal(rule)),
+        }
+    }
+
+    pub fn rule(rule: &Rule) -> String {
+        format!("Rule{}", pascal(&rule.name))
+    }
+
+    pub fn reaper_permission(rule: &Rule) -> String {
+        format!("ReaperPermission{}", pascal(&rule.name))
+    }
+
+    pub fn mapping(consumer_: Consumer, table: &str) -> String {
+        format!("{}Mapping{}", consumer(consumer_), pascal(table))
+    }
+}
+
+/// Collects resources, refusing a logical id twice.
+struct Resources(BTreeMap<String, Json>);
+
+impl Resources {
+    fn add(&mut self, id: String, resource: Json) -> Result<(), TemplateError> {
+        if self.0.contains_key(&id) {
+            return Err(TemplateError::DuplicateId { id });
+        }
+        self.0.insert(id, resource);
+        Ok(())
+    }
+}
+
+/// The template of `config`, whose text `text` was read from `file` (its
+/// compact form goes into the functions' environment).
+pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateError> {
+    let stack = Stack::new(config);
+    let inline_config = environment::compact_toml(text, file, config)?;
+    let mut resources = Resources(BTreeMap::new());
+    for table in &stack.source_tables {
+        let mut attributes: Vec<&str> = table.key_attributes();
+        if let Some(index) = &table.target_index {
+            attributes.extend([index.partition_key.as_str(), index.sort_key.as_str()]);
+        }
+        attributes.sort_unstable();
+        attributes.dedup();
+        let mut properties = json!({
+            "TableName": table.name,
+            "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": attributes.iter().map(|a| json!({"AttributeName": a, "AttributeType": "S"})).collect::<Vec<_>>(),
+            "KeySchema": key_schema(&table.partition_key, table.sort_key.as_deref()),
+            "StreamSpecification": { "StreamViewType": crate::stack::STREAM_VIEW_TYPE },
+            "PointInTimeRecoverySpecification": { "PointInTimeRecoveryEnabled": true },
+        });
+        if let Some(attribute) = &table.ttl_attribute {
+            properties["TimeToLiveSpecification"] = json!({ "AttributeName": attribute, "Enabled": true });
+        }
+        if let Some(index) = &table.target_index {
+            let projection = if index.projected.is_empty() {
+                json!({ "ProjectionType": "KEYS_ONLY" })
+            } else {
+                json!({ "ProjectionType": "INCLUDE", "NonKeyAttributes": index.projected })
+            };
+            properties["GlobalSecondaryIndexes"] = json!([{
+                "IndexName": index.name,
+                "KeySchema": key_schema(&index.partition_key, Some(&index.sort_key)),
+                "Projection": projection,
+            }]);
+        }
+        resources.add(
+            ids::source_table(&table.name),
+            json!({
+                "Type": "AWS::DynamoDB::Table",
+                "DeletionPolicy": "Retain",
+                "UpdateReplacePolicy": "Retain",
+                "Properties": properties,
+            }),
+        )?;
+    }
+    for table in &stack.index_tables {
+        resources.add(
+            ids::index_table(&table.name),
+            json!({
+                "Type": "AWS::DynamoDB::Table",
+                "DeletionPolicy": "Delete",
+                "UpdateReplacePolicy": "Delete",
+                "Properties": {
+                    "TableName": table.name,
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "AttributeDefinitions": [
+                        { "AttributeName": table.partition_key, "AttributeType": "S" },
+                        { "AttributeName": table.sort_key, "AttributeType": "S" },
+                    ],
+                    "KeySchema": key_schema(&table.partition_key, Some(&table.sort_key)),
+                },
+            }),
+        )?;
+    }
+    for queue in stack.queues.iter().filter(|q| q.on_aws()) {
+        resources.add(
+            ids::queue(queue),
+            json!({
+                "Type": "AWS::SQS::Queue",
+                "Properties": {
+                    "QueueName": queue.name,
+                    "MessageRetentionPeriod": QUEUE_RETENTION_SECONDS,
+                    "SqsManagedSseEnabled": true,
+                },
+            }),
+        )?;
+    }
+    let bus_name: Json = if stack.bus.is_default() {
+        json!(stack.bus.name)
+    } else {
+        resources.add(
+            ids::BUS.to_owned(),
+            json!({ "Type": "AWS::Events::EventBus", "Properties": { "Name": stack.bus.name } }),
+        )?;
+        json!({ "Ref": ids::BUS })
+    };
+    let reaper_queue = stack.queue(&QueuePurpose::ReaperDeadLetter);
+    let mut reaper_rules = Vec::new();
+    for rule in &stack.rules {
+        let mut properties = json!({
+            "Name": rule.name,
+            "Description": format!("streamdex: {} events of table {}", rule.detail_type, rule.table),
+            "EventBusName": bus_name,
+            "EventPattern": rule.pattern,
+            "State": "ENABLED",
+        });
+        if rule.reaper {
+            let mut target = json!({
+                "Id": RULE_TARGET_ID,
+                "Arn": { "Fn::GetAtt": [ids::function(FunctionRole::Reaper), "Arn"] },
+                "RetryPolicy": {
+                    "MaximumRetryAttempts": REAPER_TARGET_RETRIES,
+                    "MaximumEventAgeInSeconds": REAPER_TARGET_MAX_AGE_SECONDS,
+                },
+            });
+            if let Some(queue) = reaper_queue {
+                target["DeadLetterConfig"] = json!({ "Arn": { "Fn::GetAtt": [ids::queue(queue), "Arn"] } });
+            }
+            properties["Targets"] = json!([target]);
+            reaper_rules.push(rule);
+            resources.add(
+                ids::reaper_permission(rule),
+                json!({
+                    "Type": "AWS::Lambda::Permission",
+                    "Properties": {
+                        "Action": "lambda:InvokeFunction",
+                        "FunctionName": { "Ref": ids::function(FunctionRole::Reaper) },
+                        "Principal": "events.amazonaws.com",
+                        "SourceArn": { "Fn::GetAtt": [ids::rule(rule), "Arn"] },
+                    },
+                }),
+            )?;
+        }
+        resources.add(
+            ids::rule(rule),
+            json!({ "Type": "AWS::Events::Rule", "Properties": properties }),
+        )?;
+    }
+    if let (Some(queue), false) = (reaper_queue, reaper_rules.is_empty()) {
+        let sources: Vec<Json> = reaper_rules
+            .iter()
+            .map(|r| json!({ "Fn::GetAtt": [ids::rule(r), "Arn"] }))
+            .collect();
+        resources.add(
+            ids::REAPER_DEAD_LETTER_POLICY.to_owned(),
+            json!({
+                "Type": "AWS::SQS::QueuePolicy",
+                "Properties": {
+                    "Queues": [{ "Ref": ids::queue(queue) }],
+                    "PolicyDocument": {
+                        "Version": "2012-10-17",
+                        "Statement": [{
+                            "Sid": "ReaperRulesDeadLetters",
+                            "Effect": "Allow",
+                            "Principal": { "Service": "events.amazonaws.com" },
+                            "Action": "sqs:SendMessage",
+                            "Resource": { "Fn::GetAtt": [ids::queue(queue), "Arn"] },
+                            "Condition": { "ArnEquals": { "aws:SourceArn": sources } },
+                        }],
+                    },
+                },
+            }),
+        )?;
+    }
+    for function in &stack.functions {
+        let role = function.role;
+        resources.add(
+            ids::log_group(role),
+            json!({
+                "Type": "AWS::Logs::LogGroup",
+                "DeletionPolicy": "Delete",
+                "UpdateReplacePolicy": "Delete",
+                "Properties": {
+                    "LogGroupName": format!("/aws/lambda/{}", function.name),
+                    "RetentionInDays": LOG_RETENTION_DAYS,
+                },
+            }),
+        )?;
+        resources.add(ids::role(role), iam::role(&stack, role))?;
+        let mut variables = Map::new();
+        variables.insert(
+            stream_indexer::lambda::ENV_CONFIG.to_owned(),
+            Json::String(inline_config.clone()),
+        );
+        if role != FunctionRole::Reaper {
+            if let Some(queue) = stack.queue(&QueuePurpose::Quarantine) {
+                variables.insert(
+                    stream_indexer::lambda::ENV_QUARANTINE_URL.to_owned(),
+                    json!({ "Ref": ids::queue(queue) }),
+                );
+            }
+        }
+        resources.add(
+            ids::function(role),
+            json!({
+                "Type": "AWS::Serverless::Function",
+                "DependsOn": [ids::log_group(role)],
+                "Properties": {
+                    "FunctionName": function.name,
+                    "Description": format!("streamdex {}", role.binary()),
+                    "CodeUri": format!("{CODE_DIR}/{}/", role.binary()),
+                    "Handler": "bootstrap",
+                    "Runtime": "provided.al2023",
+                    "Architectures": ["arm64"],
+                    "MemorySize": MEMORY_MB,
+                    "Timeout": TIMEOUT_SECONDS,
+                    "Role": { "Fn::GetAtt": [ids::role(role), "Arn"] },
+                    "Environment": { "Variables": variables },
+                },
+            }),
+        )?;
+    }
+    for mapping in &stack.mappings {
+        resources.add(
+            ids::mapping(mapping.consumer, &mapping.table),
+            event_source_mapping(&stack, mapping),
+        )?;
+    }
+    resources.add(
+        ids::ALARM_TOPIC.to_owned(),
+        json!({
+            "Type": "AWS::SNS::Topic",
+            "Properties": { "TopicName": format!("{}-alarms", stack.namespace) },
+        }),
+    )?;
+    resources.add(
+        ids::ALARM_SUBSCRIPTION.to_owned(),
+        json!({
+            "Type": "AWS::SNS::Subscription",
+            "Properties": {
+                "TopicArn": { "Ref": ids::ALARM_TOPIC },
+                "Protocol": { "Ref": ids::PARAM_ALARM_PROTOCOL },
+                "Endpoint": { "Ref": ids::PARAM_ALARM_ENDPOINT },
+            },
+        }),
+    )?;
+    for (id, alarm) in alarms::alarms(config, &stack) {
+        resources.add(id, alarm)?;
+    }
+    let mut outputs = Map::new();
+    for queue in stack.queues.iter().filter(|q| q.on_aws()) {
+        outputs.insert(
+            format!("{}Url", ids::queue(queue)),
+            json!({ "Description": format!("URL of queue {}", queue.name), "Value": { "Ref": ids::queue(queue) } }),
+        );
+    }
+    outputs.insert(
+        "AlarmTopicArn".to_owned(),
+        json!({ "Description": "The SNS topic every alarm notifies", "Value": { "Ref": ids::ALARM_TOPIC } }),
+    );
+    for rule in stack.rules.iter().filter(|r| !r.reaper) {
+        outputs.insert(
+            format!("{}Arn", ids::rule(rule)),
+            json!({
+                "Description": format!("Rule {} ({} events): add your targets to it", rule.name, rule.detail_type),
+                "Value": { "Fn::GetAtt": [ids::rule(rule), "Arn"] },
+            }),
+        );
+    }
+    Ok(json!({
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Transform": "AWS::Serverless-2016-10-31",
+        "Description": format!(
+            "streamdex {}: rendered by `streamdex template {file}`; edit the config, not this file",
+            stack.namespace
+        ),
+        "Parameters": {
+            ids::PARAM_ALARM_ENDPOINT: {
+                "Type": "String",
+                "MinLength": 1,
+                "Description": "Where alarms are sent: an email address (AlarmProtocol email), an HTTPS URL (https), an SQS queue or Lambda ARN, a phone number (sms)",
+            },
+            ids::PARAM_ALARM_PROTOCOL: {
+                "Type": "String",
+                "Default": "email",
+                "AllowedValues": ["email", "email-json", "https", "sqs", "lambda", "sms"],
+                "Description": "The SNS protocol of AlarmEndpoint",
+            },
+        },
+        "Resources": resources.0,
+        "Outputs": outputs,
+    }))
+}
+
+fn key_schema(partition: &str, sort: Option<&str>) -> Json {
+    let mut keys = vec![json!({ "AttributeName": partition, "KeyType": "HASH" })];
+    if let Some(sort) = sort {
+        keys.push(json!({ "AttributeName": sort, "KeyType": "RANGE" }));
+    }
+    Json::Array(keys)
+}
+
+fn event_source_mapping(stack: &Stack, mapping: &Mapping) -> Json {
+    let settings = &mapping.settings;
+    let failures = stack
+        .queues
+        .iter()
+        .find(|q| q.name == mapping.on_failure_queue)
+        .map(ids::queue)
+        .unwrap_or_default();
+    let mut properties = json!({
+        "EventSourceArn": { "Fn::GetAtt": [ids::source_table(&mapping.table), "StreamArn"] },
+        "FunctionName": { "Ref": ids::function(FunctionRole::of(mapping.consumer)) },
+        "StartingPosition": "TRIM_HORIZON",
+        "BatchSize": settings.batch_size,
+        "MaximumBatchingWindowInSeconds": settings.batching_window_seconds,
+        "ParallelizationFactor": settings.parallelization_factor,
+        "MaximumRetryAttempts": settings.maximum_retry_attempts,
+        "MaximumRecordAgeInSeconds": settings.maximum_record_age_seconds,
+        "BisectBatchOnFunctionError": settings.bisect_on_error,
+        "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        "DestinationConfig": { "OnFailure": { "Destination": { "Fn::GetAtt": [failures, "Arn"] } } },
+    });
+    if !mapping.filters.is_empty() {
+        properties["FilterCriteria"] = json!({
+            "Filters": mapping.filters.iter().map(|p| json!({ "Pattern": p.to_text() })).collect::<Vec<_>>(),
+        });
+    }
+    json!({ "Type": "AWS::Lambda::EventSourceMapping", "Properties": properties })
+}
+
+/// The template as the committed file holds it: pretty JSON and a newline.
+pub fn to_text(template: &Json) -> String {
+    let mut text = serde_json::to_string_pretty(template).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests;

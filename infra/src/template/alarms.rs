@@ -1,0 +1,181 @@
+//! CloudWatch alarms, all notifying the one SNS topic (whose subscription
+//! is the template's parameters):
+//!
+//! - `IteratorAge` (AWS/Lambda, Maximum over a minute) of each consumer
+//!   function, at `[alarms] iterator_age_warn_seconds` (warn: 5 minutes in
+//!   a row) and `iterator_age_page_seconds` (page: 1 minute), both well
+//!   before the stream's 24 h retention;
+//! - `Errors` of each function (Sum ≥ 1 in 5 minutes): the functions report
+//!   only failures a retry may fix (poison is quarantined), so any error is
+//!   a deployment or service problem;
+//! - the depth of every queue that holds trouble (`ApproximateNumberOfMessagesVisible`
+//!   ≥ 1): the quarantine, each consumer's on-failure destination, the
+//!   reaper rules' dead letters;
+//! - `FailedInvocations` (AWS/Events) of each rule with a target (the reaper rules).
+//!
+//! Missing data (no traffic) is not breaching.
+
+use serde_json::{json, Value as Json};
+
+use crate::stack::{FunctionRole, Queue, QueuePurpose, Stack};
+use model::config::Config;
+
+use super::ids;
+
+/// Minutes the iterator age must stay over the warn threshold before warning.
+pub const WARN_MINUTES: u32 = 5;
+
+/// One alarm: `(logical id, resource)`.
+pub type Alarm = (String, Json);
+
+#[allow(clippy::too_many_arguments)]
+fn alarm(
+    name: String,
+    description: String,
+    namespace: &str,
+    metric: &str,
+    dimensions: Json,
+    statistic: &str,
+    period: u32,
+    periods: u32,
+    threshold: u64,
+) -> Json {
+    json!({
+        "Type": "AWS::CloudWatch::Alarm",
+        "Properties": {
+            "AlarmName": name,
+            "AlarmDescription": description,
+            "Namespace": namespace,
+            "MetricName": metric,
+            "Dimensions": dimensions,
+            "Statistic": statistic,
+            "Period": period,
+            "EvaluationPeriods": periods,
+            "DatapointsToAlarm": periods,
+            "Threshold": threshold,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "TreatMissingData": "notBreaching",
+            "AlarmActions": [{ "Ref": ids::ALARM_TOPIC }],
+            "OKActions": [{ "Ref": ids::ALARM_TOPIC }],
+        },
+    })
+}
+
+fn function_dimension(role: FunctionRole) -> Json {
+    json!([{ "Name": "FunctionName", "Value": { "Ref": ids::function(role) } }])
+}
+
+fn queue_alarm(stack: &Stack, queue: &Queue) -> Option<Alarm> {
+    let what = match &queue.purpose {
+        QueuePurpose::Quarantine => "records were quarantined (they can never succeed as they are): read the queue for the reasons".to_owned(),
+        QueuePurpose::OnFailure(consumer) => format!(
+            "the {consumer}'s retries or record age ran out for a batch: its records were skipped; the message names the shard and sequence range to rebuild"
+        ),
+        QueuePurpose::ReaperDeadLetter => "events could not be delivered to the reaper: their nodes' edges were not deleted".to_owned(),
+        QueuePurpose::RuleTarget(_) => return None,
+    };
+    Some((
+        format!("{}Depth", ids::queue(queue)),
+        alarm(
+            format!("{}-depth", queue.name),
+            format!("streamdex {}: {what}", stack.namespace),
+            "AWS/SQS",
+            "ApproximateNumberOfMessagesVisible",
+            json!([{ "Name": "QueueName", "Value": { "Fn::GetAtt": [ids::queue(queue), "QueueName"] } }]),
+            "Maximum",
+            300,
+            1,
+            1,
+        ),
+    ))
+}
+
+/// Every alarm of the stack.
+pub fn alarms(config: &Config, stack: &Stack) -> Vec<Alarm> {
+    let mut out = Vec::new();
+    let warn = config.alarms.iterator_age_warn_seconds;
+    let page = config.alarms.iterator_age_page_seconds;
+    for function in &stack.functions {
+        let id = ids::function(function.role);
+        if function.role != FunctionRole::Reaper {
+            out.push((
+                format!("{id}IteratorAgeWarn"),
+                alarm(
+                    format!("{}-iterator-age-warn", function.name),
+                    format!(
+                        "streamdex {}: WARN: {} is {warn} s or more behind its streams for {WARN_MINUTES} minutes \
+                         (records are lost after 24 h)",
+                        stack.namespace, function.name
+                    ),
+                    "AWS/Lambda",
+                    "IteratorAge",
+                    function_dimension(function.role),
+                    "Maximum",
+                    60,
+                    WARN_MINUTES,
+                    warn * 1000,
+                ),
+            ));
+            out.push((
+                format!("{id}IteratorAgePage"),
+                alarm(
+                    format!("{}-iterator-age-page", function.name),
+                    format!(
+                        "streamdex {}: PAGE: {} is {page} s or more behind its streams \
+                         (records are lost after 24 h)",
+                        stack.namespace, function.name
+                    ),
+                    "AWS/Lambda",
+                    "IteratorAge",
+                    function_dimension(function.role),
+                    "Maximum",
+                    60,
+                    1,
+                    page * 1000,
+                ),
+            ));
+        }
+        out.push((
+            format!("{id}Errors"),
+            alarm(
+                format!("{}-errors", function.name),
+                format!(
+                    "streamdex {}: {} failed invocations (a deployment or service problem: poison records are quarantined, not errors)",
+                    stack.namespace, function.name
+                ),
+                "AWS/Lambda",
+                "Errors",
+                function_dimension(function.role),
+                "Sum",
+                300,
+                1,
+                1,
+            ),
+        ));
+    }
+    out.extend(stack.queues.iter().filter_map(|q| queue_alarm(stack, q)));
+    for rule in stack.rules.iter().filter(|r| r.reaper) {
+        let mut dimensions = vec![json!({ "Name": "RuleName", "Value": rule.name })];
+        if !stack.bus.is_default() {
+            dimensions.insert(0, json!({ "Name": "EventBusName", "Value": stack.bus.name }));
+        }
+        out.push((
+            format!("{}FailedInvocations", ids::rule(rule)),
+            alarm(
+                format!("{}-{}-failed-invocations", stack.namespace, rule.name),
+                format!(
+                    "streamdex {}: rule {} could not invoke the reaper (see the dead-letter queue)",
+                    stack.namespace, rule.name
+                ),
+                "AWS/Events",
+                "FailedInvocations",
+                Json::Array(dimensions),
+                "Sum",
+                300,
+                1,
+                1,
+            ),
+        ));
+    }
+    out
+}

@@ -1,0 +1,193 @@
+//! Least-privilege IAM: one role per function, each allowed only the
+//! actions it calls, on only the resources it touches. No `*` action, no
+//! `*` resource.
+//!
+//! - **stream-indexer**: reads the streams of the tables it consumes
+//!   (`DescribeStream`, `GetRecords`, `GetShardIterator`, `ListStreams`);
+//!   `UpdateItem` on tables with an edge set **only of the edge-set
+//!   attributes** (`dynamodb:Attributes` ⊆ {keys, set, marker}, through
+//!   `ForAllValues:StringEquals`, which DynamoDB requires to list the key
+//!   attributes too) and never asking for other attributes back
+//!   (`dynamodb:ReturnValues` NONE if present); a consistent `Query` of
+//!   those tables (a node's partition, to restore its set);
+//!   `BatchWriteItem` on the index tables; `SendMessage` to the quarantine
+//!   and to its on-failure destination (Lambda sends there with the
+//!   function's role).
+//! - **event-router**: reads the streams of the tables with routes;
+//!   `PutEvents` on the bus; `SendMessage` to the quarantine and its
+//!   on-failure destination.
+//! - **reaper**: `GetItem` and `Query` of the tables of `reap` routes,
+//!   `Query` of their `target_index`, `BatchWriteItem` (the deletes) on them.
+//! - every function: `CreateLogStream`/`PutLogEvents` on its own log group
+//!   (the template creates it, with a retention).
+
+use serde_json::{json, Value as Json};
+
+use crate::stack::{FunctionRole, QueuePurpose, Stack};
+use model::filter::Consumer;
+
+use super::ids;
+
+fn sub(arn: &str) -> Json {
+    json!({ "Fn::Sub": arn })
+}
+
+fn table_arn(table: &str) -> Json {
+    sub(&format!(
+        "arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:${{AWS::AccountId}}:table/{table}"
+    ))
+}
+
+fn stream_arns(table: &str) -> Json {
+    sub(&format!(
+        "arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:${{AWS::AccountId}}:table/{table}/stream/*"
+    ))
+}
+
+fn statement(sid: &str, actions: &[&str], resources: Vec<Json>) -> Json {
+    json!({ "Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources })
+}
+
+fn queue_arn(stack: &Stack, purpose: &QueuePurpose) -> Option<Json> {
+    stack
+        .queue(purpose)
+        .map(|q| json!({ "Fn::GetAtt": [ids::queue(q), "Arn"] }))
+}
+
+/// The statements of a function's policy.
+pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
+    let mut out = Vec::new();
+    let log_group = json!({ "Fn::GetAtt": [ids::log_group(role), "Arn"] });
+    out.push(statement(
+        "OwnLogs",
+        &["logs:CreateLogStream", "logs:PutLogEvents"],
+        vec![log_group],
+    ));
+    let consumer = match role {
+        FunctionRole::Indexer => Some(Consumer::Indexer),
+        FunctionRole::Router => Some(Consumer::Router),
+        FunctionRole::Reaper => None,
+    };
+    if let Some(consumer) = consumer {
+        let tables: Vec<&str> = stack
+            .mappings
+            .iter()
+            .filter(|m| m.consumer == consumer)
+            .map(|m| m.table.as_str())
+            .collect();
+        out.push(statement(
+            "ReadStreams",
+            &[
+                "dynamodb:DescribeStream",
+                "dynamodb:GetRecords",
+                "dynamodb:GetShardIterator",
+                "dynamodb:ListStreams",
+            ],
+            tables.iter().map(|t| stream_arns(t)).collect(),
+        ));
+        let queues: Vec<Json> = [QueuePurpose::Quarantine, QueuePurpose::OnFailure(consumer)]
+            .iter()
+            .filter_map(|p| queue_arn(stack, p))
+            .collect();
+        out.push(statement("QuarantineAndFailures", &["sqs:SendMessage"], queues));
+    }
+    match role {
+        FunctionRole::Indexer => {
+            for table in stack.source_tables.iter().filter(|t| t.target_index.is_some()) {
+                let Some(set) = &table.edge_set else { continue };
+                let mut attributes: Vec<&str> = table.key_attributes();
+                attributes.push(&set.attribute);
+                attributes.push(&set.complete_attribute);
+                out.push(json!({
+                    "Sid": format!("EdgeSetOnly{}", ids::pascal(&table.name)),
+                    "Effect": "Allow",
+                    "Action": ["dynamodb:UpdateItem"],
+                    "Resource": [table_arn(&table.name)],
+                    "Condition": {
+                        "ForAllValues:StringEquals": { "dynamodb:Attributes": attributes },
+                        "StringEqualsIfExists": { "dynamodb:ReturnValues": ["NONE"] },
+                    },
+                }));
+            }
+            let restore: Vec<Json> = stack
+                .source_tables
+                .iter()
+                .filter(|t| t.edge_set.is_some())
+                .map(|t| table_arn(&t.name))
+                .collect();
+            if !restore.is_empty() {
+                out.push(statement("RestoreSets", &["dynamodb:Query"], restore));
+            }
+            let indexes: Vec<Json> = stack.index_tables.iter().map(|t| table_arn(&t.name)).collect();
+            if !indexes.is_empty() {
+                out.push(statement("IndexRows", &["dynamodb:BatchWriteItem"], indexes));
+            }
+        }
+        FunctionRole::Router => {
+            let bus = if stack.bus.is_default() {
+                sub("arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/default")
+            } else {
+                json!({ "Fn::GetAtt": [ids::BUS, "Arn"] })
+            };
+            out.push(statement("PutEvents", &["events:PutEvents"], vec![bus]));
+        }
+        FunctionRole::Reaper => {
+            let mut tables: Vec<&str> = stack
+                .rules
+                .iter()
+                .filter(|r| r.reaper)
+                .map(|r| r.table.as_str())
+                .collect();
+            tables.sort_unstable();
+            tables.dedup();
+            let mut reads = Vec::new();
+            for table in &tables {
+                reads.push(table_arn(table));
+                if let Some(index) = stack
+                    .source_tables
+                    .iter()
+                    .find(|t| t.name == *table)
+                    .and_then(|t| t.target_index.as_ref())
+                {
+                    reads.push(sub(&format!(
+                        "arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:${{AWS::AccountId}}:table/{table}/index/{}",
+                        index.name
+                    )));
+                }
+            }
+            out.push(statement(
+                "ReadNodesAndEdges",
+                &["dynamodb:GetItem", "dynamodb:Query"],
+                reads,
+            ));
+            out.push(statement(
+                "DeleteEdges",
+                &["dynamodb:BatchWriteItem"],
+                tables.iter().map(|t| table_arn(t)).collect(),
+            ));
+        }
+    }
+    out
+}
+
+/// The role of a function: assumable by Lambda, with its own inline policy.
+pub fn role(stack: &Stack, role: FunctionRole) -> Json {
+    json!({
+        "Type": "AWS::IAM::Role",
+        "Properties": {
+            "Description": format!("streamdex {}: least privilege, generated from the config", role.binary()),
+            "AssumeRolePolicyDocument": {
+                "Version": "2012-10-17",
+                "Statement": [{
+                    "Effect": "Allow",
+                    "Principal": { "Service": "lambda.amazonaws.com" },
+                    "Action": "sts:AssumeRole",
+                }],
+            },
+            "Policies": [{
+                "PolicyName": format!("streamdex-{}", role.binary()),
+                "PolicyDocument": { "Version": "2012-10-17", "Statement": statements(stack, role) },
+            }],
+        },
+    })
+}

@@ -1,0 +1,335 @@
+//! The `Scan` port: what `verify` and `rebuild` read beyond the [`Store`]
+//! (whole tables, page by page, in parallel segments; single items and rows,
+//! strongly consistent), and [`Marker`], the one write they need that the
+//! indexer never makes (setting a node's completeness marker outright).
+//!
+//! Implemented on DynamoDB here ([`DynamoStore`]: `Scan` with `Segment` /
+//! `TotalSegments`, `ConsistentRead`, `ExclusiveStartKey`; `GetItem`;
+//! `BatchGetItem`; a conditional `UpdateItem`) and in memory
+//! (`memory::MemoryStore`, with the same paging contract).
+//!
+//! [`Store`]: super::Store
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use model::index::RowKey;
+use model::Image;
+
+use super::dynamo::{store_error, to_image, to_item, DynamoStore};
+use super::{SetOutcome, StoreError};
+
+/// At most this many keys go in one [`Scan::read_rows`] call (BatchGetItem's limit).
+pub const MAX_BATCH_READS: usize = 100;
+
+/// One segment of a parallel scan: `number` in `0..of`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub number: u32,
+    pub of: u32,
+}
+
+impl Segment {
+    /// The whole table as one segment.
+    pub const WHOLE: Segment = Segment { number: 0, of: 1 };
+}
+
+/// One page of a scan: the items, and where the next page starts (`None`:
+/// the segment is done). The cursor is the last key read (DynamoDB's
+/// `LastEvaluatedKey`), as an image of key attributes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<Image>,
+}
+
+/// The result of [`Scan::read_rows`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RowsRead {
+    /// The rows that exist: key and non-key attributes.
+    pub found: Vec<(RowKey, Image)>,
+    /// Keys not read this time (`UnprocessedKeys`): read them again.
+    pub unprocessed: Vec<RowKey>,
+}
+
+/// Reading whole tables and single items.
+pub trait Scan: Send + Sync {
+    /// One page (at most `limit` items) of one segment of a Scan of source
+    /// table `table`, strongly consistent, from `start` (a previous page's `next`).
+    fn scan_items(
+        &self,
+        table: &str,
+        segment: Segment,
+        start: Option<Image>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Page<Image>, StoreError>> + Send;
+
+    /// One page of one segment of a Scan of the table of index `index`: each
+    /// row's key and its non-key attributes.
+    fn scan_rows(
+        &self,
+        index: usize,
+        segment: Segment,
+        start: Option<Image>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Page<(RowKey, Image)>, StoreError>> + Send;
+
+    /// One item of a source table by primary key, strongly consistent.
+    fn read_item(&self, table: &str, key: &Image) -> impl Future<Output = Result<Option<Image>, StoreError>> + Send;
+
+    /// At most [`MAX_BATCH_READS`] distinct rows of index `index` by key,
+    /// strongly consistent.
+    fn read_rows(&self, index: usize, keys: Vec<RowKey>) -> impl Future<Output = Result<RowsRead, StoreError>> + Send;
+}
+
+/// Setting a node's completeness marker outright.
+pub trait Marker: Send + Sync {
+    /// `SET complete_attribute = complete` on node `node` of edge set
+    /// `edge_set`, on condition that the node exists
+    /// ([`SetOutcome::NodeMissing`] otherwise; nothing is created).
+    /// `false` flags the node ([`SetOutcome::Flagged`]), `true` marks its set
+    /// complete ([`SetOutcome::Applied`]).
+    fn set_marker(
+        &self,
+        edge_set: usize,
+        node: &str,
+        complete: bool,
+    ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send;
+}
+
+fn cursor(key: Option<HashMap<String, AttributeValue>>, what: &str) -> Result<Option<Image>, StoreError> {
+    match key {
+        Some(key) if !key.is_empty() => to_image(key)
+            .map(Some)
+            .map_err(|e| StoreError::Refused(format!("{what}: LastEvaluatedKey: {e}"))),
+        _ => Ok(None),
+    }
+}
+
+fn segment_check(segment: Segment, what: &str) -> Result<(), StoreError> {
+    if segment.of == 0 || segment.number >= segment.of || segment.of > 1_000_000 {
+        return Err(StoreError::Refused(format!(
+            "{what}: segment {} of {} is not a valid parallel scan segment",
+            segment.number, segment.of
+        )));
+    }
+    Ok(())
+}
+
+/// Splits an index row as stored into its key and non-key attributes.
+fn split_row(partition_key: &str, sort_key: &str, mut item: Image, table: &str) -> Result<(RowKey, Image), StoreError> {
+    match (item.remove(partition_key), item.remove(sort_key)) {
+        (Some(model::Value::S(partition)), Some(model::Value::S(sort))) => Ok((RowKey { partition, sort }, item)),
+        _ => Err(StoreError::Refused(format!(
+            "Scan on table `{table}`: a row without String key attributes `{partition_key}` and `{sort_key}`"
+        ))),
+    }
+}
+
+impl Scan for DynamoStore {
+    async fn scan_items(
+        &self,
+        table: &str,
+        segment: Segment,
+        start: Option<Image>,
+        limit: u32,
+    ) -> Result<Page<Image>, StoreError> {
+        let what = format!("Scan on table `{table}`");
+        segment_check(segment, &what)?;
+        let mut request = self
+            .client()
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(start.as_ref().map(to_item));
+        if segment.of > 1 {
+            request = request
+                .segment(i32::try_from(segment.number).unwrap_or(0))
+                .total_segments(i32::try_from(segment.of).unwrap_or(1));
+        }
+        let output = request.send().await.map_err(|e| store_error("Scan", table, e))?;
+        let items = output
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|item| to_image(item).map_err(|e| StoreError::Refused(format!("{what}: {e}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            items,
+            next: cursor(output.last_evaluated_key, &what)?,
+        })
+    }
+
+    async fn scan_rows(
+        &self,
+        index: usize,
+        segment: Segment,
+        start: Option<Image>,
+        limit: u32,
+    ) -> Result<Page<(RowKey, Image)>, StoreError> {
+        let config = self
+            .config()
+            .indexes
+            .get(index)
+            .ok_or_else(|| StoreError::Refused(format!("Scan: index #{index} is not in the config")))?;
+        let page = self.scan_items(&config.table, segment, start, limit).await?;
+        let items = page
+            .items
+            .into_iter()
+            .map(|item| split_row(&config.partition_key, &config.sort_key, item, &config.table))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page { items, next: page.next })
+    }
+
+    async fn read_item(&self, table: &str, key: &Image) -> Result<Option<Image>, StoreError> {
+        let output = self
+            .client()
+            .get_item()
+            .table_name(table)
+            .set_key(Some(to_item(key)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| store_error("GetItem", table, e))?;
+        output
+            .item
+            .map(to_image)
+            .transpose()
+            .map_err(|e| StoreError::Refused(format!("GetItem on table `{table}`: {e}")))
+    }
+
+    async fn read_rows(&self, index: usize, keys: Vec<RowKey>) -> Result<RowsRead, StoreError> {
+        let config = self
+            .config()
+            .indexes
+            .get(index)
+            .ok_or_else(|| StoreError::Refused(format!("BatchGetItem: index #{index} is not in the config")))?;
+        if keys.is_empty() {
+            return Ok(RowsRead::default());
+        }
+        if keys.len() > MAX_BATCH_READS {
+            return Err(StoreError::Refused(format!(
+                "BatchGetItem on table `{}`: {} keys, over the limit of {MAX_BATCH_READS}",
+                config.table,
+                keys.len()
+            )));
+        }
+        let key_item = |k: &RowKey| {
+            HashMap::from([
+                (config.partition_key.clone(), AttributeValue::S(k.partition.clone())),
+                (config.sort_key.clone(), AttributeValue::S(k.sort.clone())),
+            ])
+        };
+        let request = KeysAndAttributes::builder()
+            .set_keys(Some(keys.iter().map(key_item).collect()))
+            .consistent_read(true)
+            .build()
+            .map_err(|e| StoreError::Refused(format!("BatchGetItem on table `{}`: {e}", config.table)))?;
+        let output = self
+            .client()
+            .batch_get_item()
+            .request_items(config.table.clone(), request)
+            .send()
+            .await
+            .map_err(|e: SdkError<_, _>| store_error("BatchGetItem", &config.table, e))?;
+        let mut read = RowsRead::default();
+        for item in output
+            .responses
+            .and_then(|mut r| r.remove(&config.table))
+            .unwrap_or_default()
+        {
+            let item = to_image(item)
+                .map_err(|e| StoreError::Refused(format!("BatchGetItem on table `{}`: {e}", config.table)))?;
+            read.found
+                .push(split_row(&config.partition_key, &config.sort_key, item, &config.table)?);
+        }
+        if let Some(unprocessed) = output.unprocessed_keys.and_then(|mut u| u.remove(&config.table)) {
+            for key in unprocessed.keys {
+                let image = to_image(key)
+                    .map_err(|e| StoreError::Transient(format!("BatchGetItem on table `{}`: {e}", config.table)))?;
+                let (row, _) = split_row(&config.partition_key, &config.sort_key, image, &config.table)?;
+                read.unprocessed.push(row);
+            }
+        }
+        Ok(read)
+    }
+}
+
+impl Marker for DynamoStore {
+    async fn set_marker(&self, edge_set: usize, node: &str, complete: bool) -> Result<SetOutcome, StoreError> {
+        let config = self.config();
+        let set = config
+            .edge_sets
+            .get(edge_set)
+            .ok_or_else(|| StoreError::Refused(format!("UpdateItem: edge set #{edge_set} is not in the config")))?;
+        let table = config.table(&set.table).ok_or_else(|| {
+            StoreError::Deployment(format!(
+                "UpdateItem on table `{}`: the table is not declared",
+                set.table
+            ))
+        })?;
+        let sort_key = table.sort_key.as_deref().ok_or_else(|| {
+            StoreError::Deployment(format!(
+                "UpdateItem on table `{}`: an edge set needs a table with a sort key",
+                set.table
+            ))
+        })?;
+        let result = self
+            .client()
+            .update_item()
+            .table_name(&set.table)
+            .key(&table.partition_key, AttributeValue::S(node.to_owned()))
+            .key(sort_key, AttributeValue::S(node.to_owned()))
+            .update_expression("SET #marker = :complete")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#marker", &set.complete_attribute)
+            .expression_attribute_names("#pk", &table.partition_key)
+            .expression_attribute_values(":complete", AttributeValue::Bool(complete))
+            .send()
+            .await;
+        match result {
+            Ok(_) if complete => Ok(SetOutcome::Applied),
+            Ok(_) => Ok(SetOutcome::Flagged),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
+                Ok(SetOutcome::NodeMissing)
+            }
+            Err(e) => Err(store_error("UpdateItem", &set.table, e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_split_into_key_and_attributes() {
+        let item = Image::from([
+            ("pk".to_owned(), model::Value::S("p".into())),
+            ("sk".to_owned(), model::Value::S("s".into())),
+            ("name".to_owned(), model::Value::S("n".into())),
+        ]);
+        let (key, rest) = split_row("pk", "sk", item, "t").unwrap();
+        assert_eq!(
+            key,
+            RowKey {
+                partition: "p".into(),
+                sort: "s".into()
+            }
+        );
+        assert_eq!(rest.len(), 1);
+        let bad = Image::from([("pk".to_owned(), model::Value::N("1".into()))]);
+        assert!(matches!(split_row("pk", "sk", bad, "t"), Err(StoreError::Refused(_))));
+    }
+
+    #[test]
+    fn segments_are_checked() {
+        assert!(segment_check(Segment::WHOLE, "x").is_ok());
+        assert!(segment_check(Segment { number: 3, of: 4 }, "x").is_ok());
+        assert!(segment_check(Segment { number: 4, of: 4 }, "x").is_err());
+        assert!(segment_check(Segment { number: 0, of: 0 }, "x").is_err());
+    }
+}
