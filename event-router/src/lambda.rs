@@ -14,15 +14,10 @@
 //!
 //! The bus is the config's `[events] bus`.
 
-use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
-use lambda_runtime::{service_fn, LambdaEvent};
-use serde_json::value::RawValue;
-use stream_indexer::lambda::{
-    config_from_env, failure_response, init_tracing, options_from_env, tune_allocator, SetupError, ENV_QUARANTINE_URL,
-};
+use stream_indexer::lambda::{failure_response, now_ms, options_from_env, serve, setup, SetupError};
 use stream_indexer::quarantine::sqs::{sqs_client, SqsQuarantine};
 use stream_indexer::quarantine::Quarantine;
 
@@ -42,21 +37,16 @@ pub fn router_options(get: impl Fn(&str) -> Option<String>) -> Result<Options, S
 
 /// Sets up and runs the function until the runtime stops it.
 pub async fn run() -> Result<(), lambda_runtime::Error> {
-    tune_allocator();
-    init_tracing();
-    let env = |name: &str| std::env::var(name).ok();
-    let config = Arc::new(config_from_env(env).map_err(SetupError::from)?);
-    let options = router_options(env)?;
-    let queue_url = env(ENV_QUARANTINE_URL).ok_or(SetupError::NoQuarantine)?;
-    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let publisher = EventBridgePublisher::new(eventbridge_client(&aws), config.events.bus.clone());
-    let quarantine = SqsQuarantine::new(sqs_client(&aws), queue_url);
-    let router = Router::new(config, publisher, quarantine, options);
-    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| CONSUMER.to_owned());
-    lambda_runtime::run(service_fn(|event: LambdaEvent<Box<RawValue>>| {
-        let (router, function) = (&router, function.as_str());
-        async move { invoke(router, function, event.payload.get().as_bytes()).await }
-    }))
+    let setup = setup(CONSUMER).await?;
+    let options = router_options(|name| std::env::var(name).ok())?;
+    let publisher = EventBridgePublisher::new(eventbridge_client(&setup.aws), setup.config.events.bus.clone());
+    let quarantine = SqsQuarantine::new(sqs_client(&setup.aws), setup.queue_url);
+    let router = Router::new(setup.config, publisher, quarantine, options);
+    let function = setup.function.as_str();
+    serve(|payload| {
+        let router = &router;
+        async move { invoke(router, function, &payload).await }
+    })
     .await
 }
 
@@ -69,12 +59,9 @@ pub async fn invoke<P: Publisher, Q: Quarantine>(
 ) -> Result<DynamoDbEventResponse, lambda_runtime::Error> {
     let started = Instant::now();
     let outcome = router.handle(payload).await?;
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
     println!(
         "{}",
-        metrics::batch_line(function, &outcome.stats, started.elapsed(), now_ms)
+        metrics::batch_line(function, &outcome.stats, started.elapsed(), now_ms())
     );
     log(&outcome);
     Ok(failure_response(outcome.failed.as_deref()))
@@ -105,7 +92,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_invocation_answers_with_batch_item_failures() {
-        let config = Arc::new(model::config::parse(model::config::EXAMPLE_CONFIG, "example").expect("example"));
+        let config =
+            std::sync::Arc::new(model::config::parse(model::config::EXAMPLE_CONFIG, "example").expect("example"));
         let router = Router::new(
             config,
             MemoryPublisher::new(),

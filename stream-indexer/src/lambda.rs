@@ -97,25 +97,68 @@ pub fn init_tracing() {
         .init();
 }
 
-/// Sets up and runs the function until the runtime stops it.
-pub async fn run() -> Result<(), lambda_runtime::Error> {
+/// What a stream consumer's function starts from, read from the
+/// environment once (logs and the allocator are set up first).
+pub struct Setup {
+    pub config: Arc<Config>,
+    /// The quarantine queue URL (`STREAMDEX_QUARANTINE_URL`).
+    pub queue_url: String,
+    pub aws: aws_config::SdkConfig,
+    /// `AWS_LAMBDA_FUNCTION_NAME`, or `default_function`: the EMF dimension.
+    pub function: String,
+}
+
+/// Reads a stream consumer's [`Setup`] (shared by the indexer and the router).
+pub async fn setup(default_function: &str) -> Result<Setup, SetupError> {
     tune_allocator();
     init_tracing();
     let env = |name: &str| std::env::var(name).ok();
-    let config = Arc::new(config_from_env(env).map_err(SetupError::from)?);
-    let options = options_from_env(env)?;
+    let config = Arc::new(config_from_env(env)?);
     let queue_url = env(ENV_QUARANTINE_URL).ok_or(SetupError::NoQuarantine)?;
     let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let function = env("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| default_function.to_owned());
+    Ok(Setup {
+        config,
+        queue_url,
+        aws,
+        function,
+    })
+}
+
+/// Runs a stream consumer under the Lambda runtime: `handle` per batch
+/// payload (the raw JSON of the event), until the runtime stops it.
+pub async fn serve<F, Fut>(handle: F) -> Result<(), lambda_runtime::Error>
+where
+    F: Fn(Vec<u8>) -> Fut,
+    Fut: std::future::Future<Output = Result<DynamoDbEventResponse, lambda_runtime::Error>>,
+{
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Box<RawValue>>| {
+        handle(event.payload.get().as_bytes().to_vec())
+    }))
+    .await
+}
+
+/// Now, in epoch milliseconds (for EMF timestamps and iterator age).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
+}
+
+/// Sets up and runs the function until the runtime stops it.
+pub async fn run() -> Result<(), lambda_runtime::Error> {
+    let setup = setup(crate::batch::CONSUMER).await?;
+    let options = options_from_env(|name| std::env::var(name).ok())?;
     // DynamoDB without SDK retries (the executor owns them), SQS with them
     // (nothing retries the quarantine above the SDK); both with timeouts.
-    let store = DynamoStore::new(dynamodb_client(&aws), config.clone());
-    let quarantine = SqsQuarantine::new(sqs_client(&aws), queue_url);
-    let indexer = Indexer::new(config, store, quarantine, options);
-    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| crate::batch::CONSUMER.to_owned());
-    lambda_runtime::run(service_fn(|event: LambdaEvent<Box<RawValue>>| {
-        let (indexer, function) = (&indexer, function.as_str());
-        async move { invoke(indexer, function, event.payload.get().as_bytes()).await }
-    }))
+    let store = DynamoStore::new(dynamodb_client(&setup.aws), setup.config.clone());
+    let quarantine = SqsQuarantine::new(sqs_client(&setup.aws), setup.queue_url);
+    let indexer = Indexer::new(setup.config, store, quarantine, options);
+    let function = setup.function.as_str();
+    serve(|payload| {
+        let indexer = &indexer;
+        async move { invoke(indexer, function, &payload).await }
+    })
     .await
 }
 
@@ -128,12 +171,9 @@ pub async fn invoke<S: Store, Q: Quarantine>(
 ) -> Result<DynamoDbEventResponse, lambda_runtime::Error> {
     let started = Instant::now();
     let outcome = indexer.handle(payload).await?;
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
     println!(
         "{}",
-        metrics::batch_line(function, &outcome.stats, started.elapsed(), now_ms)
+        metrics::batch_line(function, &outcome.stats, started.elapsed(), now_ms())
     );
     log(&outcome);
     Ok(response(&outcome))
