@@ -3,5 +3,7 @@
 //! AWS template ([`template`]).
 
 pub mod cli;
+pub mod runner;
+pub mod seed;
 pub mod stack;
 pub mod template;

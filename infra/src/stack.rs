@@ -234,7 +234,10 @@ impl MappingSettings {
     /// - batch size: the indexer 1,000 (a batch of a thousand records takes it
     ///   well under a second; its row writes pack across the batch), the
     ///   router 100 (ten PutEvents calls);
-    /// - a 1 s batching window: fuller batches for a second of latency;
+    /// - no batching window (Lambda's default for streams): records are
+    ///   handed over as soon as the poller sees them (Lambda polls a shard
+    ///   four times a second), so a write reaches the index well within a
+    ///   second; under load, batches fill by themselves;
     /// - parallelization factor 2: Lambda keeps order per partition key, all
     ///   the consumers need (a node and its edges share one);
     /// - bisect on error, and `ReportBatchItemFailures` (always on);
@@ -248,7 +251,7 @@ impl MappingSettings {
     pub fn of(consumer: Consumer) -> MappingSettings {
         let common = MappingSettings {
             batch_size: 100,
-            batching_window_seconds: 1,
+            batching_window_seconds: 0,
             parallelization_factor: 2,
             maximum_retry_attempts: 1000,
             maximum_record_age_seconds: 23 * 60 * 60,

@@ -6,9 +6,13 @@ use clap::{Parser, Subcommand};
 
 pub mod config;
 pub mod exit;
+pub mod lag;
 pub mod progress;
 pub mod rebuild;
+pub mod record;
 pub mod replay;
+pub mod run;
+pub mod seed;
 pub mod sortkey;
 pub mod stack;
 pub mod template;
@@ -18,7 +22,8 @@ pub mod verify;
 /// step with a DynamoDB table by consuming its stream.
 ///
 /// Exit codes: 0 success, 1 an I/O or AWS failure, 2 bad input (a bad config,
-/// a bad value, a bad flag), 3 drift found (`verify`, `rebuild`).
+/// a bad value, a bad flag), 3 drift found (`verify`, `rebuild`), 4 a consumer
+/// is behind (`lag`).
 #[derive(Debug, Parser)]
 #[command(name = "streamdex", version, about, long_about, propagate_version = true)]
 pub struct Cli {
@@ -53,6 +58,16 @@ pub enum Command {
     /// Rebuild index tables and edge sets from the source tables, resumably,
     /// within a write budget, and verify the result.
     Rebuild(rebuild::RebuildArgs),
+    /// Consume the tables' streams as Lambda's event source mappings would:
+    /// the indexer and the router in process, checkpoints in a file, the
+    /// reaper fed from its rules' queues, iterator-age alarms logged.
+    Run(run::RunArgs),
+    /// Show each shard's backlog and iterator age per consumer; exit 4 above --max-age.
+    Lag(lag::LagArgs),
+    /// Tail the tables' streams into JSON Lines that `replay` reads.
+    Record(record::RecordArgs),
+    /// Write sample goals, memberships, issues and layers to an endpoint.
+    Seed(seed::SeedArgs),
 }
 
 /// Runs a parsed command line.
@@ -66,5 +81,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Template(args) => template::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Rebuild(args) => rebuild::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Lag(args) => lag::run(&args),
+        Command::Record(args) => record::run(&args),
+        Command::Seed(args) => seed::run(&args),
     }
 }

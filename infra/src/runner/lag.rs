@@ -1,0 +1,142 @@
+//! `streamdex lag`: how far each consumer is behind on each shard, from the
+//! checkpoints (`streamdex run`'s file) or, without one, from the trim
+//! horizon (everything in the stream is backlog). The backlog is every
+//! record after the checkpoint (filtered or not: Lambda's iterator age does
+//! not look at filters either); the age is that of the oldest of them.
+
+use model::filter::Consumer;
+use serde::Serialize;
+
+use super::checkpoint::Checkpoints;
+use super::stream::{Position, StreamError, StreamSource};
+use crate::stack::Stack;
+
+/// One consumer on one shard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShardLag {
+    pub table: String,
+    pub consumer: String,
+    pub shard: String,
+    /// The checkpoint (the last sequence number done), if any.
+    pub checkpoint: Option<String>,
+    /// The consumer finished this (closed) shard.
+    pub finished: bool,
+    /// Records after the checkpoint.
+    pub backlog: u64,
+    /// The age of the oldest of them, milliseconds (0 without backlog).
+    pub age_ms: u64,
+}
+
+/// Every consumer's lag on every shard of every configured table.
+pub async fn measure(
+    source: &dyn StreamSource,
+    stack: &Stack,
+    checkpoints: &Checkpoints,
+    now_ms: u64,
+) -> Result<Vec<ShardLag>, StreamError> {
+    let mut lags = Vec::new();
+    for table in &stack.source_tables {
+        if table.consumers.is_empty() {
+            continue;
+        }
+        let arn = source.stream_arn(&table.name).await?;
+        let shards = source.shards(&arn).await?;
+        for shard in &shards {
+            for consumer in &table.consumers {
+                lags.push(shard_lag(source, &table.name, &arn, &shard.id, *consumer, checkpoints, now_ms).await?);
+            }
+        }
+    }
+    Ok(lags)
+}
+
+async fn shard_lag(
+    source: &dyn StreamSource,
+    table: &str,
+    arn: &str,
+    shard: &str,
+    consumer: Consumer,
+    checkpoints: &Checkpoints,
+    now_ms: u64,
+) -> Result<ShardLag, StreamError> {
+    let position = checkpoints.get(arn, shard, consumer);
+    let mut lag = ShardLag {
+        table: table.to_owned(),
+        consumer: consumer.as_str().to_owned(),
+        shard: shard.to_owned(),
+        checkpoint: position.sequence_number.clone(),
+        finished: position.finished,
+        backlog: 0,
+        age_ms: 0,
+    };
+    if position.finished {
+        return Ok(lag);
+    }
+    let from = position.sequence_number.map_or(Position::TrimHorizon, Position::After);
+    let mut iterator = Some(source.iterator(arn, shard, &from).await?);
+    let mut oldest = None;
+    while let Some(it) = iterator.take() {
+        let page = source.records(arn, shard, &it, 1000).await?;
+        if page.records.is_empty() {
+            break;
+        }
+        if oldest.is_none() {
+            oldest = page.records.first().and_then(|r| r.created_ms);
+        }
+        lag.backlog += u64::try_from(page.records.len()).unwrap_or(u64::MAX);
+        iterator = page.next;
+    }
+    lag.age_ms = oldest.map_or(0, |created| now_ms.saturating_sub(created));
+    Ok(lag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::checkpoint;
+    use crate::runner::stream::memory::{stream_arn, MemoryStreams};
+    use model::config;
+
+    #[tokio::test]
+    async fn lag_counts_what_is_after_the_checkpoint() {
+        let config = config::parse(config::EXAMPLE_CONFIG, "example").unwrap();
+        let stack = Stack::new(&config);
+        let streams = MemoryStreams::new();
+        for table in ["records", "issues", "layers"] {
+            streams.add_shard(table, &format!("{table}-0"), None);
+        }
+        for i in 1..=5u64 {
+            streams.push("records-0", &format!("{i}00"), Some(i * 1000), "{}".to_owned());
+        }
+        let mut checkpoints = Checkpoints::default();
+        checkpoints.set(
+            "records",
+            &stream_arn("records"),
+            "records-0",
+            Consumer::Indexer,
+            checkpoint::Position {
+                sequence_number: Some("300".to_owned()),
+                finished: false,
+            },
+        );
+        let lags = measure(&streams, &stack, &checkpoints, 10_000).await.unwrap();
+        let of = |table: &str, consumer: &str| {
+            lags.iter()
+                .find(|l| l.table == table && l.consumer == consumer)
+                .map(|l| (l.backlog, l.age_ms))
+        };
+        assert_eq!(
+            of("records", "indexer"),
+            Some((2, 6_000)),
+            "records 400 and 500; 400 is 6 s old"
+        );
+        assert_eq!(
+            of("records", "router"),
+            Some((5, 9_000)),
+            "no checkpoint: from the trim horizon"
+        );
+        assert_eq!(of("issues", "indexer"), Some((0, 0)));
+        assert_eq!(of("layers", "router"), Some((0, 0)));
+        assert_eq!(of("layers", "indexer"), None, "layers has no indexer");
+    }
+}

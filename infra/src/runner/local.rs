@@ -1,0 +1,166 @@
+//! The runner wired to an endpoint (a moto server, or AWS): the stream
+//! read with DynamoDB Streams, the indexer on DynamoDB, the router on the
+//! config's EventBridge bus, the quarantine and on-failure queues and the
+//! reap rules' queues that `streamdex up` created, the reaper on DynamoDB.
+
+use std::sync::Arc;
+
+use aws_config::SdkConfig;
+use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata};
+use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
+use event_router::reaper::dynamo::DynamoGraph;
+use event_router::{Reaper, Router};
+use model::filter::Consumer;
+use model::Config;
+use stream_indexer::quarantine::sqs::{sqs_client, SqsQuarantine};
+use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
+use stream_indexer::{Backoff, Indexer};
+
+use super::age::Thresholds;
+use super::checkpoint::Checkpoints;
+use super::clock::Clock;
+use super::failure::SqsOnFailure;
+use super::function::{Function, IndexerFunction, RouterFunction};
+use super::mapping::Settings;
+use super::reaper_feed::{Queue, ReaperFeed};
+use super::stream::dynamo::DynamoStreams;
+use super::{MappingSpec, Runner, RunnerOptions};
+use crate::stack::{self, FunctionRole, QueuePurpose, Stack};
+
+/// Why the runner could not be wired.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    #[error("queue `{name}` does not exist on this endpoint: run `streamdex up CONFIG` against it first")]
+    MissingQueue { name: String },
+    #[error("looking up queue `{name}`: {reason}")]
+    Queue { name: String, reason: String },
+}
+
+/// What to wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wiring {
+    /// Feed the reaper from the reap rules' queues.
+    pub reaper: bool,
+    pub discover_every_ms: u64,
+    /// Overrides every mapping's batching window (milliseconds); `None`: the
+    /// mappings' own (none in the template).
+    pub window_ms: Option<u64>,
+}
+
+async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> Result<String, SetupError> {
+    match sqs.get_queue_url().queue_name(name).send().await {
+        Ok(output) => output
+            .queue_url
+            .ok_or_else(|| SetupError::MissingQueue { name: name.to_owned() }),
+        Err(e) if e.code().is_some_and(|c| c.contains("NonExistentQueue")) => {
+            Err(SetupError::MissingQueue { name: name.to_owned() })
+        }
+        Err(e) => Err(SetupError::Queue {
+            name: name.to_owned(),
+            reason: DisplayErrorContext(&e).to_string(),
+        }),
+    }
+}
+
+/// The runner for `config` on the endpoint of `sdk`.
+pub async fn connect(
+    sdk: &SdkConfig,
+    config: Arc<Config>,
+    clock: Arc<dyn Clock>,
+    checkpoints: Checkpoints,
+    wiring: Wiring,
+) -> Result<Runner, SetupError> {
+    let stack = Stack::new(&config);
+    let sqs = sqs_client(sdk);
+    let quarantine_url = queue_url(&sqs, &stack::quarantine_queue_name(&config)).await?;
+    let dynamodb = dynamodb_client(sdk);
+    let function = |consumer: Consumer| -> Arc<dyn Function> {
+        let quarantine = SqsQuarantine::new(sqs.clone(), quarantine_url.clone());
+        let name = stack::function_name(&config, FunctionRole::of(consumer));
+        match consumer {
+            Consumer::Indexer => Arc::new(IndexerFunction {
+                name,
+                indexer: Indexer::new(
+                    config.clone(),
+                    DynamoStore::new(dynamodb.clone(), config.clone()),
+                    quarantine,
+                    stream_indexer::Options::default(),
+                ),
+            }),
+            Consumer::Router => Arc::new(RouterFunction {
+                name,
+                router: Router::new(
+                    config.clone(),
+                    EventBridgePublisher::new(eventbridge_client(sdk), config.events.bus.clone()),
+                    quarantine,
+                    event_router::Options::default(),
+                ),
+            }),
+        }
+    };
+    let mut functions: Vec<(Consumer, Arc<dyn Function>)> = Vec::new();
+    for consumer in Consumer::ALL {
+        if stack.mappings.iter().any(|m| m.consumer == consumer) {
+            functions.push((consumer, function(consumer)));
+        }
+    }
+    let mut runner = Runner::new(
+        Arc::new(DynamoStreams::new(sdk)),
+        clock,
+        RunnerOptions {
+            discover_every_ms: wiring.discover_every_ms,
+            thresholds: Thresholds::of(&config.alarms),
+        },
+        checkpoints,
+    );
+    for mapping in &stack.mappings {
+        let Some((_, function)) = functions.iter().find(|(c, _)| *c == mapping.consumer) else {
+            continue;
+        };
+        let on_failure = SqsOnFailure {
+            client: sqs.clone(),
+            queue_url: queue_url(&sqs, &mapping.on_failure_queue).await?,
+        };
+        runner.add_mapping(MappingSpec {
+            table: mapping.table.clone(),
+            consumer: mapping.consumer,
+            settings: Settings {
+                window_ms: wiring
+                    .window_ms
+                    .unwrap_or(u64::from(mapping.settings.batching_window_seconds) * 1000),
+                ..Settings::of(&mapping.settings)
+            },
+            filters: mapping.filters.clone(),
+            function: function.clone(),
+            on_failure: Arc::new(on_failure),
+        });
+    }
+    let reap_rules: Vec<&stack::Rule> = stack.rules.iter().filter(|r| r.reaper).collect();
+    if wiring.reaper && !reap_rules.is_empty() {
+        let mut queues = Vec::new();
+        for rule in reap_rules {
+            queues.push(Queue {
+                name: rule.local_queue.clone(),
+                url: queue_url(&sqs, &rule.local_queue).await?,
+            });
+        }
+        let dead_letters = match stack.queue(&QueuePurpose::ReaperDeadLetter) {
+            Some(q) => Some(Queue {
+                name: q.name.clone(),
+                url: queue_url(&sqs, &q.name).await?,
+            }),
+            None => None,
+        };
+        runner.set_reaper_feed(ReaperFeed {
+            sqs: sqs.clone(),
+            queues,
+            dead_letters,
+            reaper: Arc::new(Reaper::new(
+                config.clone(),
+                DynamoGraph::new(dynamodb.clone(), config.clone()),
+                Backoff::default(),
+            )),
+        });
+    }
+    Ok(runner)
+}

@@ -1,0 +1,411 @@
+//! The local runner: the stand-in for Lambda's event source mappings
+//! (`streamdex run`), against any endpoint that speaks DynamoDB Streams.
+//!
+//! For each table of the config and each of its consumers (the mappings
+//! [`crate::stack::Stack`] describes, with their batch size, batching
+//! window, retries, bisect, maximum record age, on-failure queue and
+//! filter patterns), the runner
+//!
+//! 1. discovers the stream's shards ([`stream::StreamSource::shards`],
+//!    every page of DescribeStream) and starts a shard only once its parent
+//!    is done ([`shards::ready`]);
+//! 2. reads each shard from its checkpoint ([`poller`]), drops what the
+//!    mapping's filter drops, and invokes the function in process (the
+//!    same indexer and router code as the Lambdas, [`function`]) following
+//!    Lambda's retry, bisect, maximum-age and on-failure rules
+//!    ([`mapping`], [`failure`]);
+//! 3. keeps the checkpoints ([`checkpoint`]), which the caller saves after
+//!    each round, so a restart resumes where it stopped;
+//! 4. measures the iterator age of each shard and consumer and raises and
+//!    clears its alarm at the config's thresholds ([`age`]);
+//! 5. feeds the reaper the events the reap rules routed to their queues
+//!    ([`reaper_feed`]).
+//!
+//! The runner works in rounds ([`Runner::round`]): everything above once,
+//! all shards concurrently. Time comes from a [`clock::Clock`], so tests
+//! drive windows, ages and alarms without sleeping; the caller decides how
+//! long to pause between rounds (not at all while there is work).
+//! [`local::connect`] wires it to an endpoint.
+
+pub mod age;
+pub mod checkpoint;
+pub mod clock;
+pub mod failure;
+pub mod function;
+pub mod lag;
+pub mod local;
+pub mod mapping;
+pub mod poller;
+pub mod reaper_feed;
+pub mod shards;
+pub mod stream;
+pub mod tail;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+use model::filter::{Consumer, Pattern};
+
+use self::age::{human, Level, Thresholds, Transition};
+use self::checkpoint::Checkpoints;
+use self::clock::Clock;
+use self::failure::{FailureNotice, OnFailure};
+use self::function::{Function, Invocation, Response};
+use self::poller::Worker;
+use self::reaper_feed::ReaperFeed;
+use self::stream::{Position, ShardInfo, StreamSource};
+
+/// One event source mapping: a consumer of a table's stream.
+pub struct MappingSpec {
+    pub table: String,
+    pub consumer: Consumer,
+    pub settings: mapping::Settings,
+    /// ORed; empty: every record passes.
+    pub filters: Vec<Pattern>,
+    pub function: Arc<dyn Function>,
+    pub on_failure: Arc<dyn OnFailure>,
+}
+
+/// How the runner works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunnerOptions {
+    /// How often to list the shards again (milliseconds of the clock); a
+    /// shard that finishes makes the next round list them at once.
+    pub discover_every_ms: u64,
+    pub thresholds: Thresholds,
+}
+
+/// Something the runner did or saw, for the log.
+#[derive(Debug, Clone)]
+pub enum RunEvent {
+    ShardStarted {
+        table: String,
+        consumer: Consumer,
+        shard: String,
+        parent: Option<String>,
+        from: Position,
+    },
+    ShardFinished {
+        table: String,
+        consumer: Consumer,
+        shard: String,
+    },
+    /// The function was invoked with `records` records (`first`..`last`);
+    /// `done` of them are done (all of them on success).
+    Invoked {
+        table: String,
+        consumer: Consumer,
+        shard: String,
+        records: usize,
+        first: String,
+        last: String,
+        done: usize,
+        invocation: Invocation,
+    },
+    /// Records given up on, reported to the on-failure destination.
+    Discarded {
+        consumer: Consumer,
+        notice: FailureNotice,
+    },
+    Alarm {
+        table: String,
+        consumer: Consumer,
+        shard: String,
+        transition: Transition,
+        thresholds: Thresholds,
+    },
+    Reaped(String),
+    /// Something failed and will be tried again (reading, a delivery, a reap).
+    Problem {
+        context: String,
+        error: String,
+    },
+}
+
+impl RunEvent {
+    /// The EMF line of an invocation, if this is one.
+    pub fn emf(&self) -> Option<&str> {
+        match self {
+            RunEvent::Invoked { invocation, .. } => invocation.emf.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for RunEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunEvent::ShardStarted {
+                table,
+                consumer,
+                shard,
+                parent,
+                from,
+            } => {
+                write!(f, "{table} {consumer}: reading shard {shard} from {from}")?;
+                match parent {
+                    Some(parent) => write!(f, " (its parent {parent} is done)"),
+                    None => Ok(()),
+                }
+            }
+            RunEvent::ShardFinished { table, consumer, shard } => {
+                write!(f, "{table} {consumer}: shard {shard} is closed and done")
+            }
+            RunEvent::Invoked {
+                table,
+                consumer,
+                shard,
+                records,
+                first,
+                last,
+                done,
+                invocation,
+            } => {
+                let range = if first == last { first.clone() } else { format!("{first}..{last}") };
+                write!(f, "{table} {consumer}: {records} records ({range}) of shard {shard}: ")?;
+                match &invocation.response {
+                    Response::Success => write!(f, "done")?,
+                    Response::FailedFrom(seq) => write!(f, "{done} done, failed from {seq}; retrying")?,
+                    Response::Error(e) => write!(f, "failed ({e}); retrying")?,
+                }
+                if invocation.quarantined > 0 {
+                    write!(f, "; {} quarantined", invocation.quarantined)?;
+                }
+                for failure in invocation.failures.iter().take(3) {
+                    write!(f, "\n  {failure}")?;
+                }
+                Ok(())
+            }
+            RunEvent::Discarded { consumer, notice } => write!(
+                f,
+                "{} {consumer}: gave up on {} records ({}..{}) of shard {}: {}; their range went to the on-failure queue \
+                 (`streamdex rebuild` restores what they would have changed)",
+                notice.table,
+                notice.batch_size,
+                notice.start_sequence_number,
+                notice.end_sequence_number,
+                notice.shard_id,
+                notice.condition.as_str()
+            ),
+            RunEvent::Alarm {
+                table,
+                consumer,
+                shard,
+                transition,
+                thresholds,
+            } => {
+                let threshold = match transition.to.max(transition.from) {
+                    Level::Page => thresholds.page_ms,
+                    _ => thresholds.warn_ms,
+                };
+                let relation = if transition.to > transition.from { "≥" } else { "<" };
+                write!(
+                    f,
+                    "{} iterator age of {table} {consumer} shard {shard}: {} {relation} {} (was {})",
+                    transition.to,
+                    human(transition.age_ms),
+                    human(threshold),
+                    transition.from
+                )
+            }
+            RunEvent::Reaped(what) => f.write_str(what),
+            RunEvent::Problem { context, error } => write!(f, "{context}: {error}"),
+        }
+    }
+}
+
+/// What one round did.
+#[derive(Debug, Default)]
+pub struct Round {
+    pub events: Vec<RunEvent>,
+    /// Whether there may be more to do right away.
+    pub busy: bool,
+}
+
+#[derive(Debug, Default)]
+struct StreamState {
+    arn: Option<String>,
+    shards: Vec<ShardInfo>,
+    listed_ms: Option<u64>,
+}
+
+/// The runner. See the module doc.
+pub struct Runner {
+    source: Arc<dyn StreamSource>,
+    clock: Arc<dyn Clock>,
+    options: RunnerOptions,
+    mappings: Vec<MappingSpec>,
+    streams: BTreeMap<String, StreamState>,
+    workers: Vec<Worker>,
+    checkpoints: Checkpoints,
+    changed: bool,
+    reaper: Option<ReaperFeed>,
+}
+
+impl Runner {
+    pub fn new(
+        source: Arc<dyn StreamSource>,
+        clock: Arc<dyn Clock>,
+        options: RunnerOptions,
+        checkpoints: Checkpoints,
+    ) -> Runner {
+        Runner {
+            source,
+            clock,
+            options,
+            mappings: Vec::new(),
+            streams: BTreeMap::new(),
+            workers: Vec::new(),
+            checkpoints,
+            changed: false,
+            reaper: None,
+        }
+    }
+
+    /// Adds a mapping.
+    pub fn add_mapping(&mut self, spec: MappingSpec) {
+        self.streams.entry(spec.table.clone()).or_default();
+        self.mappings.push(spec);
+    }
+
+    /// Feeds the reaper from its rules' queues every round.
+    pub fn set_reaper_feed(&mut self, feed: ReaperFeed) {
+        self.reaper = Some(feed);
+    }
+
+    pub fn mappings(&self) -> &[MappingSpec] {
+        &self.mappings
+    }
+
+    pub fn checkpoints(&self) -> &Checkpoints {
+        &self.checkpoints
+    }
+
+    /// Whether the checkpoints changed since the last call (then save them).
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Whether every started shard is read to its end or its tip with nothing left to do.
+    pub fn idle(&self) -> bool {
+        self.workers.iter().all(Worker::idle)
+    }
+
+    /// The largest iterator age over every shard and consumer (milliseconds).
+    pub fn max_age_ms(&self) -> u64 {
+        self.workers.iter().map(Worker::age_ms).max().unwrap_or(0)
+    }
+
+    /// (table, consumer, shard, iterator age ms, records read and not yet done) of every active shard.
+    pub fn shards(&self) -> Vec<(String, Consumer, String, u64, usize)> {
+        self.workers
+            .iter()
+            .map(|w| (w.table.clone(), w.consumer, w.shard.clone(), w.age_ms(), w.backlog()))
+            .collect()
+    }
+
+    /// One round. See the module doc.
+    pub async fn round(&mut self) -> Round {
+        let mut round = Round::default();
+        self.discover(&mut round).await;
+
+        let (source, clock, mappings, thresholds) =
+            (&*self.source, &*self.clock, &self.mappings, &self.options.thresholds);
+        let ticks = futures::future::join_all(self.workers.iter_mut().map(|w| {
+            let spec = &mappings[w.mapping];
+            w.tick(spec, source, clock, thresholds)
+        }))
+        .await;
+        let mut finished_any = false;
+        for tick in ticks {
+            round.busy |= tick.busy;
+            round.events.extend(tick.events);
+        }
+        for w in &self.workers {
+            self.changed |= self
+                .checkpoints
+                .set(&w.table, &w.stream, &w.shard, w.consumer, w.position());
+            finished_any |= w.finished();
+        }
+        if finished_any {
+            self.workers.retain(|w| !w.finished());
+            // Start the children now.
+            for state in self.streams.values_mut() {
+                state.listed_ms = None;
+            }
+            round.busy = true;
+        }
+        if let Some(feed) = &self.reaper {
+            let fed = feed.poll().await;
+            round.busy |= fed.busy;
+            round.events.extend(fed.events);
+        }
+        round
+    }
+
+    /// Lists shards when due and starts those that are ready.
+    async fn discover(&mut self, round: &mut Round) {
+        let now = self.clock.now_ms();
+        let tables: Vec<String> = self.streams.keys().cloned().collect();
+        for table in tables {
+            let due = self.streams.get(&table).is_none_or(|s| {
+                s.listed_ms
+                    .is_none_or(|at| now.saturating_sub(at) >= self.options.discover_every_ms)
+            });
+            if !due {
+                continue;
+            }
+            let arn = match self.source.stream_arn(&table).await {
+                Ok(arn) => arn,
+                Err(e) => {
+                    round.events.push(RunEvent::Problem {
+                        context: format!("table {table}"),
+                        error: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            let shards = match self.source.shards(&arn).await {
+                Ok(shards) => shards,
+                Err(e) => {
+                    round.events.push(RunEvent::Problem {
+                        context: format!("table {table}"),
+                        error: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            // A new stream (the table was re-created): its old shards are gone.
+            self.workers.retain(|w| w.table != table || w.stream == arn);
+            let state = self.streams.entry(table.clone()).or_default();
+            state.arn = Some(arn.clone());
+            state.shards = shards;
+            state.listed_ms = Some(now);
+            for (m, spec) in self.mappings.iter().enumerate().filter(|(_, s)| s.table == table) {
+                let finished = self.checkpoints.finished(&arn, spec.consumer);
+                let started: BTreeSet<String> = self
+                    .workers
+                    .iter()
+                    .filter(|w| w.mapping == m)
+                    .map(|w| w.shard.clone())
+                    .collect();
+                for shard in shards::ready(&state.shards, &finished, &started) {
+                    let from = self.checkpoints.get(&arn, &shard.id, spec.consumer);
+                    let worker = Worker::new(m, spec, &arn, &shard.id, from);
+                    round.events.push(RunEvent::ShardStarted {
+                        table: table.clone(),
+                        consumer: spec.consumer,
+                        shard: shard.id.clone(),
+                        parent: shard.parent.clone(),
+                        from: worker.start().clone(),
+                    });
+                    self.workers.push(worker);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,385 @@
+//! One consumer reading one shard, as one event source mapping's poller:
+//! GetRecords into a buffer (records that pass the mapping's filter; the
+//! others are done as soon as they are read), then the [`mapping`] rules
+//! decide what is invoked, retried, bisected or discarded; the checkpoint
+//! follows; the iterator age feeds the alarm.
+//!
+//! Iterators: a shard is read on from the last record read
+//! (`AFTER_SEQUENCE_NUMBER`); after a read that returned nothing, the next
+//! read takes a new iterator (moto's old iterators go blind after a
+//! cancelled transaction; one call per idle poll buys immunity). An
+//! invalid or expired iterator (moto answers HTTP 500) is replaced the same
+//! way; trimmed records are reported and reading restarts at the trim horizon.
+
+use std::collections::VecDeque;
+
+use model::filter::{self, Consumer};
+use serde::Deserialize;
+use serde_json::Value as Json;
+
+use super::age::{Alarm, Thresholds};
+use super::clock::Clock;
+use super::failure::FailureNotice;
+use super::function::Response;
+use super::mapping::{Candidate, MappingState, Outcome, Step};
+use super::stream::{Position, StreamError, StreamRecord, StreamSource};
+use super::{MappingSpec, RunEvent};
+use crate::runner::checkpoint;
+
+/// At most this many invocations or discards per worker per round (others get their turn).
+const STEPS_PER_ROUND: usize = 8;
+
+struct Buffered {
+    record: StreamRecord,
+    read_ms: u64,
+}
+
+/// One mapping on one shard.
+pub(crate) struct Worker {
+    pub mapping: usize,
+    pub table: String,
+    pub consumer: Consumer,
+    pub stream: String,
+    pub shard: String,
+    read_from: Position,
+    iterator: Option<String>,
+    /// The last sequence number done with.
+    checkpoint: Option<String>,
+    last_read: Option<StreamRecord>,
+    buffer: VecDeque<Buffered>,
+    state: MappingState,
+    at_tip: bool,
+    /// A closed shard, read to its end.
+    ended: bool,
+    finished: bool,
+    alarm: Alarm,
+    age_ms: u64,
+}
+
+/// What one round of a worker did.
+pub(crate) struct Tick {
+    pub busy: bool,
+    pub events: Vec<RunEvent>,
+}
+
+impl Worker {
+    pub fn new(mapping: usize, spec: &MappingSpec, stream: &str, shard: &str, from: checkpoint::Position) -> Worker {
+        let (read_from, checkpoint) = match from.sequence_number {
+            Some(seq) => (Position::After(seq.clone()), Some(seq)),
+            None => (Position::TrimHorizon, None),
+        };
+        Worker {
+            mapping,
+            table: spec.table.clone(),
+            consumer: spec.consumer,
+            stream: stream.to_owned(),
+            shard: shard.to_owned(),
+            read_from,
+            iterator: None,
+            checkpoint,
+            last_read: None,
+            buffer: VecDeque::new(),
+            state: MappingState::default(),
+            at_tip: false,
+            ended: false,
+            finished: from.finished,
+            alarm: Alarm::default(),
+            age_ms: 0,
+        }
+    }
+
+    pub fn start(&self) -> &Position {
+        &self.read_from
+    }
+
+    pub fn position(&self) -> checkpoint::Position {
+        checkpoint::Position {
+            sequence_number: self.checkpoint.clone(),
+            finished: self.finished,
+        }
+    }
+
+    pub fn finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Whether it has read everything there is and has nothing left to do.
+    pub fn idle(&self) -> bool {
+        self.finished || (self.buffer.is_empty() && (self.at_tip || self.ended))
+    }
+
+    /// The iterator age it last measured (milliseconds).
+    pub fn age_ms(&self) -> u64 {
+        self.age_ms
+    }
+
+    /// Records read and not yet done.
+    pub fn backlog(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// One round: read once, then invoke or discard until the mapping waits.
+    pub async fn tick(
+        &mut self,
+        spec: &MappingSpec,
+        source: &dyn StreamSource,
+        clock: &dyn Clock,
+        thresholds: &Thresholds,
+    ) -> Tick {
+        let mut tick = Tick {
+            busy: false,
+            events: Vec::new(),
+        };
+        if self.finished {
+            return tick;
+        }
+        let read_ahead = spec.settings.batch_size.saturating_mul(2).clamp(100, 10_000);
+        if !self.ended && self.buffer.len() < read_ahead {
+            let room = u32::try_from(read_ahead - self.buffer.len()).unwrap_or(1000).min(1000);
+            self.read(spec, source, room, clock.now_ms(), &mut tick).await;
+        }
+        for _ in 0..STEPS_PER_ROUND {
+            if !self.step(spec, clock.now_ms(), &mut tick).await {
+                break;
+            }
+        }
+        if self.buffer.is_empty() {
+            if let Some(last) = &self.last_read {
+                self.checkpoint = Some(last.sequence_number.clone());
+            }
+            if self.ended && !self.state.retrying() {
+                self.finished = true;
+                tick.events.push(RunEvent::ShardFinished {
+                    table: self.table.clone(),
+                    consumer: self.consumer,
+                    shard: self.shard.clone(),
+                });
+            }
+        }
+        let now_ms = clock.now_ms();
+        self.age_ms = match (self.buffer.front(), &self.last_read) {
+            (Some(front), _) => front.record.created_ms.map_or(0, |c| now_ms.saturating_sub(c)),
+            (None, _) if self.at_tip || self.ended => 0,
+            (None, Some(last)) => last.created_ms.map_or(0, |c| now_ms.saturating_sub(c)),
+            (None, None) => 0,
+        };
+        if let Some(transition) = self.alarm.observe(self.age_ms, thresholds) {
+            tick.events.push(RunEvent::Alarm {
+                table: self.table.clone(),
+                consumer: self.consumer,
+                shard: self.shard.clone(),
+                transition,
+                thresholds: *thresholds,
+            });
+        }
+        tick
+    }
+
+    async fn read(&mut self, spec: &MappingSpec, source: &dyn StreamSource, limit: u32, now_ms: u64, tick: &mut Tick) {
+        // Until a read says otherwise (a failed one does not).
+        self.at_tip = false;
+        let iterator = match self.iterator.take() {
+            Some(iterator) => iterator,
+            None => match source.iterator(&self.stream, &self.shard, &self.read_from).await {
+                Ok(iterator) => iterator,
+                Err(e) => {
+                    tick.events.push(self.problem(&e));
+                    return;
+                }
+            },
+        };
+        match source.records(&self.stream, &self.shard, &iterator, limit).await {
+            Ok(page) => {
+                let got = page.records.len();
+                for record in page.records {
+                    self.read_from = Position::After(record.sequence_number.clone());
+                    if filter::passes(&spec.filters, &filter_view(&record.json)) {
+                        self.buffer.push_back(Buffered {
+                            record: record.clone(),
+                            read_ms: now_ms,
+                        });
+                    }
+                    self.last_read = Some(record);
+                }
+                self.at_tip = got == 0;
+                tick.busy |= got > 0;
+                match page.next {
+                    None => self.ended = true,
+                    // LATEST again would skip what was written meanwhile: keep that one.
+                    Some(next) if got > 0 || self.read_from == Position::Latest => self.iterator = Some(next),
+                    Some(_) => {}
+                }
+            }
+            Err(StreamError::Trimmed { shard, reason }) => {
+                tick.events.push(RunEvent::Problem {
+                    context: format!("{} {} shard {shard}", self.table, self.consumer),
+                    error: format!(
+                        "records after {} were trimmed from the stream before they were read ({reason}); \
+                         reading on from the oldest record left: run `streamdex verify` to find what they changed",
+                        self.read_from
+                    ),
+                });
+                self.read_from = Position::TrimHorizon;
+            }
+            Err(e) => tick.events.push(self.problem(&e)),
+        }
+    }
+
+    fn problem(&self, e: &StreamError) -> RunEvent {
+        RunEvent::Problem {
+            context: format!("{} {} shard {}", self.table, self.consumer, self.shard),
+            error: e.to_string(),
+        }
+    }
+
+    /// One step of the mapping; whether to go on.
+    async fn step(&mut self, spec: &MappingSpec, now_ms: u64, tick: &mut Tick) -> bool {
+        let candidates: Vec<Candidate> = self
+            .buffer
+            .iter()
+            .map(|b| Candidate {
+                created_ms: b.record.created_ms,
+                read_ms: b.read_ms,
+            })
+            .collect();
+        match self.state.next(&candidates, &spec.settings, now_ms, !self.ended) {
+            Step::Wait => false,
+            Step::Discard(discard) => {
+                let count = discard.count.min(self.buffer.len());
+                let (Some(first), Some(last)) = (self.buffer.front(), self.buffer.get(count.saturating_sub(1))) else {
+                    self.state.discarded(count);
+                    return true;
+                };
+                let notice = FailureNotice {
+                    condition: discard.condition,
+                    function: spec.function.name().to_owned(),
+                    table: self.table.clone(),
+                    stream_arn: self.stream.clone(),
+                    shard_id: self.shard.clone(),
+                    start_sequence_number: first.record.sequence_number.clone(),
+                    end_sequence_number: last.record.sequence_number.clone(),
+                    first_created_ms: first.record.created_ms,
+                    last_created_ms: last.record.created_ms,
+                    batch_size: count,
+                    attempts: discard.attempts,
+                    timestamp_ms: now_ms,
+                };
+                match spec.on_failure.send(&notice).await {
+                    Ok(()) => {
+                        self.state.discarded(count);
+                        self.done(count);
+                        tick.busy = true;
+                        tick.events.push(RunEvent::Discarded {
+                            consumer: self.consumer,
+                            notice,
+                        });
+                        true
+                    }
+                    Err(e) => {
+                        tick.events.push(RunEvent::Problem {
+                            context: format!("{} {} shard {}", self.table, self.consumer, self.shard),
+                            error: format!("{e}; the records are kept and the notice sent again"),
+                        });
+                        false
+                    }
+                }
+            }
+            Step::Invoke(n) => {
+                let n = n.min(self.buffer.len());
+                let batch: Vec<&StreamRecord> = self.buffer.iter().take(n).map(|b| &b.record).collect();
+                let mut payload = String::from("{\"Records\":[");
+                for (i, record) in batch.iter().enumerate() {
+                    if i > 0 {
+                        payload.push(',');
+                    }
+                    payload.push_str(&record.json);
+                }
+                payload.push_str("]}");
+                let first = batch.first().map(|r| r.sequence_number.clone()).unwrap_or_default();
+                let last = batch.last().map(|r| r.sequence_number.clone()).unwrap_or_default();
+                let invocation = spec.function.invoke(payload.as_bytes(), now_ms).await;
+                let outcome = match &invocation.response {
+                    Response::Success => Outcome::Success,
+                    Response::FailedFrom(seq) => {
+                        Outcome::FailedAt(batch.iter().position(|r| r.sequence_number == *seq).unwrap_or(0))
+                    }
+                    Response::Error(_) => Outcome::FailedAt(0),
+                };
+                let done = self.state.settle(n, outcome, &spec.settings);
+                self.done(done);
+                tick.busy |= outcome == Outcome::Success;
+                tick.events.push(RunEvent::Invoked {
+                    table: self.table.clone(),
+                    consumer: self.consumer,
+                    shard: self.shard.clone(),
+                    records: n,
+                    first,
+                    last,
+                    done,
+                    invocation,
+                });
+                outcome == Outcome::Success
+            }
+        }
+    }
+
+    /// The first `count` buffered records are done.
+    fn done(&mut self, count: usize) {
+        for _ in 0..count {
+            if let Some(b) = self.buffer.pop_front() {
+                self.checkpoint = Some(b.record.sequence_number);
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct View {
+    dynamodb: Option<ViewImages>,
+}
+
+#[derive(Deserialize)]
+struct ViewImages {
+    #[serde(rename = "Keys")]
+    keys: Option<Json>,
+    #[serde(rename = "NewImage")]
+    new_image: Option<Json>,
+    #[serde(rename = "OldImage")]
+    old_image: Option<Json>,
+}
+
+/// The part of a record filters look at (`dynamodb`'s keys and images),
+/// read without the other fields (the creation time never becomes an f64).
+fn filter_view(json: &str) -> Json {
+    let Ok(View { dynamodb: Some(images) }) = serde_json::from_str::<View>(json) else {
+        return Json::Null;
+    };
+    let mut dynamodb = serde_json::Map::new();
+    for (name, image) in [
+        ("Keys", images.keys),
+        ("NewImage", images.new_image),
+        ("OldImage", images.old_image),
+    ] {
+        if let Some(image) = image {
+            dynamodb.insert(name.to_owned(), image);
+        }
+    }
+    serde_json::json!({ "dynamodb": dynamodb })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_see_keys_and_images_only() {
+        let view = filter_view(
+            r#"{"eventName":"INSERT","dynamodb":{"ApproximateCreationDateTime":1.5,"Keys":{"pk":{"S":"a"}},"NewImage":{"n":{"N":"1"}},"SequenceNumber":"1"}}"#,
+        );
+        assert_eq!(
+            view,
+            serde_json::json!({"dynamodb": {"Keys": {"pk": {"S": "a"}}, "NewImage": {"n": {"N": "1"}}}})
+        );
+        assert_eq!(filter_view("not json"), Json::Null);
+    }
+}

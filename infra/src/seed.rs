@@ -1,0 +1,264 @@
+//! Sample data for the developer loop (`streamdex seed`): items shaped by
+//! the config, so that every edge set, index and route gets something to
+//! do.
+//!
+//! - **edge sets**: nodes `GOAL-1..`, `USER-1..` (and a node per other
+//!   included edge type, `TEAM-1..` for `TEAMMEMBERSHIP`), and edges
+//!   `SOURCE → TYPE-USER-j` of every included type, the other member
+//!   attributes set to a role (`400-CONTRIBUTOR`, `500-LEAD`);
+//! - **indexes**: items `PREFIX1..` with every attribute the index reads
+//!   (a map of custom fields for a map `for_each`, numbers for `N` columns,
+//!   strings otherwise) and the projected attributes;
+//! - **routes** on other tables: items `PREFIXname-i` with a TTL a day ahead.
+//!
+//! [`sample`] is pure; [`write`] puts the items with PutItem.
+
+use std::collections::BTreeMap;
+
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use model::config::{Config, TemplatePart, ValueRef};
+use model::sortkey::ColumnType;
+use model::{Image, Value};
+use stream_indexer::store::dynamo::to_item;
+
+/// One item to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleItem {
+    pub table: String,
+    /// What it is, for the summary (`node`, `edge`, `item`).
+    pub kind: &'static str,
+    pub item: Image,
+}
+
+/// Why seeding stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("PutItem into `{table}` (item {position} of {total}): {reason}")]
+pub struct SeedError {
+    pub table: String,
+    pub position: usize,
+    pub total: usize,
+    pub reason: String,
+}
+
+fn s(v: impl Into<String>) -> Value {
+    Value::S(v.into())
+}
+
+/// The node prefix of an edge type: `GOALMEMBERSHIP` → `GOAL`, else the type itself.
+fn node_prefix(edge_type: &str) -> &str {
+    edge_type
+        .strip_suffix("MEMBERSHIP")
+        .filter(|p| !p.is_empty())
+        .unwrap_or(edge_type)
+}
+
+/// Sample items for `config`, `size` of each kind (at least 1).
+pub fn sample(config: &Config, size: usize, now_secs: u64) -> Vec<SampleItem> {
+    let size = size.max(1);
+    let mut items = Vec::new();
+    for set in &config.edge_sets {
+        let Some(table) = config.table(&set.table) else {
+            continue;
+        };
+        let Some(sort_key) = &table.sort_key else { continue };
+        let node = |id: &str| -> Image {
+            [
+                (table.partition_key.clone(), s(id)),
+                (sort_key.clone(), s(id)),
+                ("name".to_owned(), s(format!("{id} (sample)"))),
+            ]
+            .into()
+        };
+        for j in 1..=size + 1 {
+            items.push(SampleItem {
+                table: table.name.clone(),
+                kind: "node",
+                item: node(&format!("USER-{j}")),
+            });
+        }
+        for edge_type in &set.include {
+            let prefix = node_prefix(edge_type);
+            for i in 1..=size {
+                let source = format!("{prefix}-{i}");
+                items.push(SampleItem {
+                    table: table.name.clone(),
+                    kind: "node",
+                    item: node(&source),
+                });
+                for j in 1..=(i % (size + 1)) + 1 {
+                    let mut edge = node(&source);
+                    edge.remove("name");
+                    edge.insert(sort_key.clone(), s(format!("{edge_type}-USER-{j}")));
+                    let role = if j == 1 { "500-LEAD" } else { "400-CONTRIBUTOR" };
+                    for attribute in &set.member {
+                        if attribute != sort_key && attribute != &table.partition_key {
+                            edge.insert(attribute.clone(), s(role));
+                        }
+                    }
+                    items.push(SampleItem {
+                        table: table.name.clone(),
+                        kind: "edge",
+                        item: edge,
+                    });
+                }
+            }
+        }
+    }
+    for index in &config.indexes {
+        let Some(table) = config.table(&index.source.table) else {
+            continue;
+        };
+        let prefix = index
+            .source
+            .key_prefix
+            .clone()
+            .unwrap_or_else(|| format!("{}-", index.name));
+        for i in 1..=size {
+            let id = format!("{prefix}{i}");
+            let mut item: Image = [(table.partition_key.clone(), s(&id))].into();
+            if let Some(sk) = &table.sort_key {
+                item.insert(sk.clone(), s(&id));
+            }
+            let mut attributes: BTreeMap<String, Value> = BTreeMap::new();
+            for part in &index.partition.parts {
+                if let TemplatePart::Ref(ValueRef::Attribute(a)) = part {
+                    attributes.insert(a.clone(), s(format!("{a}-{}", i % 2)));
+                }
+            }
+            for column in &index.sort {
+                if let ValueRef::Attribute(a) = &column.value {
+                    let value = match column.column.ty {
+                        ColumnType::N => Value::N(format!("{}", 100 + i)),
+                        ColumnType::Bool => Value::Bool(i % 2 == 0),
+                        ColumnType::Date => s(format!("2025-01-{:02}", i % 28 + 1)),
+                        ColumnType::Timestamp => s(format!("2025-01-{:02}T10:00:00Z", i % 28 + 1)),
+                        _ => s(format!("{a}-{i}")),
+                    };
+                    attributes.insert(a.clone(), value);
+                }
+            }
+            for a in &index.project {
+                attributes.entry(a.clone()).or_insert_with(|| {
+                    s(if a == "state" {
+                        "open".to_owned()
+                    } else {
+                        format!("{a} {i}")
+                    })
+                });
+            }
+            if let Some(for_each) = &index.for_each {
+                let fields: std::collections::HashMap<String, Value> = [
+                    ("priority".to_owned(), s(["low", "high"][i % 2])),
+                    ("estimate".to_owned(), Value::N(format!("{}.5", i))),
+                    ("due".to_owned(), s(format!("2025-02-{:02}", i % 28 + 1))),
+                ]
+                .into();
+                attributes.insert(for_each.clone(), Value::M(fields));
+            }
+            for (k, v) in attributes {
+                item.entry(k).or_insert(v);
+            }
+            items.push(SampleItem {
+                table: table.name.clone(),
+                kind: "item",
+                item,
+            });
+        }
+    }
+    let seeded: Vec<String> = items.iter().map(|i| i.table.clone()).collect();
+    for route in &config.routes {
+        if seeded.contains(&route.table) {
+            continue;
+        }
+        let Some(table) = config.table(&route.table) else {
+            continue;
+        };
+        let prefix = route.key_prefix.clone().unwrap_or_default();
+        for i in 1..=size {
+            let id = format!("{prefix}sample-{i}");
+            let mut item: Image = [(table.partition_key.clone(), s(&id))].into();
+            if let Some(sk) = &table.sort_key {
+                item.insert(sk.clone(), s(&id));
+            }
+            if let Some(ttl) = &table.ttl_attribute {
+                item.insert(ttl.clone(), Value::N((now_secs + 86_400).to_string()));
+            }
+            items.push(SampleItem {
+                table: table.name.clone(),
+                kind: "item",
+                item,
+            });
+        }
+    }
+    items
+}
+
+/// Puts every item, in order, calling `progress` after each; stops at the first failure.
+pub async fn write(sdk: &SdkConfig, items: &[SampleItem], progress: &dyn Fn(usize)) -> Result<(), SeedError> {
+    let client = aws_sdk_dynamodb::Client::new(sdk);
+    for (position, item) in items.iter().enumerate() {
+        client
+            .put_item()
+            .table_name(&item.table)
+            .set_item(Some(to_item(&item.item)))
+            .send()
+            .await
+            .map_err(|e| SeedError {
+                table: item.table.clone(),
+                position: position + 1,
+                total: items.len(),
+                reason: DisplayErrorContext(&e).to_string(),
+            })?;
+        progress(position + 1);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::config::{self, EXAMPLE_CONFIG};
+    use model::Planner;
+
+    #[test]
+    fn samples_give_every_edge_set_index_and_route_work() {
+        let config = config::parse(EXAMPLE_CONFIG, "example").unwrap();
+        let items = sample(&config, 3, 1_700_000_000);
+        let count = |table: &str, kind: &str| items.iter().filter(|i| i.table == table && i.kind == kind).count();
+        assert!(count("records", "node") >= 4 + 3 + 3, "users, goals, teams");
+        assert!(count("records", "edge") >= 6);
+        assert_eq!(count("issues", "item"), 3);
+        assert_eq!(count("layers", "item"), 3);
+        // Each sample item, inserted, gives the planner something to do.
+        let planner = Planner::new(&config);
+        for item in items.iter().filter(|i| i.kind != "node" && i.table != "layers") {
+            let table = config.table(&item.table).unwrap();
+            let keys: Image = table
+                .primary_key()
+                .iter()
+                .map(|k| ((*k).to_owned(), item.item[*k].clone()))
+                .collect();
+            let record = model::record::ChangeRecord {
+                event_id: None,
+                kind: model::record::EventKind::Insert,
+                table: Some(item.table.clone()),
+                source_arn: None,
+                keys,
+                old: None,
+                new: Some(item.item.clone()),
+                sequence_number: "1".to_owned(),
+                created: None,
+                size_bytes: None,
+                view_type: None,
+                ttl_expiry: false,
+            };
+            let plan = planner.plan(&record);
+            assert!(plan.problems.is_empty(), "{:?}: {:?}", item.item, plan.problems);
+            assert!(!plan.mutations.is_empty(), "{:?} plans nothing", item.item);
+        }
+        let layer = items.iter().find(|i| i.table == "layers").unwrap();
+        assert!(matches!(&layer.item["pk"], Value::S(pk) if pk.starts_with("lyr#")));
+        assert_eq!(layer.item["ttl"], Value::N("1700086400".to_owned()));
+    }
+}

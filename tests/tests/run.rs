@@ -1,0 +1,256 @@
+//! `streamdex run`'s engine against the moto server over real HTTP: writes
+//! to the tables reach the index and the edge sets through the runner's
+//! own stream polling, a restart resumes from the saved checkpoints without
+//! redelivering, and the reaper is fed from its rule's queue.
+//!
+//! Without `STREAMDEX_TEST_ENDPOINT` (see `scripts/test.sh`) each test prints
+//! a skip notice and passes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, ensure, Context, Result};
+use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
+use event_router::{Options as RouterOptions, Router};
+use infra::runner::checkpoint::Checkpoints;
+use infra::runner::clock::SystemClock;
+use infra::runner::local::{self, Wiring};
+use infra::runner::{RunEvent, Runner};
+use infra::stack;
+use model::config::{self, EXAMPLE_CONFIG};
+use model::filter::Consumer;
+use model::{Config, Image, Value};
+use stream_indexer::MemoryQuarantine;
+use streamdex_tests::derived::verify;
+use streamdex_tests::moto::{lambda_event, prefixed, unique_prefix, Moto, StreamReader};
+
+fn s(v: &str) -> Value {
+    Value::S(v.to_owned())
+}
+
+fn item(pairs: &[(&str, &str)]) -> Image {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), s(v))).collect()
+}
+
+async fn setup(moto: &Moto, test: &str) -> Result<(Arc<Config>, aws_config::SdkConfig)> {
+    let config = prefixed(
+        &config::parse(EXAMPLE_CONFIG, "streamdex.example.toml").map_err(|e| anyhow!("{e}"))?,
+        &unique_prefix(test),
+    );
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
+    let sdk = stack::sdk_config(Some(&moto.endpoint), Some(&region)).await;
+    stack::up(&sdk, &config).await.context("streamdex up")?;
+    Ok((Arc::new(config), sdk))
+}
+
+async fn runner(sdk: &aws_config::SdkConfig, config: &Arc<Config>, checkpoints: Checkpoints) -> Result<Runner> {
+    // No batching window: each round invokes with what it read.
+    let window_ms = Some(0);
+    let wiring = Wiring {
+        reaper: true,
+        discover_every_ms: 10_000,
+        window_ms,
+    };
+    Ok(local::connect(sdk, config.clone(), Arc::new(SystemClock), checkpoints, wiring).await?)
+}
+
+/// Runs rounds until `done` holds (checked after each round), within `limit`;
+/// returns the events of those rounds.
+async fn run_until<F, Fut>(runner: &mut Runner, limit: Duration, mut done: F) -> Result<Vec<RunEvent>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool>>,
+{
+    let deadline = Instant::now() + limit;
+    let mut events = Vec::new();
+    loop {
+        let round = runner.round().await;
+        events.extend(round.events);
+        if done().await? {
+            return Ok(events);
+        }
+        if Instant::now() > deadline {
+            let log: Vec<String> = events.iter().map(ToString::to_string).collect();
+            bail!("not done within {limit:?}; the runner said:\n{}", log.join("\n"));
+        }
+        if !round.busy {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn members(node: Option<Image>) -> Vec<String> {
+    match node.and_then(|mut n| n.remove("edges")) {
+        Some(Value::Ss(mut m)) => {
+            m.sort();
+            m
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_reach_the_index_and_a_restart_resumes_from_the_checkpoints() -> Result<()> {
+    let Some(moto) = Moto::connect("writes_reach_the_index_and_a_restart_resumes_from_the_checkpoints").await else {
+        return Ok(());
+    };
+    let (config, sdk) = setup(&moto, "run-resume").await?;
+    let records = config.tables[0].name.clone();
+    let issues = config.tables[1].name.clone();
+    let index_table = config.indexes[0].table.clone();
+    let state = std::env::temp_dir().join(format!("{}checkpoints.json", unique_prefix("run-resume")));
+
+    let mut first = runner(&sdk, &config, Checkpoints::default()).await?;
+    moto.put(
+        &records,
+        &item(&[("source", "GOAL-1"), ("target", "GOAL-1"), ("name", "a goal")]),
+    )
+    .await?;
+    moto.put(
+        &records,
+        &item(&[
+            ("source", "GOAL-1"),
+            ("target", "GOALMEMBERSHIP-USER-1"),
+            ("gsi0", "400-CONTRIBUTOR"),
+        ]),
+    )
+    .await?;
+    let node = item(&[("source", "GOAL-1"), ("target", "GOAL-1")]);
+    let events = run_until(&mut first, Duration::from_secs(20), || async {
+        Ok(!members(moto.get(&records, &node).await?).is_empty())
+    })
+    .await?;
+    ensure!(
+        events.iter().any(|e| matches!(e, RunEvent::ShardStarted { .. })),
+        "no shard was started"
+    );
+    // Drain what is left (the indexer's own edge-set write comes back as a MODIFY).
+    run_until(&mut first, Duration::from_secs(20), || async { Ok(true) }).await?;
+    for _ in 0..3 {
+        first.round().await;
+    }
+    ensure!(first.idle(), "the first runner is not idle");
+    first.checkpoints().save(&state)?;
+    let saved = Checkpoints::load(&state)?;
+    drop(first);
+
+    // While nothing runs: an issue with two custom fields.
+    let mut issue = item(&[("id", "issue-9"), ("rel", "issue-9"), ("name", "n"), ("state", "open")]);
+    issue.insert("num".to_owned(), Value::N("9".to_owned()));
+    issue.insert(
+        "custom_fields".to_owned(),
+        Value::M(
+            [
+                ("f1".to_owned(), s("x")),
+                ("f2".to_owned(), Value::N("-4.5".to_owned())),
+            ]
+            .into(),
+        ),
+    );
+    moto.put(&issues, &issue).await?;
+
+    let mut second = runner(&sdk, &config, saved.clone()).await?;
+    let events = run_until(&mut second, Duration::from_secs(20), || async {
+        Ok(moto.scan(&index_table).await?.len() == 2)
+    })
+    .await?;
+    // The records table's consumers start after their checkpoints and see nothing new.
+    let arn = saved
+        .streams
+        .iter()
+        .find(|(_, s)| s.table == records)
+        .map(|(arn, _)| arn.clone())
+        .context("a checkpoint of the records stream")?;
+    let records_checkpoint = saved
+        .streams
+        .get(&arn)
+        .and_then(|s| s.shards.values().next())
+        .and_then(|c| c.get(Consumer::Indexer.as_str()))
+        .and_then(|p| p.sequence_number.clone())
+        .context("the records indexer's checkpoint")?;
+    for e in &events {
+        if let RunEvent::Invoked { table, first, .. } = e {
+            ensure!(
+                table != &records || stream_indexer::batch::cmp_sequence_numbers(first, &records_checkpoint).is_gt(),
+                "record {first} of {table} delivered again after the restart (checkpoint {records_checkpoint})"
+            );
+        }
+        if let RunEvent::ShardStarted { table, from, .. } = e {
+            if table == &records {
+                ensure!(
+                    matches!(from, infra::runner::stream::Position::After(_)),
+                    "{table} restarted from {from}"
+                );
+            }
+        }
+    }
+    verify(&moto, &config).await?;
+    let _ = std::fs::remove_file(state);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reaper_is_fed_from_its_rule_queue() -> Result<()> {
+    let Some(moto) = Moto::connect("the_reaper_is_fed_from_its_rule_queue").await else {
+        return Ok(());
+    };
+    let (config, sdk) = setup(&moto, "run-reaper").await?;
+    let records = config.tables[0].name.clone();
+    for node in ["USER-42", "GOAL-7", "TEAM-1"] {
+        moto.put(&records, &item(&[("source", node), ("target", node), ("name", "x")]))
+            .await?;
+    }
+    for (source, target, role) in [
+        ("GOAL-7", "GOALMEMBERSHIP-USER-42", "400-CONTRIBUTOR"),
+        ("TEAM-1", "TEAMMEMBERSHIP-USER-42", "100-MEMBER"),
+        ("USER-42", "TEAMMEMBERSHIP-TEAM-1", "100-MEMBER"),
+    ] {
+        moto.put(
+            &records,
+            &item(&[("source", source), ("target", target), ("gsi0", role)]),
+        )
+        .await?;
+    }
+    let mut reader = StreamReader::open(&moto, &records).await?;
+    reader.read_new(&moto).await?;
+
+    // USER-42 expires. moto sets no userIdentity, so the REMOVE record is
+    // marked as the TTL service's and routed here; EventBridge delivers the
+    // expiry event to the reap rule's queue, which the runner polls.
+    let key = item(&[("source", "USER-42"), ("target", "USER-42")]);
+    moto.delete(&records, &key).await?;
+    let mut expiry = reader.read_new(&moto).await?;
+    ensure!(expiry.len() == 1, "one REMOVE record, got {}", expiry.len());
+    let mut json: serde_json::Value = serde_json::from_str(&expiry[0].json)?;
+    json["userIdentity"] = serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"});
+    expiry[0].json = json.to_string();
+    let router = Router::new(
+        config.clone(),
+        EventBridgePublisher::new(eventbridge_client(&sdk), config.events.bus.clone()),
+        MemoryQuarantine::new(),
+        RouterOptions::default(),
+    );
+    ensure!(router.handle(&lambda_event(&expiry)).await?.stats.published == 1);
+
+    let mut runner = runner(&sdk, &config, Checkpoints::default()).await?;
+    let events = run_until(&mut runner, Duration::from_secs(30), || async {
+        let left = moto.scan(&records).await?;
+        Ok(!left.iter().any(|i| {
+            i.get("source") == Some(&s("USER-42"))
+                || matches!(i.get("target"), Some(Value::S(t)) if t.ends_with("-USER-42"))
+        }))
+    })
+    .await?;
+    ensure!(
+        events
+            .iter()
+            .any(|e| matches!(e, RunEvent::Reaped(text) if text.contains("USER-42"))),
+        "no reap was reported"
+    );
+    // The runner's indexer follows the reaper's deletes: the edge sets agree with the table.
+    run_until(&mut runner, Duration::from_secs(20), || async {
+        Ok(verify(&moto, &config).await.is_ok())
+    })
+    .await?;
+    Ok(())
+}
