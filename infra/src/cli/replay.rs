@@ -27,7 +27,7 @@
 //! Quarantined records are printed, not sent to a queue.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -36,6 +36,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::{Entry, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use model::config::{self, Config};
 use model::record::{parse_any, ChangeRecord, EventKind, Received};
 use model::{Image, Planner, Value};
@@ -87,6 +88,9 @@ pub struct ReplayArgs {
     /// The AWS region with --endpoint-url or --aws (default: the environment's).
     #[arg(long, value_name = "REGION")]
     pub region: Option<String>,
+    /// No progress bar (drawn on stderr only when it is a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
 }
 
 impl ReplayArgs {
@@ -100,6 +104,7 @@ impl ReplayArgs {
             endpoint_url: None,
             aws: false,
             region: None,
+            no_progress: false,
         }
     }
 }
@@ -172,6 +177,7 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     let config = Arc::new(config);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let batch_size = args.batch_size as usize;
+    let bar = progress_bar(!args.no_progress, records.len());
     let (summary, derived) = if args.endpoint_url.is_some() || args.aws {
         let sdk = runtime.block_on(crate::stack::sdk_config(
             args.endpoint_url.as_deref(),
@@ -189,14 +195,15 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             MemoryQuarantine::new(),
             event_router::Options::default(),
         );
-        let summary = runtime.block_on(replay_to(&indexer, &router, records, batch_size));
+        let summary = runtime.block_on(replay_to(&indexer, &router, records, batch_size, &bar));
         (summary, None)
     } else {
         let local = Local::new(config.clone());
-        let summary = runtime.block_on(local.replay(records, batch_size));
+        let summary = runtime.block_on(local.replay_with(records, batch_size, &bar));
         let derived = dump(&config, local.store());
         (summary, Some(derived))
     };
+    bar.finish_and_clear();
     print_summary(&summary, &config, err)?;
     if args.dump == Some(Dump::Json) {
         let mut whole = derived.unwrap_or_else(|| json!({}));
@@ -250,6 +257,11 @@ impl Local {
 
     /// Replays `records` in batches of `batch_size` (see the module doc).
     pub async fn replay(&self, records: Vec<Received>, batch_size: usize) -> Summary {
+        self.replay_with(records, batch_size, &ProgressBar::hidden()).await
+    }
+
+    /// [`Local::replay`], advancing `bar` by the records of each batch.
+    pub async fn replay_with(&self, records: Vec<Received>, batch_size: usize, bar: &ProgressBar) -> Summary {
         let mut summary = Summary {
             records: records.len(),
             ..Summary::default()
@@ -269,6 +281,7 @@ impl Local {
             // reaper's deletes) are recorded and fed back, as the stream would.
             store.record_stream(true);
             summary.batches += 1;
+            bar.inc(batch.len() as u64);
             self.handle(batch, &mut summary).await;
             for _ in 0..MAX_FEEDBACK_ROUNDS {
                 let written = store.take_stream();
@@ -336,6 +349,7 @@ pub async fn replay_to<S: Store, P: Publisher>(
     router: &Router<P, MemoryQuarantine>,
     records: Vec<Received>,
     batch_size: usize,
+    bar: &ProgressBar,
 ) -> Summary {
     let mut summary = Summary {
         records: records.len(),
@@ -345,11 +359,26 @@ pub async fn replay_to<S: Store, P: Publisher>(
     while records.peek().is_some() {
         let batch: Vec<Received> = records.by_ref().take(batch_size.max(1)).collect();
         summary.batches += 1;
+        bar.inc(batch.len() as u64);
         let routed = router.handle_received(batch.clone()).await;
         let indexed = indexer.handle_received(batch).await;
         absorb(&mut summary, indexed, routed);
     }
     summary
+}
+
+/// A bar of `total` records on stderr when `wanted` and stderr is a
+/// terminal (hidden otherwise, so pipes and tests see only the summary).
+fn progress_bar(wanted: bool, total: usize) -> ProgressBar {
+    if !wanted || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} records ({per_sec}, {eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
 }
 
 /// Applies a record to the store's copy of its source table. A MODIFY whose

@@ -1,0 +1,148 @@
+//! The developer loop through the `streamdex` command line itself, against
+//! the moto server: `seed` writes sample data, `lag` sees the backlog,
+//! `run --exit-when-idle` consumes it, `lag` then sees none, `record` tails
+//! the stream into JSON Lines, and `replay` reads that file back. Each step
+//! is parsed from its argument list as a user would type it, and its exit
+//! code is checked.
+//!
+//! Without `STREAMDEX_TEST_ENDPOINT` (see `scripts/test.sh`) it prints a
+//! skip notice and passes.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, ensure, Context, Result};
+use clap::Parser;
+use infra::cli::{self, Cli, Command};
+use infra::stack;
+use model::config::{self, EXAMPLE_CONFIG};
+use streamdex_tests::moto::{prefixed, unique_prefix, Moto};
+
+/// The example config's text with every table and the bus prefixed.
+fn prefixed_toml(prefix: &str) -> String {
+    let mut text = EXAMPLE_CONFIG.to_owned();
+    for name in ["records", "issues", "layers"] {
+        text = text.replace(&format!("[table.{name}]"), &format!("[table.{prefix}{name}]"));
+        text = text.replace(&format!("table = \"{name}\""), &format!("table = \"{prefix}{name}\""));
+    }
+    text = text.replace(
+        "table = \"IssueAttribIndex\"",
+        &format!("table = \"{prefix}IssueAttribIndex\""),
+    );
+    text.replace("bus = \"streamdex\"", &format!("bus = \"{prefix}streamdex\""))
+}
+
+/// Runs one command line; returns its exit code, stdout and stderr.
+fn streamdex(args: &[&str]) -> Result<(u8, String, String)> {
+    let parsed = Cli::try_parse_from(std::iter::once("streamdex").chain(args.iter().copied()))
+        .with_context(|| format!("streamdex {}", args.join(" ")))?;
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = match &parsed.command {
+        Command::Seed(a) => cli::seed::run_with(a, &mut out, &mut err),
+        Command::Lag(a) => cli::lag::run_with(a, &mut out, &mut err),
+        Command::Run(a) => cli::run::run_with(a, &mut out, &mut err),
+        Command::Record(a) => cli::record::run_with(a, &mut err),
+        Command::Replay(a) => cli::replay::run_with(a, &mut out, &mut err)?,
+        other => bail!("not a command this test drives: {other:?}"),
+    };
+    Ok((code, String::from_utf8(out)?, String::from_utf8(err)?))
+}
+
+fn text(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// The commands start their own runtimes, so the test runs on none (its
+/// setup borrows one).
+#[test]
+fn seed_lag_run_record_replay_through_the_command_line() -> Result<()> {
+    let setup = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let Some(moto) = setup.block_on(Moto::connect("seed_lag_run_record_replay_through_the_command_line")) else {
+        return Ok(());
+    };
+    let prefix = unique_prefix("cli");
+    let dir: PathBuf = std::env::temp_dir().join(format!("streamdex-cli-{}", prefix.trim_end_matches('-')));
+    std::fs::create_dir_all(&dir)?;
+    let config_path = dir.join("streamdex.toml");
+    std::fs::write(&config_path, prefixed_toml(&prefix))?;
+    let config = config::load(&config_path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let example = config::parse(EXAMPLE_CONFIG, "example").map_err(|e| anyhow::anyhow!("{e}"))?;
+    ensure!(
+        config == prefixed(&example, &prefix),
+        "the prefixed file is the prefixed example"
+    );
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
+    setup.block_on(async {
+        let sdk = stack::sdk_config(Some(&moto.endpoint), Some(&region)).await;
+        stack::up(&sdk, &config).await
+    })?;
+    drop(setup);
+
+    let (cfg, state, recorded) = (
+        text(&config_path),
+        text(&dir.join("state.json")),
+        dir.join("recorded.jsonl"),
+    );
+    let endpoint = ["--endpoint-url", moto.endpoint.as_str(), "--region", region.as_str()];
+    let with = |args: &[&str]| -> Vec<String> { args.iter().chain(endpoint.iter()).map(|s| (*s).to_owned()).collect() };
+    let run_line = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        streamdex(&refs)
+    };
+
+    let (code, out, err) = run_line(with(&["seed", &cfg, "--size", "2"]))?;
+    ensure!(code == 0, "seed: {code}\n{out}\n{err}");
+
+    // Everything seeded waits: a backlog, young records (exit 0 under a day).
+    let (code, out, err) = run_line(with(&[
+        "lag",
+        &cfg,
+        "--state",
+        &state,
+        "--max-age",
+        "86400",
+        "--output",
+        "json",
+    ]))?;
+    ensure!(code == 0, "lag: {code}\n{out}\n{err}");
+    let lag: serde_json::Value = serde_json::from_str(&out).context("lag --output json")?;
+    let backlog = |lag: &serde_json::Value| -> u64 {
+        lag["shards"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["backlog"].as_u64())
+            .sum()
+    };
+    ensure!(backlog(&lag) > 0, "a backlog before run: {lag}");
+    ensure!(lag["lagging"] == false, "{lag}");
+
+    let (code, out, err) = run_line(with(&["run", &cfg, "--state", &state, "--exit-when-idle", "--no-emf"]))?;
+    ensure!(code == 0, "run: {code}\n{out}\n{err}");
+
+    let (code, out, err) = run_line(with(&["lag", &cfg, "--state", &state, "--output", "json"]))?;
+    ensure!(code == 0, "lag after run: {code}\n{out}\n{err}");
+    let lag: serde_json::Value = serde_json::from_str(&out)?;
+    ensure!(backlog(&lag) == 0, "run consumed everything: {lag}");
+
+    let (code, out, err) = run_line(with(&[
+        "record",
+        &cfg,
+        "--out",
+        &text(&recorded),
+        "--from",
+        "trim-horizon",
+        "--idle-exit",
+        "1",
+        "--no-progress",
+    ]))?;
+    ensure!(code == 0, "record: {code}\n{out}\n{err}");
+    let lines = std::fs::read_to_string(&recorded)?.lines().count();
+    ensure!(lines > 0, "record wrote nothing");
+
+    // What was recorded replays on the embedded default, record for record.
+    let (code, out, err) = streamdex(&["replay", "--config", &cfg, "--no-progress", &text(&recorded)])?;
+    ensure!(code == 0, "replay: {code}\n{out}\n{err}");
+    ensure!(err.contains(&format!("replayed {lines} records")), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
