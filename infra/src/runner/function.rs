@@ -10,6 +10,7 @@ use event_router::Router;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use stream_indexer::quarantine::Quarantine;
+use stream_indexer::settlement::Failure;
 use stream_indexer::store::Store;
 use stream_indexer::Indexer;
 
@@ -53,6 +54,29 @@ fn response(failed: Option<String>) -> Response {
     }
 }
 
+/// What an invocation answered once its batch was settled.
+fn settled(emf: String, failed: Option<String>, failures: &[Failure], quarantined: usize) -> Invocation {
+    Invocation {
+        emf: Some(emf),
+        failures: failures
+            .iter()
+            .map(|f| format!("record {}: {}", f.sequence_number, f.reason))
+            .collect(),
+        quarantined,
+        response: response(failed),
+    }
+}
+
+/// An invocation whose payload was unusable: a function error.
+fn errored(e: impl std::fmt::Display) -> Invocation {
+    Invocation {
+        response: Response::Error(e.to_string()),
+        emf: None,
+        failures: vec![e.to_string()],
+        quarantined: 0,
+    }
+}
+
 /// The stream indexer as a function.
 pub struct IndexerFunction<S: Store, Q: Quarantine> {
     pub name: String,
@@ -68,27 +92,11 @@ impl<S: Store, Q: Quarantine> Function for IndexerFunction<S, Q> {
         async move {
             let started = Instant::now();
             match self.indexer.handle(payload).await {
-                Ok(outcome) => Invocation {
-                    emf: Some(stream_indexer::metrics::batch_line(
-                        &self.name,
-                        &outcome.stats,
-                        started.elapsed(),
-                        now_ms,
-                    )),
-                    failures: outcome
-                        .failures
-                        .iter()
-                        .map(|f| format!("record {}: {}", f.sequence_number, f.reason))
-                        .collect(),
-                    quarantined: outcome.quarantined.len(),
-                    response: response(outcome.failed),
-                },
-                Err(e) => Invocation {
-                    response: Response::Error(e.to_string()),
-                    emf: None,
-                    failures: vec![e.to_string()],
-                    quarantined: 0,
-                },
+                Ok(o) => {
+                    let emf = stream_indexer::metrics::batch_line(&self.name, &o.stats, started.elapsed(), now_ms);
+                    settled(emf, o.failed, &o.failures, o.quarantined.len())
+                }
+                Err(e) => errored(e),
             }
         }
         .boxed()
@@ -110,27 +118,11 @@ impl<P: Publisher, Q: Quarantine> Function for RouterFunction<P, Q> {
         async move {
             let started = Instant::now();
             match self.router.handle(payload).await {
-                Ok(outcome) => Invocation {
-                    emf: Some(event_router::metrics::batch_line(
-                        &self.name,
-                        &outcome.stats,
-                        started.elapsed(),
-                        now_ms,
-                    )),
-                    failures: outcome
-                        .failures
-                        .iter()
-                        .map(|f| format!("record {}: {}", f.sequence_number, f.reason))
-                        .collect(),
-                    quarantined: outcome.quarantined.len(),
-                    response: response(outcome.failed),
-                },
-                Err(e) => Invocation {
-                    response: Response::Error(e.to_string()),
-                    emf: None,
-                    failures: vec![e.to_string()],
-                    quarantined: 0,
-                },
+                Ok(o) => {
+                    let emf = event_router::metrics::batch_line(&self.name, &o.stats, started.elapsed(), now_ms);
+                    settled(emf, o.failed, &o.failures, o.quarantined.len())
+                }
+                Err(e) => errored(e),
             }
         }
         .boxed()
