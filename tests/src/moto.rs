@@ -21,7 +21,7 @@
 //!   DynamoDB event payload.
 //! - [`Moto::scan`], [`Moto::put`], [`Moto::delete`]: items as model images.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,10 +34,8 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
     ScalarAttributeType, StreamSpecification, StreamViewType,
 };
-use aws_sdk_dynamodbstreams::types::{AttributeValue as StreamValue, Record, ShardIteratorType};
-use base64::Engine as _;
+use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
 use model::{Config, Image};
-use serde_json::{json, Map, Value as Json};
 use stream_indexer::store::dynamo::{to_image, to_item};
 
 /// The variable `scripts/test.sh` sets to the moto server's address.
@@ -461,105 +459,19 @@ impl StreamReader {
     }
 }
 
-/// A GetRecords record as its wire JSON, with `eventSourceARN` as Lambda adds it.
+/// A GetRecords record as its wire JSON, with `eventSourceARN` as Lambda adds
+/// it: the local runner's own conversion (`infra::runner::stream::dynamo`).
 pub fn wire_record(record: &Record, stream_arn: &str) -> Result<StreamRecord> {
-    let stream = record
-        .dynamodb
-        .as_ref()
-        .ok_or_else(|| anyhow!("record without `dynamodb`"))?;
-    let sequence_number = stream
-        .sequence_number
-        .clone()
-        .ok_or_else(|| anyhow!("record without a sequence number"))?;
     let event_name = record
         .event_name
         .as_ref()
         .map(|n| n.as_str().to_owned())
-        .ok_or_else(|| anyhow!("record {sequence_number} without eventName"))?;
-    let mut dynamodb = Map::new();
-    let image = |image: &HashMap<String, StreamValue>| -> Result<Json> {
-        image
-            .iter()
-            .map(|(k, v)| Ok((k.clone(), wire_value(v)?)))
-            .collect::<Result<Map<_, _>>>()
-            .map(Json::Object)
-    };
-    if let Some(keys) = &stream.keys {
-        dynamodb.insert("Keys".into(), image(keys)?);
-    }
-    if let Some(new) = &stream.new_image {
-        dynamodb.insert("NewImage".into(), image(new)?);
-    }
-    if let Some(old) = &stream.old_image {
-        dynamodb.insert("OldImage".into(), image(old)?);
-    }
-    dynamodb.insert("SequenceNumber".into(), json!(sequence_number));
-    if let Some(size) = stream.size_bytes {
-        dynamodb.insert("SizeBytes".into(), json!(size));
-    }
-    if let Some(view) = &stream.stream_view_type {
-        dynamodb.insert("StreamViewType".into(), json!(view.as_str()));
-    }
-    let mut dynamodb = Json::Object(dynamodb).to_string();
-    // The creation time is a JSON number with the exact fraction GetRecords
-    // carries; spliced in as text so it never goes through f64.
-    if let Some(time) = &stream.approximate_creation_date_time {
-        let mut text = time.secs().to_string();
-        if time.subsec_nanos() != 0 {
-            let fraction = format!("{:09}", time.subsec_nanos());
-            text = format!("{text}.{}", fraction.trim_end_matches('0'));
-        }
-        dynamodb.insert_str(1, &format!("\"ApproximateCreationDateTime\":{text},"));
-    }
-    let mut outer = Map::new();
-    let mut put = |name: &str, value: &Option<String>| {
-        if let Some(v) = value {
-            outer.insert(name.to_owned(), json!(v));
-        }
-    };
-    put("eventID", &record.event_id);
-    put("eventName", &Some(event_name.clone()));
-    put("eventVersion", &record.event_version);
-    put("eventSource", &record.event_source);
-    put("awsRegion", &record.aws_region);
-    put("eventSourceARN", &Some(stream_arn.to_owned()));
-    if let Some(identity) = &record.user_identity {
-        outer.insert(
-            "userIdentity".into(),
-            json!({ "PrincipalId": identity.principal_id, "Type": identity.r#type }),
-        );
-    }
-    let mut json = Json::Object(outer).to_string();
-    json.insert_str(json.len() - 1, &format!(",\"dynamodb\":{dynamodb}"));
+        .ok_or_else(|| anyhow!("a record without eventName"))?;
+    let wire = infra::runner::stream::dynamo::lambda_record(record, stream_arn).map_err(|e| anyhow!(e))?;
     Ok(StreamRecord {
-        sequence_number,
+        sequence_number: wire.sequence_number,
         event_name,
-        json,
-    })
-}
-
-/// One attribute value in DynamoDB JSON (numbers as strings, binary as base64).
-pub fn wire_value(value: &StreamValue) -> Result<Json> {
-    let b64 =
-        |b: &aws_sdk_dynamodbstreams::primitives::Blob| base64::engine::general_purpose::STANDARD.encode(b.as_ref());
-    Ok(match value {
-        StreamValue::S(s) => json!({ "S": s }),
-        StreamValue::N(n) => json!({ "N": n }),
-        StreamValue::B(b) => json!({ "B": b64(b) }),
-        StreamValue::Bool(b) => json!({ "BOOL": b }),
-        StreamValue::Null(b) => json!({ "NULL": b }),
-        StreamValue::Ss(s) => json!({ "SS": s }),
-        StreamValue::Ns(n) => json!({ "NS": n }),
-        StreamValue::Bs(b) => json!({ "BS": b.iter().map(b64).collect::<Vec<_>>() }),
-        StreamValue::L(l) => json!({ "L": l.iter().map(wire_value).collect::<Result<Vec<_>>>()? }),
-        StreamValue::M(m) => {
-            let map = m
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), wire_value(v)?)))
-                .collect::<Result<Map<_, _>>>()?;
-            json!({ "M": map })
-        }
-        other => bail!("attribute value of an unknown type: {other:?}"),
+        json: wire.json,
     })
 }
 
@@ -599,8 +511,12 @@ mod tests {
 
     #[test]
     fn records_serialize_to_stream_wire_json() {
+        use std::collections::HashMap;
+
         use aws_sdk_dynamodbstreams::primitives::{Blob, DateTime};
+        use aws_sdk_dynamodbstreams::types::AttributeValue as StreamValue;
         use aws_sdk_dynamodbstreams::types::{OperationType, StreamRecord as Sr, StreamViewType as Svt};
+        use serde_json::Value as Json;
         let image = HashMap::from([
             ("source".to_owned(), StreamValue::S("GOAL-1".into())),
             (
