@@ -66,7 +66,7 @@ fn selection() -> Selection {
         segments: 3,
         page_size: 4,
         concurrency: 4,
-        endpoint: None,
+        endpoint: Default::default(),
         no_progress: true,
     }
 }

@@ -41,8 +41,9 @@ pub enum Command {
     Config(config::ConfigArgs),
     /// Encode typed values into CSS1 composite sort strings, or decode them.
     Sortkey(sortkey::SortkeyArgs),
-    /// Replay recorded stream records through the indexer into the embedded
-    /// in-memory store, and show the resulting index rows and edge sets.
+    /// Replay recorded stream records through both consumers (the indexer,
+    /// the router and its TTL reaper) on the embedded in-memory store, or
+    /// into an endpoint, and show the index rows, edge sets and events.
     Replay(replay::ReplayArgs),
     /// Create the config's tables, GSIs, streams, bus, rules, queues and rule
     /// targets on an endpoint (a local moto server), or bring them up to

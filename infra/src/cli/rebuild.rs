@@ -29,10 +29,10 @@ use super::verify::{repair_json, report_json, setup, Output, Selection, SetupErr
     a checkpoint of another config or selection), 3 drift still found after --rounds repairs (the data keeps \
     changing under the rebuild: run it again, or verify once the stream consumers have caught up).\n\n\
 Examples:\n  \
-    streamdex rebuild --config streamdex.toml\n  \
-    streamdex rebuild --config streamdex.toml --index issue-attrib --budget 500\n  \
-    streamdex rebuild --config streamdex.toml --edge-set records --checkpoint /var/tmp/records.checkpoint\n  \
-    streamdex rebuild --config streamdex.toml --fresh --output json"
+    streamdex rebuild streamdex.toml\n  \
+    streamdex rebuild streamdex.toml --index issue-attrib --budget 500\n  \
+    streamdex rebuild streamdex.toml --edge-set records --checkpoint /var/tmp/records.checkpoint\n  \
+    streamdex rebuild streamdex.toml --fresh --output json"
 )]
 pub struct RebuildArgs {
     #[command(flatten)]

@@ -18,7 +18,7 @@ use super::exit;
 use crate::stack::{self, StackError};
 
 /// Where the stack goes.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct Endpoint {
     /// The endpoint of every AWS service (a moto server:
     /// `http://127.0.0.1:5005`). Default: `AWS_ENDPOINT_URL`, else AWS itself.

@@ -25,12 +25,13 @@ use stream_indexer::Backoff;
 
 use super::exit;
 use super::progress::Bar;
+use super::stack::Endpoint;
 
 /// What to check and how to reach it (shared by `verify` and `rebuild`).
 #[derive(Debug, Clone, Args)]
 pub struct Selection {
     /// The pipeline config (the same file the indexer runs with).
-    #[arg(long, value_name = "FILE", default_value = "streamdex.toml")]
+    #[arg(value_name = "CONFIG", default_value = "streamdex.toml")]
     pub config: PathBuf,
     /// Only this index (its `name` in the config). Repeatable. Without
     /// --index and --edge-set: every index and every edge set.
@@ -49,10 +50,8 @@ pub struct Selection {
     /// Correction groups (one source item's rows, or one node) written concurrently.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub concurrency: u32,
-    /// The DynamoDB endpoint, e.g. http://127.0.0.1:5005 for a local moto
-    /// server. Default: AWS_ENDPOINT_URL, else the region's AWS endpoint.
-    #[arg(long, value_name = "URL")]
-    pub endpoint: Option<String>,
+    #[command(flatten)]
+    pub endpoint: Endpoint,
     /// No progress bar (it is drawn on stderr only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
@@ -73,10 +72,10 @@ pub enum Output {
     1 an I/O or AWS failure, 2 bad input (a bad config, an unknown index or table), \
     3 drift found (with --repair: drift found and not every correction could be written).\n\n\
 Examples:\n  \
-    streamdex verify --config streamdex.toml\n  \
-    streamdex verify --config streamdex.toml --index issue-attrib --output json > drift.json\n  \
-    streamdex verify --config streamdex.toml --edge-set records --examples 20\n  \
-    streamdex verify --config streamdex.toml --repair --budget 200"
+    streamdex verify streamdex.toml\n  \
+    streamdex verify streamdex.toml --index issue-attrib --output json > drift.json\n  \
+    streamdex verify streamdex.toml --edge-set records --examples 20\n  \
+    streamdex verify streamdex.toml --repair --budget 200"
 )]
 pub struct VerifyArgs {
     #[command(flatten)]
@@ -118,7 +117,7 @@ impl SetupError {
 }
 
 impl Selection {
-    /// Loads the config named by `--config`.
+    /// Loads the config named by `CONFIG`.
     pub fn load(&self) -> Result<Config, SetupError> {
         config::load(&self.config).map_err(|e| match e {
             // As `config check`: an unreadable file is an I/O failure, a refused one bad input.
@@ -170,11 +169,8 @@ impl Selection {
 
     /// The DynamoDB store (no SDK retries: the commands retry with backoff themselves).
     pub async fn store(&self, config: Arc<Config>) -> DynamoStore {
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-        if let Some(endpoint) = &self.endpoint {
-            loader = loader.endpoint_url(endpoint);
-        }
-        let sdk = loader.load().await;
+        let sdk =
+            crate::stack::sdk_config(self.endpoint.endpoint_url.as_deref(), self.endpoint.region.as_deref()).await;
         DynamoStore::new(dynamodb_client(&sdk), config)
     }
 }
@@ -560,14 +556,14 @@ mod tests {
 
     #[test]
     fn an_unreadable_config_fails_and_a_bad_one_is_bad_input() {
-        let cli = Cli::parse_from(["verify", "--config", "/nonexistent/streamdex.toml"]);
+        let cli = Cli::parse_from(["verify", "/nonexistent/streamdex.toml"]);
         let e = setup(&cli.args.selection).expect_err("refused");
         assert_eq!(e.exit_code(), exit::FAILURE);
         let dir = std::env::temp_dir().join(format!("streamdex-verify-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let bad = dir.join("bad.toml");
         std::fs::write(&bad, "[table.x]\nnope = 1\n").expect("write");
-        let cli = Cli::parse_from(["verify", "--config", bad.to_str().expect("utf-8")]);
+        let cli = Cli::parse_from(["verify", bad.to_str().expect("utf-8")]);
         let e = setup(&cli.args.selection).expect_err("refused");
         assert_eq!(e.exit_code(), exit::BAD_INPUT);
         let _ = std::fs::remove_dir_all(&dir);
