@@ -3,6 +3,7 @@
 //! AWS template ([`template`]).
 
 pub mod cli;
+pub mod derived;
 pub mod runner;
 pub mod seed;
 pub mod stack;

@@ -1,7 +1,8 @@
 //! The developer loop through the `streamdex` command line itself, against
 //! the moto server: `seed` writes sample data, `lag` sees the backlog,
-//! `run --exit-when-idle` consumes it, `lag` then sees none, `record` tails
-//! the stream into JSON Lines, and `replay` reads that file back. Each step
+//! `run --exit-when-idle` consumes it, `lag` then sees none, `show` prints
+//! the edge sets and index rows it built, `record` tails the stream into
+//! JSON Lines, and `replay` reads that file back. Each step
 //! is parsed from its argument list as a user would type it, and its exit
 //! code is checked.
 //!
@@ -42,6 +43,7 @@ fn streamdex(args: &[&str]) -> Result<(u8, String, String)> {
         Command::Run(a) => cli::run::run_with(a, &mut out, &mut err),
         Command::Record(a) => cli::record::run_with(a, &mut err),
         Command::Replay(a) => cli::replay::run_with(a, &mut out, &mut err)?,
+        Command::Show(a) => cli::show::run_with(a, &mut out, &mut err),
         other => bail!("not a command this test drives: {other:?}"),
     };
     Ok((code, String::from_utf8(out)?, String::from_utf8(err)?))
@@ -123,6 +125,28 @@ fn seed_lag_run_record_replay_through_the_command_line() -> Result<()> {
     ensure!(code == 0, "lag after run: {code}\n{out}\n{err}");
     let lag: serde_json::Value = serde_json::from_str(&out)?;
     ensure!(backlog(&lag) == 0, "run consumed everything: {lag}");
+
+    // The seeded memberships are in the edge sets, the issues in the index.
+    let (code, out, err) = run_line(with(&["show", &cfg]))?;
+    ensure!(code == 0, "show: {code}\n{err}");
+    let shown: serde_json::Value = serde_json::from_str(&out).context("show prints JSON")?;
+    let sets = shown["edge_sets"][format!("{prefix}records.edges")]
+        .as_object()
+        .context("the records edge set")?;
+    let members: usize = sets
+        .values()
+        .filter_map(|n| n["members"].as_array())
+        .map(Vec::len)
+        .sum();
+    ensure!(members > 0, "no member in any edge set: {shown}");
+    ensure!(
+        sets.values().all(|n| n["edgesComplete"] == true),
+        "every node built: {shown}"
+    );
+    let rows = shown["indexes"][format!("{prefix}IssueAttribIndex")]
+        .as_array()
+        .context("the index")?;
+    ensure!(!rows.is_empty(), "no index row: {shown}");
 
     let (code, out, err) = run_line(with(&[
         "record",

@@ -13,6 +13,7 @@ pub mod record;
 pub mod replay;
 pub mod run;
 pub mod seed;
+pub mod show;
 pub mod sortkey;
 pub mod stack;
 pub mod template;
@@ -69,6 +70,9 @@ pub enum Command {
     Record(record::RecordArgs),
     /// Write sample goals, memberships, issues and layers to an endpoint.
     Seed(seed::SeedArgs),
+    /// Print the derived data of an endpoint (index rows in key order, edge
+    /// sets) as JSON, the shape of `replay --dump json`.
+    Show(show::ShowArgs),
 }
 
 /// Runs a parsed command line.
@@ -86,5 +90,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Lag(args) => lag::run(&args),
         Command::Record(args) => record::run(&args),
         Command::Seed(args) => seed::run(&args),
+        Command::Show(args) => show::run(&args),
     }
 }

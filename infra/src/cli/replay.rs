@@ -26,7 +26,6 @@
 //! not written: they are taken to hold the data the recording came from.
 //! Quarantined records are printed, not sent to a queue.
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,8 +38,8 @@ use event_router::{Entry, MemoryPublisher, Publisher, Reaper, Router, RouterStat
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use model::config::{self, Config};
 use model::record::{parse_any, ChangeRecord, EventKind, Received};
-use model::{Image, Planner, Value};
-use serde_json::{json, Map, Value as Json};
+use model::{Image, Planner};
+use serde_json::{json, Value as Json};
 use stream_indexer::batch::Quarantined;
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
 use stream_indexer::store::memory::lambda_event;
@@ -48,6 +47,7 @@ use stream_indexer::store::Store;
 use stream_indexer::{Backoff, BatchStats, Indexer, MemoryQuarantine, MemoryStore, Options};
 
 use super::exit;
+use crate::derived::derived_json;
 
 /// Rounds of feeding the pipeline's and the reaper's own writes back
 /// through the consumers after one batch, before giving up on a loop.
@@ -73,8 +73,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub batch_size: u32,
     /// Also print the resulting index rows, edge sets and events to stdout
-    /// (against an endpoint: the events only; see `streamdex verify` for
-    /// the tables).
+    /// (against an endpoint: read back from its tables).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub dump: Option<Dump>,
     /// Replay into DynamoDB and EventBridge at this endpoint (e.g. a local
@@ -183,9 +182,10 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             args.endpoint_url.as_deref(),
             args.region.as_deref(),
         ));
+        let store = DynamoStore::new(dynamodb_client(&sdk), config.clone());
         let indexer = Indexer::new(
             config.clone(),
-            DynamoStore::new(dynamodb_client(&sdk), config.clone()),
+            store.clone(),
             MemoryQuarantine::new(),
             Options::default(),
         );
@@ -196,11 +196,15 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             event_router::Options::default(),
         );
         let summary = runtime.block_on(replay_to(&indexer, &router, records, batch_size, &bar));
-        (summary, None)
+        let derived = match args.dump {
+            Some(Dump::Json) => Some(runtime.block_on(derived_json(&store, &config))?),
+            None => None,
+        };
+        (summary, derived)
     } else {
         let local = Local::new(config.clone());
         let summary = runtime.block_on(local.replay_with(records, batch_size, &bar));
-        let derived = dump(&config, local.store());
+        let derived = runtime.block_on(derived_json(local.store(), &config))?;
         (summary, Some(derived))
     };
     bar.finish_and_clear();
@@ -494,38 +498,4 @@ pub fn events_json(events: &[Entry]) -> Json {
             })
             .collect(),
     )
-}
-
-/// The derived data as JSON: `{"indexes": {TABLE: [row...]}, "edge_sets": {TABLE.ATTR: {node: {...}}}}`.
-/// Rows are in key order, attribute values in DynamoDB JSON (numbers exact).
-pub fn dump(config: &Config, store: &MemoryStore) -> Json {
-    let mut indexes = Map::new();
-    for (i, index) in config.indexes.iter().enumerate() {
-        let rows: Vec<Json> = store
-            .rows(i)
-            .into_iter()
-            .map(|(key, attributes)| {
-                let mut row: BTreeMap<String, Value> = attributes.into_iter().collect();
-                row.insert(index.partition_key.clone(), Value::S(key.partition));
-                row.insert(index.sort_key.clone(), Value::S(key.sort));
-                json!(row)
-            })
-            .collect();
-        indexes.insert(index.table.clone(), Json::Array(rows));
-    }
-    let mut sets = Map::new();
-    for (e, set) in config.edge_sets.iter().enumerate() {
-        let nodes: Map<String, Json> = store
-            .node_sets(e)
-            .into_iter()
-            .map(|(node, s)| {
-                (
-                    node,
-                    json!({ "members": s.members, set.complete_attribute.clone(): s.complete }),
-                )
-            })
-            .collect();
-        sets.insert(format!("{}.{}", set.table, set.attribute), Json::Object(nodes));
-    }
-    json!({ "indexes": indexes, "edge_sets": sets })
 }
