@@ -3,14 +3,14 @@
 use std::time::Duration;
 
 use model::metrics::{Emf, Unit};
-use stream_indexer::metrics::{iterator_age_ms, NAMESPACE};
+use stream_indexer::metrics::{finish, NAMESPACE};
 
 use crate::batch::RouterStats;
 
 /// The EMF line for one batch of `function`.
 pub fn batch_line(function: &str, stats: &RouterStats, duration: Duration, now_ms: u64) -> String {
     let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
-    let mut emf = Emf::new(NAMESPACE, function, now_ms)
+    let emf = Emf::new(NAMESPACE, function, now_ms)
         .metric("Records", Unit::Count, count(stats.records))
         .metric("EventsPublished", Unit::Count, count(stats.published))
         .metric("EventsRetried", Unit::Count, count(stats.retried))
@@ -18,16 +18,8 @@ pub fn batch_line(function: &str, stats: &RouterStats, duration: Duration, now_m
         .metric("ImagesOmitted", Unit::Count, count(stats.images_omitted))
         .metric("PutEventsCalls", Unit::Count, count(stats.calls))
         .metric("Quarantined", Unit::Count, count(stats.quarantined))
-        .metric("FailedGroups", Unit::Count, count(stats.failed_groups))
-        .metric(
-            "BatchDuration",
-            Unit::Milliseconds,
-            u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-        );
-    if let Some(oldest) = stats.oldest_created {
-        emf = emf.metric("IteratorAge", Unit::Milliseconds, iterator_age_ms(oldest, now_ms));
-    }
-    emf.to_line()
+        .metric("FailedGroups", Unit::Count, count(stats.failed_groups));
+    finish(emf, duration, stats.oldest_created, now_ms)
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub fn iterator_age_ms(oldest: CreationTime, now_ms: u64) -> u64 {
 pub fn batch_line(function: &str, stats: &BatchStats, duration: Duration, now_ms: u64) -> String {
     let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
     let a = &stats.apply.applied;
-    let mut emf = Emf::new(NAMESPACE, function, now_ms)
+    let emf = Emf::new(NAMESPACE, function, now_ms)
         .metric("Records", Unit::Count, count(stats.records))
         .metric("RowsPut", Unit::Count, count(a.put_row))
         .metric("RowsDeleted", Unit::Count, count(a.delete_row))
@@ -35,13 +35,19 @@ pub fn batch_line(function: &str, stats: &BatchStats, duration: Duration, now_ms
         .metric("Retries", Unit::Count, count(stats.apply.requests.retries))
         .metric("NodesFlagged", Unit::Count, count(stats.apply.flagged))
         .metric("Quarantined", Unit::Count, count(stats.quarantined))
-        .metric("FailedGroups", Unit::Count, count(stats.failed_groups))
-        .metric(
-            "BatchDuration",
-            Unit::Milliseconds,
-            u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-        );
-    if let Some(oldest) = stats.oldest_created {
+        .metric("FailedGroups", Unit::Count, count(stats.failed_groups));
+    finish(emf, duration, stats.oldest_created, now_ms)
+}
+
+/// Ends a consumer's batch line: its duration and, when the batch had a
+/// creation time, the iterator age (shared by both consumers).
+pub fn finish(emf: Emf, duration: Duration, oldest: Option<CreationTime>, now_ms: u64) -> String {
+    let mut emf = emf.metric(
+        "BatchDuration",
+        Unit::Milliseconds,
+        u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+    );
+    if let Some(oldest) = oldest {
         emf = emf.metric("IteratorAge", Unit::Milliseconds, iterator_age_ms(oldest, now_ms));
     }
     emf.to_line()
