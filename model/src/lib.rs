@@ -13,20 +13,27 @@
 //!
 //! No I/O, no async, no AWS SDK: the other crates carry out what this one decides.
 
+pub mod backoff;
 pub mod config;
 pub mod drift;
 pub mod edge;
+pub mod fault;
 pub mod event;
 pub mod filter;
 pub mod index;
 pub mod metrics;
+pub mod pack;
 pub mod plan;
 pub mod reap;
 pub mod record;
+pub mod schedule;
+pub mod sequence;
+pub mod settlement;
 pub mod sortkey;
 pub mod value;
 
 pub use config::Config;
+pub use fault::{Class, Fault};
 pub use plan::{Mutation, Plan, PlanError, Planner};
 pub use record::{ChangeRecord, EventKind};
 pub use value::{Image, Value};

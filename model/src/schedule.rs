@@ -3,7 +3,7 @@
 //! lowest first. A call whose dependency failed is never ready. Used for the
 //! indexer's row calls (writes to one row key land in stream order) and the
 //! router's PutEvents calls (the events of one partition key go out in
-//! stream order).
+//! stream order). The sender is the AWS kit's `dispatch`.
 
 use std::collections::BTreeSet;
 

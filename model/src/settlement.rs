@@ -1,0 +1,323 @@
+//! The settlement of a batch: once a consumer has done what it could with
+//! each record, which records failed, which are to be quarantined, and what
+//! Lambda is told ([`BatchResponse`]). Both stream consumers (the indexer
+//! and the event router) settle through here, so they fail and quarantine
+//! alike; the AWS kit (`aws_kit::settle`) makes the one quarantine call.
+//!
+//! 1. A record belongs to a partition-key group (records of one table and
+//!    partition key value, in stream order) or stands alone. A group stops
+//!    at its first *unfinished* record (its work not all done); that record
+//!    and every later one of its group are *stopped*: Lambda redelivers them.
+//! 2. The batch's failure is the lowest failed sequence number (compared as
+//!    numbers) over all groups: every record before it is fully handled.
+//! 3. Poison (a record that can never succeed) that is not stopped and comes
+//!    before the failure is quarantined, in batch order, in one call; it
+//!    then counts as handled. Poison at or after the failure waits for its
+//!    redelivery.
+//! 4. A quarantine failure is a failure of its records (never dropped). A
+//!    record without a usable sequence number can only be quarantined; if
+//!    that fails, the whole batch fails ([`Failed::WholeBatch`]).
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::config::TableConfig;
+use crate::fault::Fault;
+use crate::{sequence, ChangeRecord, Value};
+
+/// Where Lambda must resume a batch that did not fully succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failed {
+    /// From this record on (the lowest failed sequence number).
+    From(String),
+    /// The whole batch (a record without a usable sequence number failed).
+    WholeBatch,
+}
+
+impl Failed {
+    /// The sequence number to resume from (`None`: the whole batch).
+    pub fn sequence_number(&self) -> Option<&str> {
+        match self {
+            Failed::From(seq) => Some(seq),
+            Failed::WholeBatch => None,
+        }
+    }
+
+    /// The lower of two failures (the whole batch is lowest).
+    fn min(self, other: Failed) -> Failed {
+        match (self, other) {
+            (Failed::From(a), Failed::From(b)) => match sequence::cmp(&a, &b) {
+                Ordering::Greater => Failed::From(b),
+                _ => Failed::From(a),
+            },
+            _ => Failed::WholeBatch,
+        }
+    }
+}
+
+fn lowest(current: Option<Failed>, new: Failed) -> Option<Failed> {
+    Some(match current {
+        Some(c) => c.min(new),
+        None => new,
+    })
+}
+
+/// Whether a failure stopped records of a group, or the quarantine call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// A group (or lone record) stopped at an unfinished record.
+    Work,
+    /// The quarantine could not take the poison records.
+    Quarantine,
+}
+
+/// One failure: a stopped group, or a failed quarantine call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The first record it fails.
+    pub failed: Failed,
+    pub stage: Stage,
+    pub fault: Fault,
+}
+
+/// One quarantined record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quarantined {
+    pub sequence_number: Option<String>,
+    pub table: Option<String>,
+    pub reason: String,
+}
+
+/// One record of a batch as the consumer left it.
+#[derive(Debug)]
+pub struct Handled {
+    /// Its place in the batch.
+    pub position: usize,
+    /// `None` when the record had none that could be read.
+    pub sequence_number: Option<String>,
+    /// Its source table, when known.
+    pub table: Option<String>,
+    /// Its partition-key group ([`Groups`]); `None`: the record stands alone.
+    pub group: Option<usize>,
+    /// The record exactly as delivered, for the quarantine.
+    pub raw: Box<RawValue>,
+    /// Why it can never succeed, when it cannot (it is then quarantined
+    /// once the rest of its work is done).
+    pub poison: Option<String>,
+    /// Why its work is not all done, when it is not.
+    pub unfinished: Option<Fault>,
+}
+
+/// What the settlement decided before the quarantine call.
+#[derive(Debug)]
+#[must_use]
+pub struct Decision {
+    /// The records, in batch order.
+    pub records: Vec<Handled>,
+    /// Positions (in `records`) of the poison to quarantine now, in order.
+    pub quarantine: Vec<usize>,
+    pub settled: Settled,
+}
+
+impl Decision {
+    /// The quarantine took the poison: it counts as handled.
+    pub fn quarantined(mut self) -> Settled {
+        for &i in &self.quarantine {
+            if let Some(r) = self.records.get(i) {
+                self.settled.quarantined.push(Quarantined {
+                    sequence_number: r.sequence_number.clone(),
+                    table: r.table.clone(),
+                    reason: r.poison.clone().unwrap_or_default(),
+                });
+            }
+        }
+        self.settled
+    }
+
+    /// The quarantine failed: its records count as failed (retried).
+    pub fn quarantine_failed(mut self, fault: Fault) -> Settled {
+        let poison: Vec<&Handled> = self.quarantine.iter().filter_map(|&i| self.records.get(i)).collect();
+        let first = if poison.iter().any(|r| r.sequence_number.is_none()) {
+            Failed::WholeBatch
+        } else {
+            poison
+                .iter()
+                .filter_map(|r| r.sequence_number.clone())
+                .min_by(|a, b| sequence::cmp(a, b))
+                .map_or(Failed::WholeBatch, Failed::From)
+        };
+        self.settled.failed = lowest(self.settled.failed.take(), first.clone());
+        self.settled.failures.push(Failure {
+            failed: first,
+            stage: Stage::Quarantine,
+            fault,
+        });
+        self.settled
+    }
+}
+
+/// The settlement of a batch.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[must_use]
+pub struct Settled {
+    /// Where Lambda resumes; `None` when every record was handled.
+    pub failed: Option<Failed>,
+    /// The records quarantined, in batch order.
+    pub quarantined: Vec<Quarantined>,
+    /// One entry per stopped group or failed quarantine call.
+    pub failures: Vec<Failure>,
+    /// Calls made to the quarantine (0 or 1).
+    pub quarantine_requests: usize,
+}
+
+impl Settled {
+    /// Groups (and lone records) stopped by a failure.
+    pub fn stopped_groups(&self) -> usize {
+        self.failures.iter().filter(|f| f.stage == Stage::Work).count()
+    }
+
+    /// The answer to Lambda.
+    pub fn response(&self) -> BatchResponse {
+        BatchResponse::new(self.failed.as_ref())
+    }
+}
+
+/// Settles a batch (`records` in any order) up to the quarantine call: see
+/// the module doc. The caller quarantines `Decision::quarantine` (if any)
+/// and then calls [`Decision::quarantined`] or [`Decision::quarantine_failed`].
+pub fn decide(mut records: Vec<Handled>) -> Decision {
+    records.sort_by_key(|r| r.position);
+    let mut settled = Settled::default();
+
+    // Where each group stops: its first unfinished record.
+    let mut stopped_groups: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    let mut stopped = vec![false; records.len()];
+    for (i, record) in records.iter().enumerate() {
+        if record.group.is_some_and(|g| stopped_groups.contains(&g)) {
+            stopped[i] = true;
+            continue;
+        }
+        if let Some(fault) = &record.unfinished {
+            stopped[i] = true;
+            if let Some(g) = record.group {
+                stopped_groups.insert(g);
+            }
+            let failed = record
+                .sequence_number
+                .clone()
+                .map_or(Failed::WholeBatch, Failed::From);
+            settled.failed = lowest(settled.failed.take(), failed.clone());
+            settled.failures.push(Failure {
+                failed,
+                stage: Stage::Work,
+                fault: fault.clone(),
+            });
+        }
+    }
+
+    // Poison not stopped and before the failure is quarantined now.
+    let before_failure = |r: &Handled| match (&r.sequence_number, &settled.failed) {
+        (None, _) | (Some(_), None) => true,
+        (Some(seq), Some(Failed::From(failed))) => sequence::cmp(seq, failed) == Ordering::Less,
+        (Some(_), Some(Failed::WholeBatch)) => false,
+    };
+    let quarantine: Vec<usize> = records
+        .iter()
+        .enumerate()
+        .filter(|&(i, r)| !stopped[i] && r.poison.is_some() && before_failure(r))
+        .map(|(i, _)| i)
+        .collect();
+    settled.quarantine_requests = usize::from(!quarantine.is_empty());
+    Decision {
+        records,
+        quarantine,
+        settled,
+    }
+}
+
+/// Numbers the partition-key groups of a batch in order of appearance.
+#[derive(Debug, Default)]
+pub struct Groups {
+    numbers: HashMap<(String, Option<String>), usize>,
+}
+
+impl Groups {
+    /// The group of a record of `table`: its table and partition key value
+    /// (from its keys, else its images; `None` when it has none).
+    pub fn of(&mut self, table: &TableConfig, record: &ChangeRecord) -> usize {
+        let pk = &table.partition_key;
+        let value = record
+            .keys
+            .get(pk)
+            .or_else(|| record.new.as_ref().and_then(|i| i.get(pk)))
+            .or_else(|| record.old.as_ref().and_then(|i| i.get(pk)));
+        let next = self.numbers.len();
+        *self
+            .numbers
+            .entry((table.name.clone(), value.map(partition_text)))
+            .or_insert(next)
+    }
+
+    /// Groups numbered so far.
+    pub fn len(&self) -> usize {
+        self.numbers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.numbers.is_empty()
+    }
+}
+
+/// A partition key value as text, typed, numbers canonical (`1.0` = `1`).
+fn partition_text(value: &Value) -> String {
+    match value {
+        Value::S(s) => format!("S:{s}"),
+        Value::N(n) => format!(
+            "N:{}",
+            crate::sortkey::canonical_number(n).unwrap_or_else(|_| n.clone())
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The answer to Lambda for `ReportBatchItemFailures`:
+/// `{"batchItemFailures": [{"itemIdentifier": "SEQ"}]}`, or an empty list
+/// when every record was handled. Lambda checkpoints at the one listed
+/// sequence number and retries from it; an empty identifier (the wire form
+/// of [`Failed::WholeBatch`]) fails the whole batch.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[must_use]
+pub struct BatchResponse {
+    #[serde(rename = "batchItemFailures")]
+    pub batch_item_failures: Vec<ItemFailure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemFailure {
+    #[serde(rename = "itemIdentifier")]
+    pub item_identifier: String,
+}
+
+impl BatchResponse {
+    pub fn new(failed: Option<&Failed>) -> BatchResponse {
+        BatchResponse {
+            batch_item_failures: failed
+                .map(|f| ItemFailure {
+                    item_identifier: f.sequence_number().unwrap_or_default().to_owned(),
+                })
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// The response as JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| r#"{"batchItemFailures":[]}"#.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests;
