@@ -94,7 +94,11 @@ mod tests {
         assert_eq!(b.next(1), Some(Duration::ZERO));
         assert_eq!(b.next(2), Some(Duration::ZERO));
         assert_eq!(b.next(3), None, "three in a row without progress: give up");
-        assert_eq!(Backoff::immediate(0).next(1), None, "at least one attempt, never a retry");
+        assert_eq!(
+            Backoff::immediate(0).next(1),
+            None,
+            "at least one attempt, never a retry"
+        );
     }
 
     proptest! {

@@ -10,7 +10,46 @@
 //! assert!(line.starts_with('{') && line.contains("\"IteratorAge\":1250"));
 //! ```
 
+use std::time::Duration;
+
 use serde_json::{json, Map, Value as Json};
+
+use crate::record::CreationTime;
+
+/// The CloudWatch namespace of every streamdex metric.
+pub const NAMESPACE: &str = "streamdex";
+
+/// Iterator age: from the oldest record's approximate creation to `now_ms`
+/// (epoch milliseconds); zero for a clock behind the record.
+pub fn iterator_age_ms(oldest: CreationTime, now_ms: u64) -> u64 {
+    let created_ms = u64::try_from(oldest.seconds)
+        .unwrap_or(0)
+        .saturating_mul(1000)
+        .saturating_add(u64::from(oldest.nanos / 1_000_000));
+    now_ms.saturating_sub(created_ms)
+}
+
+/// Ends a consumer's batch line: its duration and, when the batch had a
+/// creation time, the iterator age (the same for both consumers).
+pub fn finish(emf: Emf, duration: Duration, oldest: Option<CreationTime>, now_ms: u64) -> String {
+    let mut emf = emf.metric(
+        "BatchDuration",
+        Unit::Milliseconds,
+        u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+    );
+    if let Some(oldest) = oldest {
+        emf = emf.metric("IteratorAge", Unit::Milliseconds, iterator_age_ms(oldest, now_ms));
+    }
+    emf.to_line()
+}
+
+/// The earlier of two batches' oldest creation times.
+pub fn oldest(a: Option<CreationTime>, b: Option<CreationTime>) -> Option<CreationTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
 
 /// The dimension every streamdex metric carries.
 pub const FUNCTION_DIMENSION: &str = "Function";
@@ -89,6 +128,26 @@ impl Emf {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn iterator_age_counts_from_the_oldest_record() {
+        let oldest = CreationTime {
+            seconds: 1_763_719_200,
+            nanos: 500_000_000,
+        };
+        assert_eq!(iterator_age_ms(oldest, 1_763_719_200_500 + 2_000), 2_000);
+        assert_eq!(
+            iterator_age_ms(oldest, 0),
+            0,
+            "a clock behind the record gives zero, not a wrap"
+        );
+        let later = CreationTime {
+            seconds: 1_763_719_300,
+            nanos: 0,
+        };
+        assert_eq!(super::oldest(Some(later), Some(oldest)), Some(oldest));
+        assert_eq!(super::oldest(None, Some(later)), Some(later));
+    }
+
     use super::*;
 
     #[test]

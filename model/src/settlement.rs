@@ -205,10 +205,7 @@ pub fn decide(mut records: Vec<Handled>) -> Decision {
             if let Some(g) = record.group {
                 stopped_groups.insert(g);
             }
-            let failed = record
-                .sequence_number
-                .clone()
-                .map_or(Failed::WholeBatch, Failed::From);
+            let failed = record.sequence_number.clone().map_or(Failed::WholeBatch, Failed::From);
             settled.failed = lowest(settled.failed.take(), failed.clone());
             settled.failures.push(Failure {
                 failed,

@@ -71,7 +71,10 @@ fn a_failed_quarantine_fails_its_records_or_the_whole_batch() {
     nameless.poison = Some("unreadable".to_owned());
     let settled = decide(vec![nameless]).quarantine_failed(Fault::transient("queue down"));
     assert_eq!(settled.failed, Some(Failed::WholeBatch), "the whole batch fails");
-    assert_eq!(settled.response().to_json(), r#"{"batchItemFailures":[{"itemIdentifier":""}]}"#);
+    assert_eq!(
+        settled.response().to_json(),
+        r#"{"batchItemFailures":[{"itemIdentifier":""}]}"#
+    );
 }
 
 #[test]

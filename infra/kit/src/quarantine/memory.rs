@@ -5,7 +5,9 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::{Quarantine, QuarantineEntry, QuarantineError};
+use model::fault::Fault;
+
+use super::{Quarantine, QuarantineEntry};
 
 /// Keeps quarantined entries in memory.
 #[derive(Debug, Default)]
@@ -52,14 +54,14 @@ impl MemoryQuarantine {
 }
 
 impl Quarantine for MemoryQuarantine {
-    async fn put(&self, entries: Vec<QuarantineEntry>) -> Result<(), QuarantineError> {
+    async fn put(&self, entries: Vec<QuarantineEntry>) -> Result<(), Fault> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let scheduled = self
             .fail_next
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok();
         if scheduled || self.failing.load(Ordering::SeqCst) {
-            return Err(QuarantineError("the memory quarantine was told to fail".to_owned()));
+            return Err(Fault::transient("the memory quarantine was told to fail"));
         }
         self.lock().extend(entries);
         Ok(())

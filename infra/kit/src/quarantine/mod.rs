@@ -6,6 +6,7 @@ pub mod sqs;
 
 use std::future::Future;
 
+use model::fault::Fault;
 use serde::{Deserialize, Serialize};
 
 /// One quarantined record.
@@ -23,12 +24,9 @@ pub struct QuarantineEntry {
     pub raw: String,
 }
 
-/// Why quarantining failed. The record then counts as failed (retried), never dropped.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("could not quarantine record: {0}")]
-pub struct QuarantineError(pub String);
-
 /// A durable place for poison records.
 pub trait Quarantine: Send + Sync {
-    fn put(&self, entries: Vec<QuarantineEntry>) -> impl Future<Output = Result<(), QuarantineError>> + Send;
+    /// Keeps every entry, or fails (the records then count as failed and
+    /// are retried, never dropped).
+    fn put(&self, entries: Vec<QuarantineEntry>) -> impl Future<Output = Result<(), Fault>> + Send;
 }

@@ -11,53 +11,19 @@
 //! message SQS does not accept (a failed batch entry, a refused call) makes
 //! `put` fail, so the records are retried rather than lost.
 
-use std::time::Duration;
-
-use aws_config::SdkConfig;
-use aws_sdk_sqs::config::retry::RetryConfig;
-use aws_sdk_sqs::config::timeout::TimeoutConfig;
-use aws_sdk_sqs::error::DisplayErrorContext;
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use aws_sdk_sqs::Client;
+use model::fault::Fault;
 use serde::Serialize;
 
-use super::{Quarantine, QuarantineEntry, QuarantineError};
+use super::{Quarantine, QuarantineEntry};
+use crate::error::sdk_fault;
 
 /// SQS's long-standing limit on one message, and on one batch in total (256 KiB).
 pub const MAX_MESSAGE_BYTES: usize = 262_144;
 
 /// At most this many messages in one `SendMessageBatch`.
 pub const MAX_BATCH_ENTRIES: usize = 10;
-
-/// How long one SQS attempt may take (connection included in the SDK's own
-/// connect timeout). SQS answers a SendMessageBatch in milliseconds.
-pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long one SQS call may take, its retries and their backoff included.
-pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// The SQS client of the quarantine.
-///
-/// Unlike DynamoDB's (`store::dynamo::dynamodb_client`), it keeps the SDK's
-/// retries (the standard strategy, 3 attempts, unless `sdk` says otherwise):
-/// nothing retries a failed quarantine above it; a failed `put` fails the
-/// batch, and Lambda then replays all of it. The timeouts turn a hung
-/// connection into an error within [`OPERATION_TIMEOUT`] instead of a Lambda
-/// stuck until its own timeout.
-pub fn sqs_client(sdk: &SdkConfig) -> Client {
-    let timeouts = TimeoutConfig::builder()
-        .connect_timeout(Duration::from_secs(3))
-        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
-        .operation_timeout(OPERATION_TIMEOUT)
-        .take_unset_from(sdk.timeout_config().map(TimeoutConfig::to_builder).unwrap_or_default())
-        .build();
-    let retries = sdk.retry_config().cloned().unwrap_or_else(RetryConfig::standard);
-    let config = aws_sdk_sqs::config::Builder::from(sdk)
-        .retry_config(retries)
-        .timeout_config(timeouts)
-        .build();
-    Client::from_conf(config)
-}
 
 /// The quarantine on an SQS queue.
 #[derive(Debug, Clone)]
@@ -87,23 +53,21 @@ impl SqsQuarantine {
         &self.queue_url
     }
 
-    async fn send_batch(&self, batch: &[(usize, &QuarantineEntry, String)]) -> Result<Vec<String>, QuarantineError> {
+    async fn send_batch(&self, batch: &[(usize, &QuarantineEntry, String)]) -> Result<Vec<String>, Fault> {
         let mut request = self.client.send_message_batch().queue_url(&self.queue_url);
         for (id, _, body) in batch {
             let entry = SendMessageBatchRequestEntry::builder()
                 .id(id.to_string())
                 .message_body(body)
                 .build()
-                .map_err(|e| QuarantineError(format!("SendMessageBatch to {}: {e}", self.queue_url)))?;
+                .map_err(|e| Fault::refused(format!("SendMessageBatch to {}: {e}", self.queue_url)))?;
             request = request.entries(entry);
         }
         let output = request.send().await.map_err(|e| {
-            QuarantineError(format!(
-                "SendMessageBatch of {} entries to {}: {}",
-                batch.len(),
-                self.queue_url,
-                DisplayErrorContext(&e)
-            ))
+            sdk_fault(
+                &format!("SendMessageBatch of {} entries to {}", batch.len(), self.queue_url),
+                e,
+            )
         })?;
         let mut problems = Vec::new();
         for (id, entry, _) in batch {
@@ -142,7 +106,7 @@ fn describe(entry: &QuarantineEntry) -> String {
 }
 
 impl Quarantine for SqsQuarantine {
-    async fn put(&self, entries: Vec<QuarantineEntry>) -> Result<(), QuarantineError> {
+    async fn put(&self, entries: Vec<QuarantineEntry>) -> Result<(), Fault> {
         let mut messages = Vec::with_capacity(entries.len());
         for (id, entry) in entries.iter().enumerate() {
             messages.push((id, entry, message_body(entry, self.max_message_bytes)?));
@@ -154,7 +118,7 @@ impl Quarantine for SqsQuarantine {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(QuarantineError(format!(
+            Err(Fault::transient(format!(
                 "{} of {} entries not sent to {}: {}",
                 problems.len(),
                 entries.len(),
@@ -198,7 +162,7 @@ struct Body<'a> {
     raw_bytes: Option<usize>,
 }
 
-fn render(entry: &QuarantineEntry, raw: &str, truncated: bool) -> Result<String, QuarantineError> {
+fn render(entry: &QuarantineEntry, raw: &str, truncated: bool) -> Result<String, Fault> {
     let body = Body {
         consumer: &entry.consumer,
         sequence_number: entry.sequence_number.as_deref(),
@@ -209,7 +173,7 @@ fn render(entry: &QuarantineEntry, raw: &str, truncated: bool) -> Result<String,
         raw_bytes: truncated.then_some(entry.raw.len()),
     };
     let json = serde_json::to_string(&body)
-        .map_err(|e| QuarantineError(format!("{}: cannot serialize the entry: {e}", describe(entry))))?;
+        .map_err(|e| Fault::refused(format!("{}: cannot serialize the entry: {e}", describe(entry))))?;
     Ok(escape_for_sqs(json))
 }
 
@@ -226,17 +190,17 @@ fn escape_for_sqs(json: String) -> String {
 
 /// The JSON body for `entry`, at most `max_bytes` long: `raw` is cut short
 /// (at a character boundary) and flagged when the whole entry does not fit.
-pub fn message_body(entry: &QuarantineEntry, max_bytes: usize) -> Result<String, QuarantineError> {
+pub fn message_body(entry: &QuarantineEntry, max_bytes: usize) -> Result<String, Fault> {
     let whole = render(entry, &entry.raw, false)?;
     if whole.len() <= max_bytes {
         return Ok(whole);
     }
-    let fits = |len: usize| -> Result<Option<String>, QuarantineError> {
+    let fits = |len: usize| -> Result<Option<String>, Fault> {
         let body = render(entry, prefix(&entry.raw, len), true)?;
         Ok((body.len() <= max_bytes).then_some(body))
     };
     let Some(mut best) = fits(0)? else {
-        return Err(QuarantineError(format!(
+        return Err(Fault::refused(format!(
             "{}: the entry is over {max_bytes} bytes even without its raw record",
             describe(entry)
         )));

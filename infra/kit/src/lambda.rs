@@ -1,0 +1,232 @@
+//! The Lambda shell both stream consumers run in: environment → config and
+//! clients → the consumer per invocation → `batchItemFailures`, with JSON
+//! logs and one EMF line per batch. The consumer is anything that
+//! implements [`Consumer`]; this module logs each record's fate once
+//! (quarantined at warn, failed at error) and the batch's summary at info.
+//!
+//! Environment:
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `STREAMDEX_CONFIG` | the pipeline config, inline TOML (takes precedence) |
+//! | `STREAMDEX_CONFIG_PATH` | or a path to it (default `streamdex.toml`) |
+//! | `STREAMDEX_QUARANTINE_URL` | the quarantine SQS queue URL (required by the stream consumers) |
+//! | `STREAMDEX_CONCURRENCY` | requests in flight, 1-1000 (each consumer has its default) |
+//! | `RUST_LOG` / `AWS_LAMBDA_LOG_LEVEL` | log filter (default `info`) |
+//!
+//! At info level the logs carry counts and sequence numbers, never item
+//! contents; quarantine reasons (which name attributes) are logged at warn.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use lambda_runtime::{service_fn, LambdaEvent};
+use model::config::{self, Config};
+use model::settlement::{BatchResponse, Failure, Quarantined};
+use serde_json::value::RawValue;
+
+pub const ENV_CONFIG: &str = "STREAMDEX_CONFIG";
+pub const ENV_CONFIG_PATH: &str = "STREAMDEX_CONFIG_PATH";
+pub const ENV_QUARANTINE_URL: &str = "STREAMDEX_QUARANTINE_URL";
+pub const ENV_CONCURRENCY: &str = "STREAMDEX_CONCURRENCY";
+const DEFAULT_CONFIG_PATH: &str = "streamdex.toml";
+
+/// Why the function cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Config(#[from] config::ConfigError),
+    #[error("{ENV_QUARANTINE_URL} is not set: a stream consumer needs a quarantine queue")]
+    NoQuarantine,
+    #[error("{ENV_CONCURRENCY}={0:?} is not a whole number from 1 to 1000")]
+    Concurrency(String),
+}
+
+/// Reads the config from `STREAMDEX_CONFIG` (inline) or `STREAMDEX_CONFIG_PATH`.
+pub fn config_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, config::ConfigError> {
+    match get(ENV_CONFIG) {
+        Some(text) => config::parse(&text, ENV_CONFIG),
+        None => config::load(std::path::Path::new(
+            &get(ENV_CONFIG_PATH).unwrap_or_else(|| DEFAULT_CONFIG_PATH.to_owned()),
+        )),
+    }
+}
+
+/// `STREAMDEX_CONCURRENCY`, when set: a whole number from 1 to 1000.
+pub fn concurrency_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<usize>, SetupError> {
+    let Some(text) = get(ENV_CONCURRENCY) else {
+        return Ok(None);
+    };
+    text.trim()
+        .parse()
+        .ok()
+        .filter(|n| (1..=1000).contains(n))
+        .map(Some)
+        .ok_or(SetupError::Concurrency(text))
+}
+
+/// mimalloc's `mi_option_purge_delay` (option 15 in `mimalloc.h`, v2 and v3;
+/// the Rust bindings name no constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Tunes mimalloc (the binaries' global allocator) for a 128 MB function:
+/// purge freed memory at once instead of after 10 ms. Measured on a 6 MB
+/// batch: peak RSS 65 → 52 MB, and no slower (see the README).
+pub fn tune_allocator() {
+    // SAFETY: sets a process-wide allocator option; takes no pointers and is
+    // safe to call at any time, from any thread.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+}
+
+/// JSON logs to stdout, filtered by `RUST_LOG` or `AWS_LAMBDA_LOG_LEVEL`.
+pub fn init_tracing() {
+    let filter = std::env::var("RUST_LOG")
+        .or_else(|_| std::env::var("AWS_LAMBDA_LOG_LEVEL").map(|l| l.to_lowercase()))
+        .unwrap_or_else(|_| "info".to_owned());
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_current_span(false)
+        .with_ansi(false)
+        .without_time()
+        .with_target(false)
+        .init();
+}
+
+/// What a stream consumer's function starts from, read from the
+/// environment once (logs and the allocator are set up first).
+pub struct Setup {
+    pub config: Arc<Config>,
+    /// The quarantine queue URL (`STREAMDEX_QUARANTINE_URL`).
+    pub queue_url: String,
+    pub aws: aws_config::SdkConfig,
+    /// `AWS_LAMBDA_FUNCTION_NAME`, or `default_function`: the EMF dimension.
+    pub function: String,
+    /// `STREAMDEX_CONCURRENCY`, when set.
+    pub concurrency: Option<usize>,
+}
+
+/// Reads a stream consumer's [`Setup`].
+pub async fn setup(default_function: &str) -> Result<Setup, SetupError> {
+    tune_allocator();
+    init_tracing();
+    let env = |name: &str| std::env::var(name).ok();
+    let config = Arc::new(config_from_env(env)?);
+    let queue_url = env(ENV_QUARANTINE_URL).ok_or(SetupError::NoQuarantine)?;
+    let concurrency = concurrency_from_env(env)?;
+    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let function = env("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| default_function.to_owned());
+    Ok(Setup {
+        config,
+        queue_url,
+        aws,
+        function,
+        concurrency,
+    })
+}
+
+/// A stream consumer: what handles one batch payload.
+pub trait Consumer: Send + Sync {
+    type Report: Report;
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Handles one batch (the raw JSON of a Lambda DynamoDB event). An error
+    /// means the payload as a whole is unusable.
+    fn handle(&self, payload: &[u8]) -> impl Future<Output = Result<Self::Report, Self::Error>> + Send;
+}
+
+/// What a consumer reports of one batch.
+pub trait Report {
+    /// Where Lambda resumes.
+    fn response(&self) -> BatchResponse;
+    /// The records quarantined, in batch order.
+    fn quarantined(&self) -> &[Quarantined];
+    /// One entry per stopped group or failed quarantine call.
+    fn failures(&self) -> &[Failure];
+    /// The batch's EMF line.
+    fn metrics_line(&self, function: &str, duration: Duration, now_ms: u64) -> String;
+    /// Logs the batch's summary (counts) at info.
+    fn log_summary(&self);
+}
+
+/// Runs `consumer` under the Lambda runtime until the runtime stops it.
+pub async fn serve<C: Consumer>(consumer: C, function: String) -> Result<(), lambda_runtime::Error> {
+    let (consumer, function) = (&consumer, function.as_str());
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Box<RawValue>>| async move {
+        invoke(consumer, function, event.payload.get().as_bytes()).await
+    }))
+    .await
+}
+
+/// One invocation: handle the batch, log each record's fate once, emit
+/// metrics, answer. An unusable payload is a function error: Lambda retries
+/// the whole batch.
+pub async fn invoke<C: Consumer>(
+    consumer: &C,
+    function: &str,
+    payload: &[u8],
+) -> Result<DynamoDbEventResponse, lambda_runtime::Error> {
+    let started = Instant::now();
+    let report = consumer.handle(payload).await.inspect_err(|error| {
+        tracing::error!(%error, "the payload is unusable: the whole batch fails");
+    })?;
+    println!("{}", report.metrics_line(function, started.elapsed(), now_ms()));
+    log(&report);
+    Ok(lambda_response(&report.response()))
+}
+
+/// Logs each quarantined record and each failure once, then the summary.
+pub fn log(report: &impl Report) {
+    for q in report.quarantined() {
+        tracing::warn!(sequence_number = q.sequence_number.as_deref(), table = q.table.as_deref(), reason = %q.reason, "quarantined");
+    }
+    for f in report.failures() {
+        tracing::error!(sequence_number = f.failed.sequence_number(), stage = ?f.stage, class = %f.fault.class(), reason = %f.fault.message(), "failed");
+    }
+    report.log_summary();
+}
+
+/// The batch response as `aws_lambda_events` types it.
+pub fn lambda_response(response: &BatchResponse) -> DynamoDbEventResponse {
+    let mut out = DynamoDbEventResponse::default();
+    for failure in &response.batch_item_failures {
+        let mut item = DynamoDbBatchItemFailure::default();
+        item.item_identifier = Some(failure.item_identifier.clone());
+        out.batch_item_failures.push(item);
+    }
+    out
+}
+
+/// Now, in epoch milliseconds (for EMF timestamps and iterator age).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::settlement::Failed;
+
+    #[test]
+    fn concurrency_is_checked() {
+        let env = |v: &'static str| move |name: &str| (name == ENV_CONCURRENCY).then(|| v.to_owned());
+        assert_eq!(concurrency_from_env(env("32")).ok(), Some(Some(32)));
+        assert!(concurrency_from_env(env("0")).is_err());
+        assert!(concurrency_from_env(env("many")).is_err());
+        assert_eq!(concurrency_from_env(|_: &str| None).ok(), Some(None));
+    }
+
+    #[test]
+    fn the_lambda_response_lists_the_failure() {
+        let r = lambda_response(&BatchResponse::new(Some(&Failed::From("7".into()))));
+        assert_eq!(r.batch_item_failures.len(), 1);
+        assert_eq!(r.batch_item_failures[0].item_identifier.as_deref(), Some("7"));
+        assert!(lambda_response(&BatchResponse::new(None))
+            .batch_item_failures
+            .is_empty());
+    }
+}

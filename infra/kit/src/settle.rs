@@ -1,0 +1,80 @@
+//! Settling a batch: the pure decision (`model::settlement::decide`) and
+//! the one quarantine call it asks for.
+
+use model::settlement::{decide, Handled, Settled};
+
+use crate::quarantine::{Quarantine, QuarantineEntry};
+
+/// Settles a batch (`records` in any order): which records failed, which
+/// are quarantined now (in one call to `quarantine`, their entries naming
+/// `consumer`), and where Lambda resumes. See `model::settlement`.
+pub async fn settle<Q: Quarantine>(quarantine: &Q, consumer: &str, records: Vec<Handled>) -> Settled {
+    let decision = decide(records);
+    if decision.quarantine.is_empty() {
+        return decision.quarantined();
+    }
+    let entries = decision
+        .quarantine
+        .iter()
+        .filter_map(|&i| decision.records.get(i))
+        .map(|r| QuarantineEntry {
+            consumer: consumer.to_owned(),
+            sequence_number: r.sequence_number.clone(),
+            table: r.table.clone(),
+            reason: r.poison.clone().unwrap_or_default(),
+            raw: r.raw.get().to_owned(),
+        })
+        .collect();
+    match quarantine.put(entries).await {
+        Ok(()) => decision.quarantined(),
+        Err(fault) => decision.quarantine_failed(fault.context("quarantine failed: the records count as failed")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use model::settlement::Failed;
+    use serde_json::value::RawValue;
+
+    use super::*;
+    use crate::quarantine::memory::MemoryQuarantine;
+
+    fn poison(position: usize, seq: &str) -> Handled {
+        Handled {
+            position,
+            sequence_number: Some(seq.to_owned()),
+            table: Some("t".to_owned()),
+            group: None,
+            raw: RawValue::from_string(format!("{{\"n\":{position}}}")).expect("json"),
+            poison: Some(format!("bad {position}")),
+            unfinished: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn poison_is_quarantined_whole_in_one_call() {
+        let quarantine = MemoryQuarantine::new();
+        let settled = settle(&quarantine, "c", vec![poison(1, "20"), poison(0, "10")]).await;
+        assert_eq!(settled.failed, None);
+        assert_eq!(quarantine.calls(), 1);
+        let entries = quarantine.entries();
+        let raws: Vec<&str> = entries.iter().map(|e| e.raw.as_str()).collect();
+        assert_eq!(
+            raws,
+            [r#"{"n":0}"#, r#"{"n":1}"#],
+            "in batch order, exactly as delivered"
+        );
+        assert!(entries.iter().all(|e| e.consumer == "c"));
+        assert_eq!(settled.quarantined.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_failed_quarantine_fails_the_records() {
+        let quarantine = MemoryQuarantine::new();
+        quarantine.set_failing(true);
+        let settled = settle(&quarantine, "c", vec![poison(0, "10")]).await;
+        assert_eq!(settled.failed, Some(Failed::From("10".into())));
+        assert!(settled.quarantined.is_empty());
+        assert!(settled.failures[0].fault.message().starts_with("quarantine failed"));
+    }
+}
