@@ -64,7 +64,7 @@ pub async fn invoke<P: Publisher, Q: Quarantine>(
         metrics::batch_line(function, &outcome.stats, started.elapsed(), now_ms())
     );
     log(&outcome);
-    Ok(failure_response(outcome.failed.as_deref()))
+    Ok(failure_response(outcome.failed_at()))
 }
 
 fn log(outcome: &RouterOutcome) {
@@ -79,7 +79,7 @@ fn log(outcome: &RouterOutcome) {
         calls = s.calls,
         retried = s.retried,
         quarantined = s.quarantined,
-        failed = outcome.failed.as_deref(),
+        failed = outcome.failed_at(),
         "batch routed"
     );
 }

@@ -58,7 +58,7 @@ fn config() -> Arc<model::Config> {
 
 /// Child: handle the payload in FILE once; print "ms rss_kib".
 fn measure(path: &str) {
-    stream_indexer::lambda::tune_allocator();
+    aws_kit::lambda::tune_allocator();
     let payload = std::fs::read(path).expect("payload file");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

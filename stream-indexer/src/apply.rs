@@ -73,7 +73,6 @@ mod rows;
 mod sets;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use futures::stream::{self, StreamExt};
 use model::config::Config;
@@ -88,65 +87,8 @@ pub const MAX_MEMBERS_PER_UPDATE: usize = 1000;
 /// DynamoDB's 400 KB item and request limits).
 pub const MAX_MEMBER_BYTES_PER_UPDATE: usize = 256 * 1024;
 
-/// How failed requests are retried: exponential backoff with full jitter.
-/// The wait before retry `n` (from 0) is uniform in `[0, min(cap, base · 2ⁿ)]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
-    pub base: Duration,
-    pub cap: Duration,
-    /// Attempts of one request, the first included (at least 1 is made).
-    pub max_attempts: u32,
-}
-
-impl Default for Backoff {
-    /// 25 ms doubling up to 2 s, 8 attempts (at most about 5 s of waiting).
-    fn default() -> Backoff {
-        Backoff {
-            base: Duration::from_millis(25),
-            cap: Duration::from_secs(2),
-            max_attempts: 8,
-        }
-    }
-}
-
-impl Backoff {
-    /// No waiting at all (tests).
-    pub const fn immediate(max_attempts: u32) -> Backoff {
-        Backoff {
-            base: Duration::ZERO,
-            cap: Duration::ZERO,
-            max_attempts,
-        }
-    }
-
-    /// The longest wait before retry `retry` (0 = the first retry).
-    pub fn ceiling(&self, retry: u32) -> Duration {
-        let factor = 1u32.checked_shl(retry.min(31)).unwrap_or(u32::MAX);
-        self.base.checked_mul(factor).unwrap_or(self.cap).min(self.cap)
-    }
-
-    /// A random wait in `[0, ceiling(retry)]`.
-    pub fn delay(&self, retry: u32) -> Duration {
-        let ceiling = self.ceiling(retry);
-        if ceiling.is_zero() {
-            return ceiling;
-        }
-        let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
-        Duration::from_nanos(fastrand::u64(0..=nanos))
-    }
-
-    /// Attempts of one request, at least 1.
-    pub fn attempts(&self) -> u32 {
-        self.max_attempts.max(1)
-    }
-}
-
-/// Sleeps for `delay` (not at all for zero).
-pub async fn pause(delay: Duration) {
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
-    }
-}
+pub use aws_kit::retry::pause;
+pub use model::backoff::Backoff;
 
 /// Mutations by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -310,7 +252,7 @@ impl Applied {
             .errors
             .get(&record)
             .cloned()
-            .unwrap_or_else(|| StoreError::Transient("not applied".to_owned()));
+            .unwrap_or_else(|| StoreError::transient("not applied".to_owned()));
         Some(Stopped { record, error })
     }
 }
@@ -362,7 +304,7 @@ struct Split {
     /// Per record number: how many mutations it has.
     pending: Vec<usize>,
     /// Every row write, packed into calls in batch order.
-    rows: rows::Packer<(usize, RowWrite)>,
+    rows: rows::Rows,
     /// Per group: its set mutations, in order.
     lanes: BTreeMap<usize, Vec<SetOp>>,
 }
@@ -376,7 +318,7 @@ fn split(ops: impl IntoIterator<Item = (usize, Op)>) -> Split {
         }
         split.pending[record] += 1;
         match work(record, mutation) {
-            Work::Row(write) => split.rows.push((record, write)),
+            Work::Row(write) => split.rows.push(record, write),
             Work::Set(op) => split.lanes.entry(group).or_default().push(op),
         }
     }
@@ -397,7 +339,7 @@ pub async fn apply_batch<S: Store>(
 ) -> Applied {
     let Split { pending, rows, lanes } = split(ops);
     let concurrency = concurrency.max(1);
-    let row_work = rows::write_all(store, config, backoff, concurrency, rows.finish());
+    let row_work = rows::write_all(store, config, backoff, concurrency, rows);
     let set_work = stream::iter(lanes.into_values())
         .map(|lane| sets::run_lane(store, config, backoff, lane))
         .buffer_unordered(concurrency)

@@ -21,7 +21,7 @@
 //!    JSON, reason and sequence number, after its plan's other mutations are
 //!    applied, and then counts as handled.
 //! 5. Which records failed, which are quarantined and what Lambda is told
-//!    is [`crate::settlement`]'s, shared with the event router: the batch's
+//!    is `model::settlement`'s, shared with the event router: the batch's
 //!    failure ([`BatchOutcome::failed`]) is the lowest record not fully
 //!    applied, every record before it being fully applied; poison at or
 //!    after it is redelivered rather than quarantined; a quarantine failure
@@ -36,14 +36,14 @@ use std::sync::Arc;
 use model::config::Config;
 use model::record::{self, CreationTime, ParseError, Received};
 use model::{Plan, Planner};
-use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::apply::{self, Applied, ApplyStats, Backoff, MutationCounts, Op};
-use crate::quarantine::Quarantine;
-use crate::settlement::{self, Groups, Handled};
-pub use crate::settlement::{cmp_sequence_numbers, Failure, FailureKind, Quarantined};
 use crate::store::{Store, StoreError};
+use aws_kit::quarantine::Quarantine;
+use aws_kit::settle::settle;
+use model::settlement::{BatchResponse, Groups, Handled};
+pub use model::settlement::{Failed, Failure, Quarantined};
 
 /// The consumer name quarantine entries carry by default.
 pub const CONSUMER: &str = "stream-indexer";
@@ -110,20 +110,17 @@ impl BatchStats {
         self.quarantined += other.quarantined;
         self.quarantine_requests += other.quarantine_requests;
         self.failed_groups += other.failed_groups;
-        self.oldest_created = match (self.oldest_created, other.oldest_created) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        self.oldest_created = model::metrics::oldest(self.oldest_created, other.oldest_created);
         self.apply.add(&other.apply);
     }
 }
 
 /// What one batch did.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[must_use]
 pub struct BatchOutcome {
-    /// The lowest failed sequence number; `None` when every record was
-    /// handled; `Some("")` when the whole batch failed (see the module doc).
-    pub failed: Option<String>,
+    /// Where Lambda resumes; `None` when every record was handled.
+    pub failed: Option<Failed>,
     pub stats: BatchStats,
     /// The records quarantined, in batch order.
     pub quarantined: Vec<Quarantined>,
@@ -131,44 +128,26 @@ pub struct BatchOutcome {
     pub failures: Vec<Failure>,
 }
 
-/// The Lambda response for `ReportBatchItemFailures`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct BatchResponse {
-    #[serde(rename = "batchItemFailures")]
-    pub batch_item_failures: Vec<ItemFailure>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ItemFailure {
-    #[serde(rename = "itemIdentifier")]
-    pub item_identifier: String,
-}
-
 impl BatchOutcome {
-    /// `{"batchItemFailures": [{"itemIdentifier": "SEQ"}]}`, or an empty list
-    /// when every record was handled. Lambda checkpoints at the one listed
-    /// sequence number and retries from it; an empty identifier fails the
-    /// whole batch.
+    /// The answer to Lambda (`batchItemFailures`).
     pub fn response(&self) -> BatchResponse {
-        BatchResponse {
-            batch_item_failures: self
-                .failed
-                .iter()
-                .map(|seq| ItemFailure {
-                    item_identifier: seq.clone(),
-                })
-                .collect(),
-        }
+        BatchResponse::new(self.failed.as_ref())
     }
 
     /// [`BatchOutcome::response`] as JSON text.
     pub fn response_json(&self) -> String {
-        serde_json::to_string(&self.response()).unwrap_or_else(|_| r#"{"batchItemFailures":[]}"#.to_owned())
+        self.response().to_json()
     }
 
     /// True when the whole batch failed (not from a sequence number).
     pub fn is_whole_batch_failure(&self) -> bool {
-        self.failed.as_deref() == Some("")
+        self.failed == Some(Failed::WholeBatch)
+    }
+
+    /// The sequence number Lambda resumes from, if any (`None` also for the
+    /// whole batch: see [`BatchOutcome::is_whole_batch_failure`]).
+    pub fn failed_at(&self) -> Option<&str> {
+        self.failed.as_ref().and_then(Failed::sequence_number)
     }
 }
 
@@ -291,13 +270,10 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         stats.apply.add(&applied.stats);
         handled.extend(reckon(entries, applied));
 
-        let settled = settlement::settle(&self.quarantine, &self.options.consumer, handled).await;
+        let settled = settle(&self.quarantine, &self.options.consumer, handled).await;
         stats.quarantined = settled.quarantined.len();
         stats.quarantine_requests = settled.quarantine_requests;
         stats.failed_groups = settled.stopped_groups();
-        for failure in &settled.failures {
-            tracing::error!(sequence_number = %failure.sequence_number, kind = ?failure.kind, reason = %failure.reason, "batch failure");
-        }
         BatchOutcome {
             failed: settled.failed,
             stats,
@@ -319,16 +295,11 @@ fn reckon(entries: Vec<Entry>, mut applied: Applied) -> Vec<Handled> {
         .enumerate()
         .map(|(i, entry)| {
             let unfinished = (!applied.is_finished(i)).then(|| {
-                let error = applied
+                applied
                     .errors
                     .get(&i)
                     .cloned()
-                    .unwrap_or_else(|| StoreError::Transient("not applied".to_owned()));
-                let kind = match error {
-                    StoreError::Deployment(_) => FailureKind::Deployment,
-                    StoreError::Transient(_) | StoreError::Refused(_) => FailureKind::Transient,
-                };
-                (kind, error.to_string())
+                    .unwrap_or_else(|| StoreError::transient("not applied"))
             });
             let mut reasons: Vec<String> = entry.plan.problems.iter().map(ToString::to_string).collect();
             reasons.extend(refusals.remove(&i).unwrap_or_default());

@@ -3,15 +3,11 @@
 //! failure semantics Lambda's event source mappings impose.
 //!
 //! - [`store`]: the `Store` port (DynamoDB and in memory).
-//! - [`quarantine`]: where records that can never succeed go.
 //! - [`apply`]: the executor of a batch's plans (row writes packed across
 //!   partition-key groups, edge-set changes coalesced per group, retries,
 //!   per-record failure accounting).
 //! - [`batch`]: one invocation's records: grouping, concurrency, quarantine,
 //!   the `batchItemFailures` response.
-//! - [`settlement`]: which records of a batch failed or are quarantined
-//!   (shared with the event router).
-//! - [`schedule`]: calls that wait for earlier calls (shared with the router).
 //! - [`rebuild`]: verify and rebuild: drift between the derived data and the
 //!   source tables, and its repair.
 //! - [`lambda`]: the Lambda function; [`metrics`]: its EMF figures.
@@ -23,15 +19,13 @@ pub mod apply;
 pub mod batch;
 pub mod lambda;
 pub mod metrics;
-pub mod quarantine;
 pub mod rebuild;
-pub mod schedule;
-pub mod settlement;
 pub mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod workload;
 
-pub use apply::Backoff;
-pub use batch::{BatchError, BatchOutcome, BatchResponse, BatchStats, Indexer, Options};
-pub use quarantine::memory::MemoryQuarantine;
+pub use aws_kit::quarantine::memory::MemoryQuarantine;
+pub use batch::{BatchError, BatchOutcome, BatchStats, Indexer, Options};
+pub use model::backoff::Backoff;
+pub use model::settlement::BatchResponse;
 pub use store::memory::MemoryStore;

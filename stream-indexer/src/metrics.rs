@@ -3,22 +3,10 @@
 use std::time::Duration;
 
 use model::metrics::{Emf, Unit};
-use model::record::CreationTime;
 
 use crate::BatchStats;
 
-/// The CloudWatch namespace of every streamdex metric.
-pub const NAMESPACE: &str = "streamdex";
-
-/// Iterator age: from the oldest record's approximate creation to `now_ms`
-/// (epoch milliseconds); zero for a clock behind the record.
-pub fn iterator_age_ms(oldest: CreationTime, now_ms: u64) -> u64 {
-    let created_ms = u64::try_from(oldest.seconds)
-        .unwrap_or(0)
-        .saturating_mul(1000)
-        .saturating_add(u64::from(oldest.nanos / 1_000_000));
-    now_ms.saturating_sub(created_ms)
-}
+pub use model::metrics::{finish, iterator_age_ms, NAMESPACE};
 
 /// The EMF line for one batch of `function`.
 pub fn batch_line(function: &str, stats: &BatchStats, duration: Duration, now_ms: u64) -> String {
@@ -39,37 +27,10 @@ pub fn batch_line(function: &str, stats: &BatchStats, duration: Duration, now_ms
     finish(emf, duration, stats.oldest_created, now_ms)
 }
 
-/// Ends a consumer's batch line: its duration and, when the batch had a
-/// creation time, the iterator age (shared by both consumers).
-pub fn finish(emf: Emf, duration: Duration, oldest: Option<CreationTime>, now_ms: u64) -> String {
-    let mut emf = emf.metric(
-        "BatchDuration",
-        Unit::Milliseconds,
-        u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-    );
-    if let Some(oldest) = oldest {
-        emf = emf.metric("IteratorAge", Unit::Milliseconds, iterator_age_ms(oldest, now_ms));
-    }
-    emf.to_line()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn iterator_age_counts_from_the_oldest_record() {
-        let oldest = CreationTime {
-            seconds: 1_763_719_200,
-            nanos: 500_000_000,
-        };
-        assert_eq!(iterator_age_ms(oldest, 1_763_719_200_500 + 2_000), 2_000);
-        assert_eq!(
-            iterator_age_ms(oldest, 0),
-            0,
-            "a clock behind the record gives zero, not a wrap"
-        );
-    }
+    use model::record::CreationTime;
 
     #[test]
     fn a_batch_line_carries_the_figures() {

@@ -219,7 +219,7 @@ where
                             table: table.to_owned(),
                             segment: number,
                             of,
-                            source: StoreError::Transient(format!("the scan did not advance past {next:?}; run again")),
+                            source: StoreError::transient(format!("the scan did not advance past {next:?}; run again")),
                         })
                     }
                     Some(next) => start = Some(next),
@@ -494,7 +494,7 @@ pub async fn repair<S: Store + Scan + Marker>(
 fn index_and_table(config: &Config, index: usize) -> Result<(&IndexConfig, &TableConfig), RebuildError> {
     let fail = |what: String| RebuildError::Read {
         what,
-        source: StoreError::Deployment("not in the config".to_owned()),
+        source: StoreError::deployment("not in the config".to_owned()),
     };
     let x = config
         .indexes
@@ -572,7 +572,7 @@ async fn repair_rows<S: Store + Scan>(
                 if attempt >= options.backoff.max_attempts.max(1) {
                     return Err(RebuildError::Read {
                         what: format!("rows of table `{}`", index.table),
-                        source: StoreError::Transient("BatchGetItem kept returning UnprocessedKeys".to_owned()),
+                        source: StoreError::transient("BatchGetItem kept returning UnprocessedKeys".to_owned()),
                     });
                 }
                 tokio::time::sleep(options.backoff.delay(attempt - 1)).await;
@@ -618,7 +618,7 @@ async fn repair_rows<S: Store + Scan>(
                 if attempt >= options.backoff.max_attempts.max(1) {
                     return Err(RebuildError::Write {
                         what: format!("rows of table `{}`", index.table),
-                        source: StoreError::Transient("BatchWriteItem kept returning UnprocessedItems".to_owned()),
+                        source: StoreError::transient("BatchWriteItem kept returning UnprocessedItems".to_owned()),
                     });
                 }
                 tokio::time::sleep(options.backoff.delay(attempt - 1)).await;

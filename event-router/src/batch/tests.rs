@@ -310,7 +310,7 @@ fn persistent_throttling_fails_the_batch_from_the_lowest_record() {
         record("records", EventKind::Insert, 4, "GOAL-4", "GOAL-4", false),
     ];
     let outcome = run(&router, &records);
-    assert_eq!(outcome.failed.as_deref(), Some(format!("{:021}", 2).as_str()));
+    assert_eq!(outcome.failed_at(), Some(format!("{:021}", 2).as_str()));
     assert_eq!(outcome.failures.len(), 1);
     assert_eq!(outcome.failures[0].kind, FailureKind::Transient);
     assert!(outcome.failures[0].reason.contains("ThrottlingException"));
@@ -341,7 +341,7 @@ fn a_later_call_of_a_failed_group_is_never_sent() {
         new.insert("marker".to_owned(), s("seq-first"));
     }
     let outcome = run(&router, &records);
-    assert_eq!(outcome.failed.as_deref(), Some(format!("{:021}", 1).as_str()));
+    assert_eq!(outcome.failed_at(), Some(format!("{:021}", 1).as_str()));
     let seqs: Vec<String> = published(&router).into_iter().map(|(_, s)| s).collect();
     assert_eq!(
         seqs.len(),
@@ -359,7 +359,7 @@ fn access_denied_fails_the_batch_and_quarantines_nothing() {
         .fail_entries(|_| Some("NotAuthorizedForSourceException".to_owned()));
     let records = [record("records", EventKind::Insert, 5, "GOAL-1", "GOAL-1", false)];
     let outcome = run(&router, &records);
-    assert_eq!(outcome.failed.as_deref(), Some(format!("{:021}", 5).as_str()));
+    assert_eq!(outcome.failed_at(), Some(format!("{:021}", 5).as_str()));
     assert_eq!(outcome.failures[0].kind, FailureKind::Deployment);
     assert!(router.quarantine().entries().is_empty());
 }
@@ -368,8 +368,8 @@ fn access_denied_fails_the_batch_and_quarantines_nothing() {
 fn a_failed_call_is_retried_then_succeeds() {
     let router = router();
     router.publisher().fail_calls([
-        PublishError::Transient("ThrottlingException (HTTP 400)".to_owned()),
-        PublishError::Transient("timed out".to_owned()),
+        PublishError::transient("ThrottlingException (HTTP 400)".to_owned()),
+        PublishError::transient("timed out".to_owned()),
     ]);
     let records = [record("records", EventKind::Insert, 1, "GOAL-1", "GOAL-1", false)];
     let outcome = run(&router, &records);
@@ -379,12 +379,12 @@ fn a_failed_call_is_retried_then_succeeds() {
 
     router
         .publisher()
-        .fail_calls([PublishError::Deployment("ResourceNotFoundException: bus".to_owned())]);
+        .fail_calls([PublishError::deployment("ResourceNotFoundException: bus".to_owned())]);
     let outcome = run(
         &router,
         &[record("records", EventKind::Insert, 2, "GOAL-2", "GOAL-2", false)],
     );
-    assert_eq!(outcome.failed.as_deref(), Some(format!("{:021}", 2).as_str()));
+    assert_eq!(outcome.failed_at(), Some(format!("{:021}", 2).as_str()));
     assert!(outcome.failures[0].reason.contains("ResourceNotFoundException"));
 }
 

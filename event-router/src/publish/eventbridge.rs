@@ -82,7 +82,7 @@ impl Publisher for EventBridgePublisher {
         if results.len() != count {
             // EventBridge answers one result per entry; anything else is not
             // an answer to trust: send the call again.
-            return Err(PublishError::Transient(format!(
+            return Err(PublishError::transient(format!(
                 "PutEvents on bus `{}` answered {} results for {count} entries",
                 self.bus,
                 results.len()

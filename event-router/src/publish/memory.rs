@@ -73,7 +73,7 @@ impl Publisher for MemoryPublisher {
         let mut state = self.lock();
         state.calls.push(entries.len());
         if entries.is_empty() || entries.len() > MAX_ENTRIES {
-            return Err(PublishError::Refused(format!(
+            return Err(PublishError::refused(format!(
                 "PutEvents takes 1 to {MAX_ENTRIES} entries, not {}",
                 entries.len()
             )));

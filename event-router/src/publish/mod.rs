@@ -95,7 +95,7 @@ pub enum PublishError {
 
 impl PublishError {
     pub fn is_retryable(&self) -> bool {
-        matches!(self, PublishError::Transient(_))
+        self.class() == model::Class::Transient
     }
 }
 

@@ -38,7 +38,7 @@ impl DynamoGraph {
 }
 
 fn refused(operation: &str, table: &str, reason: String) -> StoreError {
-    StoreError::Refused(format!("{operation} on table `{table}`: {reason}"))
+    StoreError::refused(format!("{operation} on table `{table}`: {reason}"))
 }
 
 impl Graph for DynamoGraph {
@@ -68,7 +68,7 @@ impl Graph for DynamoGraph {
             .config
             .table(table)
             .and_then(|t| t.sort_key.clone())
-            .ok_or_else(|| StoreError::Deployment(format!("table `{table}` has no sort key in the config")))?;
+            .ok_or_else(|| StoreError::deployment(format!("table `{table}` has no sort key in the config")))?;
         let mut items = Vec::new();
         let mut start: Option<HashMap<String, AttributeValue>> = None;
         loop {

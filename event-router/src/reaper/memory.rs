@@ -11,7 +11,7 @@ use stream_indexer::store::StoreError;
 use super::Graph;
 
 fn unknown(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Deployment(e.to_string())
+    StoreError::deployment(e.to_string())
 }
 
 impl Graph for Arc<MemoryStore> {

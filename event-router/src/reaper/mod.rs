@@ -211,7 +211,7 @@ impl<G: Graph> Reaper<G> {
             }
             stalled = if keys.len() < before { 0 } else { stalled + 1 };
             if stalled >= self.backoff.attempts() {
-                return Err(StoreError::Transient(format!(
+                return Err(StoreError::transient(format!(
                     "{} deletes still unprocessed after {stalled} attempts without progress",
                     keys.len()
                 )));

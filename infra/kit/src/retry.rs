@@ -44,37 +44,93 @@ impl<T> Step<T> {
     }
 }
 
-/// Runs `attempt` (called with the attempt's number, 0 first) until it is
-/// done, stops, or has made no progress [`Backoff::attempts`] times in a
-/// row; waits [`Backoff::next`] between attempts.
-pub async fn drive<T>(backoff: &Backoff, mut attempt: impl AsyncFnMut(u32) -> Step<T>) -> Result<T, Fault> {
-    let mut stalled = 0u32;
-    let mut number = 0u32;
-    loop {
-        match attempt(number).await {
-            Step::Done(value) => return Ok(value),
-            Step::Stop(fault) => return Err(fault),
+/// The driver of one request's attempts. The caller makes an attempt,
+/// reports its [`Step`] to [`Retry::next`], and goes on as told:
+///
+/// ```ignore
+/// let mut retry = Retry::new(backoff);
+/// let result = loop {
+///     let step = attempt(retry.attempt()).await;
+///     match retry.next(step).await {
+///         Flow::Again => continue,
+///         Flow::Done(value) => break Ok(value),
+///         Flow::Failed(fault) => break Err(fault),
+///     }
+/// };
+/// ```
+///
+/// (A loop at the call site rather than a closure: the attempts borrow the
+/// caller's state mutably, which an async closure cannot do inside the
+/// `Send` futures the Lambda runtime needs.)
+#[derive(Debug)]
+pub struct Retry<'a> {
+    backoff: &'a Backoff,
+    stalled: u32,
+    attempt: u32,
+}
+
+/// What the caller does after an attempt.
+#[derive(Debug)]
+#[must_use]
+pub enum Flow<T> {
+    /// Make another attempt (the wait is over).
+    Again,
+    Done(T),
+    /// Give up: the last fault, saying after how many attempts.
+    Failed(Fault),
+}
+
+impl<'a> Retry<'a> {
+    pub fn new(backoff: &'a Backoff) -> Retry<'a> {
+        Retry {
+            backoff,
+            stalled: 0,
+            attempt: 0,
+        }
+    }
+
+    /// The number of the attempt about to be made (0 first; more means a retry).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Takes an attempt's step: waits before another attempt, or ends.
+    pub async fn next<T>(&mut self, step: Step<T>) -> Flow<T> {
+        match step {
+            Step::Done(value) => Flow::Done(value),
+            Step::Stop(fault) => Flow::Failed(fault),
             Step::Again { progressed, fault } => {
-                stalled = if progressed { 0 } else { stalled + 1 };
-                let Some(wait) = backoff.next(stalled) else {
-                    return Err(
-                        fault.map_message(|m| format!("{m} (gave up after {stalled} attempts without progress)"))
+                self.stalled = if progressed { 0 } else { self.stalled + 1 };
+                let Some(wait) = self.backoff.next(self.stalled) else {
+                    let stalled = self.stalled;
+                    return Flow::Failed(
+                        fault.map_message(|m| format!("{m} (gave up after {stalled} attempts without progress)")),
                     );
                 };
                 pause(wait).await;
-                number = number.saturating_add(1);
+                self.attempt = self.attempt.saturating_add(1);
+                Flow::Again
             }
         }
     }
 }
 
-/// Runs a call that succeeds or fails as a whole under [`drive`].
+/// Runs a call that succeeds or fails as a whole: `send(attempt)` until it
+/// succeeds, fails other than transiently, or the attempts are spent.
 pub async fn call<T, F, Fut>(backoff: &Backoff, mut send: F) -> Result<T, Fault>
 where
-    F: FnMut() -> Fut,
+    F: FnMut(u32) -> Fut,
     Fut: Future<Output = Result<T, Fault>>,
 {
-    drive(backoff, async |_| Step::of(send().await)).await
+    let mut retry = Retry::new(backoff);
+    loop {
+        let step = Step::of(send(retry.attempt()).await);
+        match retry.next(step).await {
+            Flow::Again => continue,
+            Flow::Done(value) => return Ok(value),
+            Flow::Failed(fault) => return Err(fault),
+        }
+    }
 }
 
 /// Waits `delay` (nothing for zero, so tests with an immediate backoff never
@@ -101,7 +157,7 @@ mod tests {
     #[test]
     fn a_transient_fault_is_retried_until_the_attempts_are_spent() {
         let calls = Cell::new(0);
-        let result: Result<(), Fault> = block(call(&Backoff::immediate(3), || {
+        let result: Result<(), Fault> = block(call(&Backoff::immediate(3), |_| {
             calls.set(calls.get() + 1);
             async { Err(Fault::transient("throttled")) }
         }));
@@ -114,7 +170,7 @@ mod tests {
     #[test]
     fn other_faults_stop_at_once() {
         let calls = Cell::new(0);
-        let result: Result<(), Fault> = block(call(&Backoff::immediate(5), || {
+        let result: Result<(), Fault> = block(call(&Backoff::immediate(5), |_| {
             calls.set(calls.get() + 1);
             async { Err(Fault::deployment("no table")) }
         }));
@@ -128,18 +184,27 @@ mod tests {
         // without progress: it finishes, after 10 attempts.
         let mut left = 10;
         let mut attempts = Vec::new();
-        let result = block(drive(&Backoff::immediate(2), async |n| {
-            attempts.push(n);
-            left -= 1;
-            if left == 0 {
-                Step::Done("all")
-            } else {
-                Step::Again {
-                    progressed: true,
-                    fault: Fault::transient(format!("{left} left")),
+        let backoff = Backoff::immediate(2);
+        let mut retry = Retry::new(&backoff);
+        let result = block(async {
+            loop {
+                attempts.push(retry.attempt());
+                left -= 1;
+                let step = if left == 0 {
+                    Step::Done("all")
+                } else {
+                    Step::Again {
+                        progressed: true,
+                        fault: Fault::transient(format!("{left} left")),
+                    }
+                };
+                match retry.next(step).await {
+                    Flow::Again => continue,
+                    Flow::Done(value) => break Ok(value),
+                    Flow::Failed(fault) => break Err(fault),
                 }
             }
-        }));
+        });
         assert_eq!(result, Ok("all"));
         assert_eq!(attempts, (0..10).collect::<Vec<u32>>());
     }
@@ -147,7 +212,7 @@ mod tests {
     #[test]
     fn the_first_attempt_that_succeeds_ends_it() {
         let calls = Cell::new(0);
-        let result = block(call(&Backoff::immediate(5), || {
+        let result = block(call(&Backoff::immediate(5), |_| {
             calls.set(calls.get() + 1);
             let n = calls.get();
             async move {

@@ -1,5 +1,6 @@
 //! Index row writes of a whole batch: packed across partition-key groups
-//! into `write_rows` calls ([`Packer`]), sent concurrently ([`write_all`]).
+//! into `write_rows` calls ([`Rows`], with `model::pack`), sent concurrently
+//! ([`write_all`], with `aws_kit::dispatch`).
 //!
 //! # Packing
 //!
@@ -29,168 +30,122 @@
 //!
 //! # One call
 //!
-//! `UnprocessedItems` are resent after a backoff; the attempt count restarts
-//! whenever an attempt makes progress, and the call fails after
-//! `max_attempts` attempts in a row without any. A `Transient` error is
-//! retried the same way; a `Deployment` error fails the call at once. A
+//! Under the one retry driver (`aws_kit::retry`): `UnprocessedItems` are
+//! resent after a backoff; the attempt count restarts whenever an attempt
+//! makes progress, and the call fails after `max_attempts` attempts in a row
+//! without any. A transient fault is retried the same way; a deployment
+//! fault fails the call at once. A
 //! refused call of several writes is split into one call per write to find
 //! the culprit; a refused single write makes its record a refusal, and the
 //! call goes on.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use aws_kit::dispatch::dispatch;
+use aws_kit::retry::{Flow, Retry, Step};
 use model::config::Config;
 use model::index::RowKey;
+use model::pack::{Limits, Packed, Packer, SameKey};
 
-use super::{pause, Backoff, Progress, MAX_BATCH_WRITES};
-use crate::schedule::Schedule;
+use super::{Backoff, Progress, MAX_BATCH_WRITES};
 use crate::store::{RowWrite, Store, StoreError};
 
-/// One planned `write_rows` call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Packed<T> {
-    /// Its writes: distinct keys, at most [`MAX_BATCH_WRITES`], in the
-    /// order they were pushed.
-    pub writes: Vec<T>,
-    /// Earlier calls holding the previous write to one of its keys (distinct).
-    pub after: Vec<usize>,
+/// What one BatchWriteItem call may hold: distinct keys, at most 25 writes
+/// (its request size is far under DynamoDB's limit for index rows).
+const LIMITS: Limits = Limits {
+    max_items: MAX_BATCH_WRITES,
+    max_bytes: usize::MAX,
+    same_key: SameKey::LaterCall,
+};
+
+/// A batch's row writes (as `(record, write)`), packed as they are pushed.
+/// See the module doc.
+pub(super) struct Rows {
+    packer: Packer,
+    writes: Vec<(usize, RowWrite)>,
 }
 
-/// What the packer needs of a write: the index table and key of its row.
-pub(super) trait Row {
-    fn row(&self) -> (usize, &RowKey);
-}
-
-impl Row for (usize, RowWrite) {
-    fn row(&self) -> (usize, &RowKey) {
-        (self.1.index, &self.1.key)
-    }
-}
-
-/// Fills calls with writes pushed in batch order. See the module doc.
-pub(super) struct Packer<T> {
-    calls: Vec<Packed<T>>,
-    /// Key (fingerprint) → the call holding its latest write. Two keys
-    /// sharing a fingerprint are merely kept apart like one key (a later
-    /// call, a dependency): never two writes to one key in a call, whatever
-    /// the fingerprints.
-    last: HashMap<u64, usize>,
-    /// Every call before this one is full.
-    first_open: usize,
-}
-
-impl<T> Default for Packer<T> {
-    fn default() -> Self {
-        Packer {
-            calls: Vec::new(),
-            last: HashMap::new(),
-            first_open: 0,
+impl Default for Rows {
+    fn default() -> Rows {
+        Rows {
+            packer: Packer::new(LIMITS),
+            writes: Vec::new(),
         }
     }
 }
 
-fn fingerprint(index: usize, key: &RowKey) -> u64 {
+impl Rows {
+    /// Adds the next write (batch order).
+    pub fn push(&mut self, record: usize, write: RowWrite) {
+        self.packer.push(fingerprint(write.index, &write.key), 0);
+        self.writes.push((record, write));
+    }
+
+    /// The calls (positions into the writes), and the writes.
+    pub fn finish(self) -> (Vec<Packed>, Vec<(usize, RowWrite)>) {
+        (self.packer.finish(), self.writes)
+    }
+}
+
+/// The packer's key of a row: two keys sharing a fingerprint are merely
+/// kept apart like one key (a later call, a dependency), never two writes
+/// to one key in a call, whatever the fingerprints.
+pub(super) fn fingerprint(index: usize, key: &RowKey) -> u64 {
     let mut h = DefaultHasher::new();
     (index, key).hash(&mut h);
     h.finish()
 }
 
-impl<T: Row> Packer<T> {
-    /// Adds a write.
-    pub fn push(&mut self, item: T) {
-        let (index, key) = item.row();
-        let key = fingerprint(index, key);
-        let previous = self.last.get(&key).copied();
-        let floor = previous.map_or(self.first_open, |p| (p + 1).max(self.first_open));
-        let calls = &mut self.calls;
-        let at = match (floor..calls.len()).find(|&c| calls[c].writes.len() < MAX_BATCH_WRITES) {
-            Some(at) => at,
-            None => {
-                calls.push(Packed {
-                    writes: Vec::with_capacity(MAX_BATCH_WRITES),
-                    after: Vec::new(),
-                });
-                calls.len() - 1
-            }
-        };
-        let call = &mut calls[at];
-        call.writes.push(item);
-        if let Some(p) = previous {
-            if !call.after.contains(&p) {
-                call.after.push(p);
-            }
-        }
-        self.last.insert(key, at);
-        while calls
-            .get(self.first_open)
-            .is_some_and(|c| c.writes.len() >= MAX_BATCH_WRITES)
-        {
-            self.first_open += 1;
-        }
-    }
-
-    /// The calls, in order.
-    pub fn finish(self) -> Vec<Packed<T>> {
-        self.calls
-    }
-}
-
-/// A call that was never sent: an earlier write to one of its keys failed.
-fn blocked(error: &StoreError) -> StoreError {
-    let why = |message: &str| format!("not sent: an earlier write to one of its rows failed ({message})");
-    match error {
-        StoreError::Transient(m) => StoreError::Transient(why(m)),
-        StoreError::Refused(m) => StoreError::Refused(why(m)),
-        StoreError::Deployment(m) => StoreError::Deployment(why(m)),
-    }
-}
-
-/// Sends the packed calls (writes as `(record, write)`). See the module doc.
+/// Sends the packed calls. See the module doc.
 pub(super) async fn write_all<S: Store>(
     store: &S,
     config: &Config,
     backoff: &Backoff,
     concurrency: usize,
-    mut packed: Vec<Packed<(usize, RowWrite)>>,
+    rows: Rows,
 ) -> Progress {
-    let mut schedule = Schedule::new(packed.iter().map(|call| call.after.as_slice()));
-    let mut sent = vec![false; packed.len()];
-    // Per call that failed for good (or was blocked): the error at the root.
-    let mut failed: Vec<Option<StoreError>> = vec![None; packed.len()];
+    let (calls, writes) = rows.finish();
+    let mut writes: Vec<Option<(usize, RowWrite)>> = writes.into_iter().map(Some).collect();
+    let mut take = |call: &Packed| -> Vec<(usize, RowWrite)> {
+        call.items
+            .iter()
+            .filter_map(|&w| writes.get_mut(w).and_then(Option::take))
+            .collect()
+    };
+    let results = dispatch(calls.iter().map(|c| c.after.as_slice()), concurrency, |i| {
+        let call = calls.get(i).map(&mut take).unwrap_or_default();
+        async move {
+            let (progress, result) = send_call(store, config, backoff, call).await;
+            let succeeded = result.is_ok();
+            ((progress, result), succeeded)
+        }
+    })
+    .await;
     let mut progress = Progress::default();
-    let mut in_flight = FuturesUnordered::new();
-    loop {
-        while in_flight.len() < concurrency.max(1) {
-            let Some(i) = schedule.pop_ready() else { break };
-            sent[i] = true;
-            let call = std::mem::take(&mut packed[i].writes);
-            in_flight.push(async move { (i, send_call(store, config, backoff, call).await) });
-        }
-        let Some((i, (call_progress, result))) = in_flight.next().await else {
-            break;
-        };
-        progress.absorb(call_progress);
+    // Per call that failed for good (or was blocked): the error at the root.
+    let mut failed: Vec<Option<StoreError>> = vec![None; calls.len()];
+    for (i, result) in results.into_iter().enumerate() {
         match result {
-            Ok(()) => schedule.succeeded(i),
-            Err(error) => failed[i] = Some(error),
+            Some((call_progress, result)) => {
+                progress.absorb(call_progress);
+                failed[i] = result.err();
+            }
+            None => {
+                // Never sent: blocked by an earlier call it depends on that
+                // failed (or was blocked itself); calls come in order.
+                let cause = calls[i].after.iter().find_map(|&d| failed[d].clone());
+                let cause = cause.unwrap_or_else(|| StoreError::transient("a call it depends on was not sent"));
+                let error = cause
+                    .clone()
+                    .map_message(|m| format!("not sent: an earlier write to one of its rows failed ({m})"));
+                for (record, _) in take(&calls[i]) {
+                    progress.unfinished.push((record, error.clone()));
+                }
+                failed[i] = Some(cause);
+            }
         }
-    }
-    // The calls never sent, in order: each is blocked by an earlier call it
-    // depends on that failed (or was blocked itself).
-    for (i, call) in packed.iter().enumerate() {
-        if sent[i] {
-            continue;
-        }
-        let cause = call.after.iter().find_map(|&d| failed[d].clone());
-        let cause = cause.unwrap_or_else(|| StoreError::Transient("a call it depends on was not sent".to_owned()));
-        let error = blocked(&cause);
-        for (record, _) in &call.writes {
-            progress.unfinished.push((*record, error.clone()));
-        }
-        failed[i] = Some(cause);
     }
     progress
 }
@@ -251,64 +206,65 @@ impl<S: Store> Call<'_, S> {
 
     /// One request, resent until its writes are done; on failure the writes
     /// left go back to the front of the queue.
-    async fn request(&mut self, mut batch: Vec<(usize, RowWrite)>) -> Result<(), StoreError> {
-        // Attempts in a row without progress.
-        let mut stalled = 0u32;
-        while !batch.is_empty() {
+    async fn request(&mut self, batch: Vec<(usize, RowWrite)>) -> Result<(), StoreError> {
+        let mut batch = batch;
+        let mut partial = false;
+        let mut retry = Retry::new(self.backoff);
+        let result = loop {
+            if retry.attempt() > 0 {
+                self.progress.stats.requests.retries += 1;
+                if partial {
+                    self.progress.stats.unprocessed += batch.len();
+                }
+            }
             self.progress.stats.requests.write_rows += 1;
             let writes: Vec<RowWrite> = batch.iter().map(|(_, w)| w.clone()).collect();
-            let error = match self.store.write_rows(writes).await {
+            partial = false;
+            let step = match self.store.write_rows(writes).await {
                 Ok(unprocessed) => {
                     let before = batch.len();
-                    batch = self.keep_unprocessed(batch, &unprocessed);
+                    batch = self.keep_unprocessed(std::mem::take(&mut batch), &unprocessed);
                     if batch.is_empty() {
-                        break;
+                        Step::Done(())
+                    } else {
+                        partial = true;
+                        Step::Again {
+                            progressed: batch.len() < before,
+                            fault: StoreError::transient(format!("{} index row writes still unprocessed", batch.len())),
+                        }
                     }
-                    stalled = if batch.len() < before { 0 } else { stalled + 1 };
-                    if stalled < self.backoff.attempts() {
-                        self.progress.stats.unprocessed += batch.len();
-                        self.progress.stats.requests.retries += 1;
-                        pause(self.backoff.delay(stalled)).await;
-                        continue;
-                    }
-                    StoreError::Transient(format!(
-                        "{} index row writes still unprocessed after {stalled} attempts without progress",
-                        batch.len()
-                    ))
                 }
-                Err(StoreError::Transient(message)) => {
-                    stalled += 1;
-                    if stalled < self.backoff.attempts() {
-                        self.progress.stats.requests.retries += 1;
-                        pause(self.backoff.delay(stalled - 1)).await;
-                        continue;
-                    }
-                    StoreError::Transient(format!("{message} (gave up after {stalled} attempts)"))
-                }
-                Err(StoreError::Refused(_)) if batch.len() > 1 => {
+                Err(error) if error.is_refused() && batch.len() > 1 => {
                     // Find the culprit: each write alone.
                     for single in batch.drain(..).rev() {
                         self.queue.push_front(vec![single]);
                     }
-                    break;
+                    Step::Done(())
                 }
-                Err(StoreError::Refused(message)) => {
+                Err(error) if error.is_refused() => {
                     for (record, write) in std::mem::take(&mut batch) {
                         let what = if write.put.is_some() { "put" } else { "delete" };
                         let reason = format!(
-                            "index `{}`: row {what} refused: {message}",
-                            self.index_name(write.index)
+                            "index `{}`: row {what} refused: {}",
+                            self.index_name(write.index),
+                            error.message()
                         );
                         self.progress.refuse(record, reason);
                     }
-                    break;
+                    Step::Done(())
                 }
-                Err(error @ StoreError::Deployment(_)) => error,
+                Err(error) => Step::of(Err(error)),
             };
+            match retry.next(step).await {
+                Flow::Again => continue,
+                Flow::Done(()) => break Ok(()),
+                Flow::Failed(fault) => break Err(fault),
+            }
+        };
+        if result.is_err() {
             self.queue.push_front(batch);
-            return Err(error);
         }
-        Ok(())
+        result
     }
 
     /// Marks the writes not in `unprocessed` done; returns the others.

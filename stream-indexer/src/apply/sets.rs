@@ -9,7 +9,7 @@ use std::future::Future;
 use model::config::Config;
 use model::edge::{self, GraphItem};
 
-use super::{pause, Backoff, Progress, RequestCounts, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE};
+use super::{Backoff, Progress, RequestCounts, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE};
 use crate::store::{SetChange, SetOutcome, Store, StoreError};
 
 /// One set mutation of a lane.
@@ -201,23 +201,15 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, StoreError>>,
 {
-    let mut attempt = 0u32;
-    loop {
-        *kind(requests) += 1;
-        match call().await {
-            Err(StoreError::Transient(message)) => {
-                attempt += 1;
-                if attempt >= backoff.attempts() {
-                    return Err(StoreError::Transient(format!(
-                        "{message} (gave up after {attempt} attempts)"
-                    )));
-                }
-                requests.retries += 1;
-                pause(backoff.delay(attempt - 1)).await;
-            }
-            other => return other,
+    let result = aws_kit::retry::call(backoff, |attempt| {
+        if attempt > 0 {
+            requests.retries += 1;
         }
-    }
+        *kind(requests) += 1;
+        call()
+    })
+    .await;
+    result
 }
 
 /// Carries out one group's set mutations (in record order, each record's in
@@ -375,7 +367,7 @@ impl<S: Store> Lane<'_, S> {
                         }
                     }
                 }
-                Err(StoreError::Refused(_)) if culprits(&chunk) > 1 => {
+                Err(error) if error.is_refused() && culprits(&chunk) > 1 => {
                     // Each record's member alone; the members only the
                     // restore asked for stay together (the restore is one
                     // mutation: refused as a whole, as it was planned).
@@ -388,9 +380,10 @@ impl<S: Store> Lane<'_, S> {
                         queue.push_front(restored);
                     }
                 }
-                Err(StoreError::Refused(message)) => {
+                Err(error) if error.is_refused() => {
+                    let message = error.message();
                     if chunk.is_empty() || chunk.iter().any(|m| m.restored) {
-                        restore_refused.get_or_insert_with(|| message.clone());
+                        restore_refused.get_or_insert_with(|| message.to_owned());
                     }
                     for record in chunk.iter().flat_map(|m| m.records.iter().copied()) {
                         let reason = format!(
@@ -430,10 +423,10 @@ impl<S: Store> Lane<'_, S> {
         let set = config
             .edge_sets
             .get(edge_set)
-            .ok_or_else(|| StoreError::Deployment(format!("no edge set #{edge_set}")))?;
+            .ok_or_else(|| StoreError::deployment(format!("no edge set #{edge_set}")))?;
         let table = config
             .table(&set.table)
-            .ok_or_else(|| StoreError::Deployment(format!("no table `{}`", set.table)))?;
+            .ok_or_else(|| StoreError::deployment(format!("no table `{}`", set.table)))?;
         let store = self.store;
         let queried = retrying(
             self.backoff,
@@ -444,10 +437,11 @@ impl<S: Store> Lane<'_, S> {
         .await;
         let items = match queried {
             Ok(items) => items,
-            Err(StoreError::Refused(message)) => {
+            Err(error) if error.is_refused() => {
                 let reason = format!(
-                    "edge set `{}`: Query of node {node:?} refused: {message}",
-                    set.attribute
+                    "edge set `{}`: Query of node {node:?} refused: {}",
+                    set.attribute,
+                    error.message()
                 );
                 self.refuse(record, reason);
                 return Ok(());

@@ -13,9 +13,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::apply::Backoff;
-use crate::quarantine::memory::MemoryQuarantine;
 use crate::store::faulty::{Call, Fault, FaultyStore, RandomFaults, Script};
 use crate::store::memory::{lambda_event, MemoryStore, Origin, StreamEntry};
+use aws_kit::quarantine::memory::MemoryQuarantine;
 
 type TestIndexer = Indexer<FaultyStore<MemoryStore>, MemoryQuarantine>;
 
@@ -98,7 +98,7 @@ fn the_response_lists_the_failure_or_nothing() {
     let ok = BatchOutcome::default();
     assert_eq!(ok.response_json(), r#"{"batchItemFailures":[]}"#);
     let failed = BatchOutcome {
-        failed: Some("4200".into()),
+        failed: Some(Failed::From("4200".into())),
         ..BatchOutcome::default()
     };
     assert_eq!(
@@ -106,7 +106,7 @@ fn the_response_lists_the_failure_or_nothing() {
         r#"{"batchItemFailures":[{"itemIdentifier":"4200"}]}"#
     );
     let whole = BatchOutcome {
-        failed: Some(String::new()),
+        failed: Some(Failed::WholeBatch),
         ..BatchOutcome::default()
     };
     assert!(whole.is_whole_batch_failure());
@@ -173,10 +173,10 @@ fn the_lowest_failure_is_compared_as_a_number() {
     m.put_item("records", node("A")).expect("put"); // 99: fails
     m.put_item("records", node("B")).expect("put"); // 100: fails
     let (_, outcome) = deliver(&ix);
-    assert_eq!(outcome.failed.as_deref(), Some("99"));
+    assert_eq!(outcome.failed_at(), Some("99"));
     assert_eq!(outcome.stats.failed_groups, 2);
     assert_eq!(outcome.failures.len(), 2);
-    assert!(outcome.failures.iter().all(|f| f.kind == FailureKind::Transient));
+    assert!(outcome.failures.iter().all(|f| f.fault.is_transient()));
     assert_eq!(
         outcome.response_json(),
         r#"{"batchItemFailures":[{"itemIdentifier":"99"}]}"#
@@ -190,7 +190,7 @@ fn poison_is_applied_then_quarantined_and_counts_as_handled() {
     let m = memory(&ix);
     m.put_item("issues", issue("issue-1", vec![("f1", Value::N("1".into()))]))
         .expect("put");
-    deliver(&ix);
+    let _ = deliver(&ix);
     assert_eq!(m.rows(0).len(), 1);
     // The field becomes a list: the `any` column refuses it.
     m.put_item("issues", issue("issue-1", vec![("f1", Value::L(vec![]))]))
@@ -227,12 +227,9 @@ fn a_quarantine_failure_fails_its_record() {
         .expect("put");
     ix.quarantine().set_failing(true);
     let (entries, outcome) = deliver(&ix);
-    assert_eq!(
-        outcome.failed.as_deref(),
-        Some(entries[0].record.sequence_number.as_str())
-    );
+    assert_eq!(outcome.failed_at(), Some(entries[0].record.sequence_number.as_str()));
     assert_eq!(outcome.failures.len(), 1);
-    assert_eq!(outcome.failures[0].kind, FailureKind::Quarantine);
+    assert_eq!(outcome.failures[0].stage, model::settlement::Stage::Quarantine);
     assert_eq!(outcome.stats.quarantined, 0);
     assert!(outcome.quarantined.is_empty());
     // The good record was applied all the same (and will be replayed harmlessly).
@@ -255,10 +252,7 @@ fn poison_at_or_after_the_failure_waits_for_redelivery() {
     m.put_item("issues", issue("issue-2", vec![("f1", Value::L(vec![]))]))
         .expect("put"); // poison, after
     let (entries, outcome) = deliver(&ix);
-    assert_eq!(
-        outcome.failed.as_deref(),
-        Some(entries[1].record.sequence_number.as_str())
-    );
+    assert_eq!(outcome.failed_at(), Some(entries[1].record.sequence_number.as_str()));
     let q = ix.quarantine().entries();
     assert_eq!(q.len(), 1);
     assert_eq!(
@@ -314,11 +308,8 @@ fn a_deployment_error_fails_the_batch_from_its_record() {
     m.put_item("issues", issue("issue-1", vec![("a", s("1"))]))
         .expect("put");
     let (entries, outcome) = deliver(&ix);
-    assert_eq!(
-        outcome.failed.as_deref(),
-        Some(entries[1].record.sequence_number.as_str())
-    );
-    assert_eq!(outcome.failures[0].kind, FailureKind::Deployment);
+    assert_eq!(outcome.failed_at(), Some(entries[1].record.sequence_number.as_str()));
+    assert_eq!(outcome.failures[0].fault.class(), model::Class::Deployment);
     assert_eq!(outcome.stats.apply.requests.write_rows, 1, "not retried");
     assert_eq!(m.node_sets(0)["A"].complete, Some(true), "other groups go on");
 }
@@ -668,8 +659,7 @@ impl Harness {
             .expect("a well-formed batch");
         self.invocations += 1;
         let failed = outcome
-            .failed
-            .as_deref()
+            .failed_at()
             .map(|f| f.parse::<u128>().expect("a sequence number"));
         assert_eq!(
             failed,

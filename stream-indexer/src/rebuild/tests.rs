@@ -13,10 +13,10 @@ use model::{Image, Value};
 use proptest::prelude::*;
 
 use super::*;
-use crate::quarantine::memory::MemoryQuarantine;
 use crate::store::memory::{lambda_event, MemoryStore};
 use crate::store::SetChange;
 use crate::{workload, Indexer};
+use aws_kit::quarantine::memory::MemoryQuarantine;
 
 type TestIndexer = Indexer<MemoryStore, MemoryQuarantine>;
 

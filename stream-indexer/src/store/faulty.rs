@@ -269,16 +269,16 @@ impl<S: Store> FaultyStore<S> {
 
 fn injected<T>(fault: &Fault) -> Option<Result<T, StoreError>> {
     match fault {
-        Fault::Throttle => Some(Err(StoreError::Transient("injected throttling".to_owned()))),
-        Fault::Refused(message) => Some(Err(StoreError::Refused(message.clone()))),
-        Fault::Deployment(message) => Some(Err(StoreError::Deployment(message.clone()))),
+        Fault::Throttle => Some(Err(StoreError::transient("injected throttling".to_owned()))),
+        Fault::Refused(message) => Some(Err(StoreError::refused(message.clone()))),
+        Fault::Deployment(message) => Some(Err(StoreError::deployment(message.clone()))),
         Fault::None | Fault::TimeoutAfter | Fault::Unprocessed(_) => None,
     }
 }
 
 fn timeout<T>(fault: &Fault, result: Result<T, StoreError>) -> Result<T, StoreError> {
     match (fault, result) {
-        (Fault::TimeoutAfter, Ok(_)) => Err(StoreError::Transient(
+        (Fault::TimeoutAfter, Ok(_)) => Err(StoreError::transient(
             "injected timeout (the request landed)".to_owned(),
         )),
         (_, result) => result,

@@ -444,20 +444,20 @@ fn key_image(table: &TableConfig, item: &Image) -> Image {
 /// DynamoDB's checks of an index row key.
 fn check_row_key(key: &RowKey) -> Result<(), StoreError> {
     if key.partition.is_empty() || key.sort.is_empty() {
-        return Err(StoreError::Refused(
+        return Err(StoreError::refused(
             "ValidationException: One or more parameter values are not valid. The AttributeValue for a key \
              attribute cannot contain an empty string value."
                 .to_owned(),
         ));
     }
     if key.partition.len() > MAX_PARTITION_BYTES {
-        return Err(StoreError::Refused(format!(
+        return Err(StoreError::refused(format!(
             "ValidationException: partition key of {} bytes is over the {MAX_PARTITION_BYTES}-byte limit",
             key.partition.len()
         )));
     }
     if key.sort.len() > MAX_KEY_BYTES {
-        return Err(StoreError::Refused(format!(
+        return Err(StoreError::refused(format!(
             "ValidationException: sort key of {} bytes is over the {MAX_KEY_BYTES}-byte limit",
             key.sort.len()
         )));
@@ -470,7 +470,7 @@ impl Store for MemoryStore {
         let mut state = self.lock();
         state.requests.write_rows += 1;
         if writes.is_empty() || writes.len() > MAX_BATCH_WRITES {
-            return Err(StoreError::Refused(format!(
+            return Err(StoreError::refused(format!(
                 "ValidationException: BatchWriteItem takes 1 to {MAX_BATCH_WRITES} writes, got {}",
                 writes.len()
             )));
@@ -478,14 +478,14 @@ impl Store for MemoryStore {
         let mut seen = BTreeSet::new();
         for write in &writes {
             if write.index >= self.config.indexes.len() {
-                return Err(StoreError::Deployment(format!(
+                return Err(StoreError::deployment(format!(
                     "ResourceNotFoundException: no index table #{}",
                     write.index
                 )));
             }
             check_row_key(&write.key)?;
             if !seen.insert((write.index, &write.key)) {
-                return Err(StoreError::Refused(
+                return Err(StoreError::refused(
                     "ValidationException: Provided list of item keys contains duplicates".to_owned(),
                 ));
             }
@@ -506,18 +506,18 @@ impl Store for MemoryStore {
             .config
             .edge_sets
             .get(edge_set)
-            .ok_or_else(|| StoreError::Deployment(format!("no edge set #{edge_set} in the config")))?;
+            .ok_or_else(|| StoreError::deployment(format!("no edge set #{edge_set} in the config")))?;
         let table = self
             .config
             .table(&set.table)
             .filter(|t| t.sort_key.is_some())
-            .ok_or_else(|| StoreError::Deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
+            .ok_or_else(|| StoreError::deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
         let members = match &change {
             SetChange::Add(m) | SetChange::Remove(m) => m,
         };
         let distinct: BTreeSet<&String> = members.iter().collect();
         if distinct.len() != members.len() {
-            return Err(StoreError::Refused(
+            return Err(StoreError::refused(
                 "ValidationException: Input collection contains duplicates".to_owned(),
             ));
         }
@@ -533,7 +533,7 @@ impl Store for MemoryStore {
             None => BTreeSet::new(),
             Some(Value::Ss(m)) => m.iter().cloned().collect(),
             Some(_) => {
-                return Err(StoreError::Refused(
+                return Err(StoreError::refused(
                     "ValidationException: An operand in the update expression has an incorrect data type".to_owned(),
                 ))
             }
@@ -580,7 +580,7 @@ impl Store for MemoryStore {
         let mut state = self.lock();
         state.requests.query_partition += 1;
         if self.config.table(table).is_none() {
-            return Err(StoreError::Deployment(format!(
+            return Err(StoreError::deployment(format!(
                 "ResourceNotFoundException: table `{table}`"
             )));
         }
@@ -615,7 +615,7 @@ fn segment_of<K: std::hash::Hash>(key: &K, of: u32) -> u32 {
 
 fn check_segment(segment: Segment, what: &str) -> Result<(), StoreError> {
     if segment.of == 0 || segment.number >= segment.of {
-        return Err(StoreError::Refused(format!(
+        return Err(StoreError::refused(format!(
             "{what}: segment {} of {} is not a valid parallel scan segment",
             segment.number, segment.of
         )));
@@ -662,11 +662,11 @@ impl Scan for MemoryStore {
         let t = self
             .config
             .table(table)
-            .ok_or_else(|| StoreError::Deployment(format!("{what}: ResourceNotFoundException")))?;
+            .ok_or_else(|| StoreError::deployment(format!("{what}: ResourceNotFoundException")))?;
         let after = start
             .map(|s| item_key(t, &s))
             .transpose()
-            .map_err(|e| StoreError::Refused(format!("{what}: ExclusiveStartKey: {e}")))?;
+            .map_err(|e| StoreError::refused(format!("{what}: ExclusiveStartKey: {e}")))?;
         let state = self.lock();
         let Some(items) = state.tables.get(table) else {
             return Ok(Page::default());
@@ -695,7 +695,7 @@ impl Scan for MemoryStore {
             .config
             .indexes
             .get(index)
-            .ok_or_else(|| StoreError::Deployment(format!("Scan: no index table #{index}")))?;
+            .ok_or_else(|| StoreError::deployment(format!("Scan: no index table #{index}")))?;
         let what = format!("Scan on table `{}`", config.table);
         check_segment(segment, &what)?;
         let after = match start {
@@ -706,7 +706,7 @@ impl Scan for MemoryStore {
                     sort: k.clone(),
                 }),
                 _ => {
-                    return Err(StoreError::Refused(format!(
+                    return Err(StoreError::refused(format!(
                         "{what}: ExclusiveStartKey is not a row key"
                     )))
                 }
@@ -744,17 +744,17 @@ impl Scan for MemoryStore {
 
     async fn read_item(&self, table: &str, key: &Image) -> Result<Option<Image>, StoreError> {
         self.get_item(table, key).map_err(|e| match e {
-            MemoryError::UnknownTable(_) => StoreError::Deployment(format!("GetItem: {e}")),
-            MemoryError::BadKey { .. } => StoreError::Refused(format!("GetItem: {e}")),
+            MemoryError::UnknownTable(_) => StoreError::deployment(format!("GetItem: {e}")),
+            MemoryError::BadKey { .. } => StoreError::refused(format!("GetItem: {e}")),
         })
     }
 
     async fn read_rows(&self, index: usize, keys: Vec<RowKey>) -> Result<RowsRead, StoreError> {
         if index >= self.config.indexes.len() {
-            return Err(StoreError::Deployment(format!("BatchGetItem: no index table #{index}")));
+            return Err(StoreError::deployment(format!("BatchGetItem: no index table #{index}")));
         }
         if keys.len() > MAX_BATCH_READS {
-            return Err(StoreError::Refused(format!(
+            return Err(StoreError::refused(format!(
                 "BatchGetItem: {} keys, over the limit of {MAX_BATCH_READS}",
                 keys.len()
             )));
@@ -779,12 +779,12 @@ impl Marker for MemoryStore {
             .config
             .edge_sets
             .get(edge_set)
-            .ok_or_else(|| StoreError::Deployment(format!("no edge set #{edge_set} in the config")))?;
+            .ok_or_else(|| StoreError::deployment(format!("no edge set #{edge_set} in the config")))?;
         let table = self
             .config
             .table(&set.table)
             .filter(|t| t.sort_key.is_some())
-            .ok_or_else(|| StoreError::Deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
+            .ok_or_else(|| StoreError::deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
         let key = ItemKey {
             partition: KeyValue::S(node.to_owned()),
             sort: Some(KeyValue::S(node.to_owned())),
@@ -950,7 +950,7 @@ mod tests {
             .all(|e| e.origin == Origin::Pipeline && e.record.kind == EventKind::Modify));
         // duplicates are refused, as DynamoDB does
         let dup = block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["a".into(), "a".into()])));
-        assert!(matches!(dup, Err(StoreError::Refused(_))));
+        assert!(dup.is_err_and(|e| e.class() == model::Class::Refused));
     }
 
     #[test]
@@ -992,26 +992,20 @@ mod tests {
             block(store.write_rows(vec![put(key("a", "1")), put(key("b", "1"))])),
             Ok(vec![])
         );
-        assert!(matches!(
-            block(store.write_rows(vec![put(key("a", "1")), put(key("a", "1"))])),
-            Err(StoreError::Refused(_))
-        ));
-        assert!(matches!(
-            block(store.write_rows(vec![put(key("a", &"x".repeat(1025)))])),
-            Err(StoreError::Refused(_))
-        ));
-        assert!(matches!(
-            block(store.write_rows((0..26).map(|i| put(key("a", &i.to_string()))).collect())),
-            Err(StoreError::Refused(_))
-        ));
-        assert!(matches!(
-            block(store.write_rows(vec![RowWrite {
-                index: 9,
-                key: key("a", "1"),
-                put: None
-            }])),
-            Err(StoreError::Deployment(_))
-        ));
+        assert!(block(store.write_rows(vec![put(key("a", "1")), put(key("a", "1"))]))
+            .is_err_and(|e| e.class() == model::Class::Refused));
+        assert!(block(store.write_rows(vec![put(key("a", &"x".repeat(1025)))]))
+            .is_err_and(|e| e.class() == model::Class::Refused));
+        assert!(
+            block(store.write_rows((0..26).map(|i| put(key("a", &i.to_string()))).collect()))
+                .is_err_and(|e| e.class() == model::Class::Refused)
+        );
+        assert!(block(store.write_rows(vec![RowWrite {
+            index: 9,
+            key: key("a", "1"),
+            put: None
+        }]))
+        .is_err_and(|e| e.class() == model::Class::Deployment));
         assert_eq!(store.rows(0).len(), 2);
         store.put_item("records", node("N")).expect("put");
         store
@@ -1021,10 +1015,7 @@ mod tests {
             .put_item("records", edge("M", "GOALMEMBERSHIP-U", "1"))
             .expect("put");
         assert_eq!(block(store.query_partition("records", "N")).map(|v| v.len()), Ok(2));
-        assert!(matches!(
-            block(store.query_partition("nope", "N")),
-            Err(StoreError::Deployment(_))
-        ));
+        assert!(block(store.query_partition("nope", "N")).is_err_and(|e| e.class() == model::Class::Deployment));
     }
 
     #[test]

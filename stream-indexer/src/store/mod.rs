@@ -54,28 +54,9 @@ pub enum SetOutcome {
     Flagged,
 }
 
-/// A request that failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
-    /// Throttling, a 5xx, a timeout or a dropped connection: worth retrying.
-    #[error("transient: {0}")]
-    Transient(String),
-    /// DynamoDB refused this request's content (a validation error, an item
-    /// over 400 KB): retrying the same record can never succeed.
-    #[error("refused: {0}")]
-    Refused(String),
-    /// The deployment is wrong (a missing table, access denied): no record is
-    /// at fault, and the batch must fail so that it is retried and alarms fire.
-    #[error("deployment: {0}")]
-    Deployment(String),
-}
-
-impl StoreError {
-    /// Whether the same request may succeed if sent again.
-    pub fn is_retryable(&self) -> bool {
-        matches!(self, StoreError::Transient(_))
-    }
-}
+/// A request that failed: the one error type of every port
+/// (`model::Fault`, classified transient / refused / deployment).
+pub type StoreError = model::Fault;
 
 /// The indexer's view of DynamoDB.
 pub trait Store: Send + Sync {

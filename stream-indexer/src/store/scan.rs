@@ -103,14 +103,14 @@ fn cursor(key: Option<HashMap<String, AttributeValue>>, what: &str) -> Result<Op
     match key {
         Some(key) if !key.is_empty() => to_image(key)
             .map(Some)
-            .map_err(|e| StoreError::Refused(format!("{what}: LastEvaluatedKey: {e}"))),
+            .map_err(|e| StoreError::refused(format!("{what}: LastEvaluatedKey: {e}"))),
         _ => Ok(None),
     }
 }
 
 fn segment_check(segment: Segment, what: &str) -> Result<(), StoreError> {
     if segment.of == 0 || segment.number >= segment.of || segment.of > 1_000_000 {
-        return Err(StoreError::Refused(format!(
+        return Err(StoreError::refused(format!(
             "{what}: segment {} of {} is not a valid parallel scan segment",
             segment.number, segment.of
         )));
@@ -122,7 +122,7 @@ fn segment_check(segment: Segment, what: &str) -> Result<(), StoreError> {
 fn split_row(partition_key: &str, sort_key: &str, mut item: Image, table: &str) -> Result<(RowKey, Image), StoreError> {
     match (item.remove(partition_key), item.remove(sort_key)) {
         (Some(model::Value::S(partition)), Some(model::Value::S(sort))) => Ok((RowKey { partition, sort }, item)),
-        _ => Err(StoreError::Refused(format!(
+        _ => Err(StoreError::refused(format!(
             "Scan on table `{table}`: a row without String key attributes `{partition_key}` and `{sort_key}`"
         ))),
     }
@@ -155,7 +155,7 @@ impl Scan for DynamoStore {
             .items
             .unwrap_or_default()
             .into_iter()
-            .map(|item| to_image(item).map_err(|e| StoreError::Refused(format!("{what}: {e}"))))
+            .map(|item| to_image(item).map_err(|e| StoreError::refused(format!("{what}: {e}"))))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Page {
             items,
@@ -174,7 +174,7 @@ impl Scan for DynamoStore {
             .config()
             .indexes
             .get(index)
-            .ok_or_else(|| StoreError::Refused(format!("Scan: index #{index} is not in the config")))?;
+            .ok_or_else(|| StoreError::refused(format!("Scan: index #{index} is not in the config")))?;
         let page = self.scan_items(&config.table, segment, start, limit).await?;
         let items = page
             .items
@@ -198,7 +198,7 @@ impl Scan for DynamoStore {
             .item
             .map(to_image)
             .transpose()
-            .map_err(|e| StoreError::Refused(format!("GetItem on table `{table}`: {e}")))
+            .map_err(|e| StoreError::refused(format!("GetItem on table `{table}`: {e}")))
     }
 
     async fn read_rows(&self, index: usize, keys: Vec<RowKey>) -> Result<RowsRead, StoreError> {
@@ -206,12 +206,12 @@ impl Scan for DynamoStore {
             .config()
             .indexes
             .get(index)
-            .ok_or_else(|| StoreError::Refused(format!("BatchGetItem: index #{index} is not in the config")))?;
+            .ok_or_else(|| StoreError::refused(format!("BatchGetItem: index #{index} is not in the config")))?;
         if keys.is_empty() {
             return Ok(RowsRead::default());
         }
         if keys.len() > MAX_BATCH_READS {
-            return Err(StoreError::Refused(format!(
+            return Err(StoreError::refused(format!(
                 "BatchGetItem on table `{}`: {} keys, over the limit of {MAX_BATCH_READS}",
                 config.table,
                 keys.len()
@@ -227,7 +227,7 @@ impl Scan for DynamoStore {
             .set_keys(Some(keys.iter().map(key_item).collect()))
             .consistent_read(true)
             .build()
-            .map_err(|e| StoreError::Refused(format!("BatchGetItem on table `{}`: {e}", config.table)))?;
+            .map_err(|e| StoreError::refused(format!("BatchGetItem on table `{}`: {e}", config.table)))?;
         let output = self
             .client()
             .batch_get_item()
@@ -242,14 +242,14 @@ impl Scan for DynamoStore {
             .unwrap_or_default()
         {
             let item = to_image(item)
-                .map_err(|e| StoreError::Refused(format!("BatchGetItem on table `{}`: {e}", config.table)))?;
+                .map_err(|e| StoreError::refused(format!("BatchGetItem on table `{}`: {e}", config.table)))?;
             read.found
                 .push(split_row(&config.partition_key, &config.sort_key, item, &config.table)?);
         }
         if let Some(unprocessed) = output.unprocessed_keys.and_then(|mut u| u.remove(&config.table)) {
             for key in unprocessed.keys {
                 let image = to_image(key)
-                    .map_err(|e| StoreError::Transient(format!("BatchGetItem on table `{}`: {e}", config.table)))?;
+                    .map_err(|e| StoreError::transient(format!("BatchGetItem on table `{}`: {e}", config.table)))?;
                 let (row, _) = split_row(&config.partition_key, &config.sort_key, image, &config.table)?;
                 read.unprocessed.push(row);
             }
@@ -264,15 +264,15 @@ impl Marker for DynamoStore {
         let set = config
             .edge_sets
             .get(edge_set)
-            .ok_or_else(|| StoreError::Refused(format!("UpdateItem: edge set #{edge_set} is not in the config")))?;
+            .ok_or_else(|| StoreError::refused(format!("UpdateItem: edge set #{edge_set} is not in the config")))?;
         let table = config.table(&set.table).ok_or_else(|| {
-            StoreError::Deployment(format!(
+            StoreError::deployment(format!(
                 "UpdateItem on table `{}`: the table is not declared",
                 set.table
             ))
         })?;
         let sort_key = table.sort_key.as_deref().ok_or_else(|| {
-            StoreError::Deployment(format!(
+            StoreError::deployment(format!(
                 "UpdateItem on table `{}`: an edge set needs a table with a sort key",
                 set.table
             ))
@@ -322,7 +322,7 @@ mod tests {
         );
         assert_eq!(rest.len(), 1);
         let bad = Image::from([("pk".to_owned(), model::Value::N("1".into()))]);
-        assert!(matches!(split_row("pk", "sk", bad, "t"), Err(StoreError::Refused(_))));
+        assert!(split_row("pk", "sk", bad, "t").is_err_and(|e| e.class() == model::Class::Refused));
     }
 
     #[test]

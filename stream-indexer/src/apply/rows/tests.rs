@@ -15,54 +15,46 @@ fn key(p: &str) -> RowKey {
     }
 }
 
-/// A write as the tests pack it: its position in the input, and its row.
-struct At(usize, usize, RowKey);
-
-impl Row for At {
-    fn row(&self) -> (usize, &RowKey) {
-        (self.1, &self.2)
+/// Packs `(index, key)` rows in order as the executor does; each call lists
+/// its writes' positions.
+fn pack<'a>(keys: impl IntoIterator<Item = (usize, &'a RowKey)>) -> Vec<Packed> {
+    let mut rows = Rows::default();
+    for (index, key) in keys {
+        rows.push(
+            0,
+            RowWrite {
+                index,
+                key: key.clone(),
+                put: None,
+            },
+        );
     }
-}
-
-/// Packs `(index, key)` rows in order; each call lists its writes' positions.
-fn pack<'a>(keys: impl IntoIterator<Item = (usize, &'a RowKey)>) -> Vec<Packed<usize>> {
-    let mut packer = Packer::default();
-    for (position, (index, key)) in keys.into_iter().enumerate() {
-        packer.push(At(position, index, key.clone()));
-    }
-    packer
-        .finish()
-        .into_iter()
-        .map(|call| Packed {
-            writes: call.writes.into_iter().map(|At(position, ..)| position).collect(),
-            after: call.after,
-        })
-        .collect()
+    rows.finish().0
 }
 
 /// Packs keys named by strings (all of index 0); returns each call's key names.
-fn pack_names(names: &[&str]) -> (Vec<Vec<String>>, Vec<Packed<usize>>) {
+fn pack_names(names: &[&str]) -> (Vec<Vec<String>>, Vec<Packed>) {
     let keys: Vec<RowKey> = names.iter().map(|n| key(n)).collect();
     let calls = pack(keys.iter().map(|k| (0, k)));
     let named = calls
         .iter()
-        .map(|c| c.writes.iter().map(|&i| names[i].to_owned()).collect())
+        .map(|c| c.items.iter().map(|&i| names[i].to_owned()).collect())
         .collect();
     (named, calls)
 }
 
 /// The packer's promises, for any input.
-fn check(keys: &[(usize, RowKey)], calls: &[Packed<usize>]) -> Result<(), TestCaseError> {
+fn check(keys: &[(usize, RowKey)], calls: &[Packed]) -> Result<(), TestCaseError> {
     let mut seen = vec![false; keys.len()];
     let mut last: HashMap<&(usize, RowKey), usize> = HashMap::new();
     // Where each write went, in input order.
     let mut call_of = vec![usize::MAX; keys.len()];
     for (c, call) in calls.iter().enumerate() {
-        prop_assert!(!call.writes.is_empty() && call.writes.len() <= MAX_BATCH_WRITES);
-        let distinct: HashSet<&(usize, RowKey)> = call.writes.iter().map(|&i| &keys[i]).collect();
-        prop_assert_eq!(distinct.len(), call.writes.len(), "two writes to one key in call {}", c);
-        prop_assert!(call.writes.windows(2).all(|w| w[0] < w[1]), "a call keeps list order");
-        for &i in &call.writes {
+        prop_assert!(!call.items.is_empty() && call.items.len() <= MAX_BATCH_WRITES);
+        let distinct: HashSet<&(usize, RowKey)> = call.items.iter().map(|&i| &keys[i]).collect();
+        prop_assert_eq!(distinct.len(), call.items.len(), "two writes to one key in call {}", c);
+        prop_assert!(call.items.windows(2).all(|w| w[0] < w[1]), "a call keeps list order");
+        for &i in &call.items {
             prop_assert!(!std::mem::replace(&mut seen[i], true), "write {} packed twice", i);
             call_of[i] = c;
         }
@@ -169,7 +161,7 @@ fn keys_of_other_index_tables_are_other_keys() {
     let k = key("same");
     let calls = pack([(0, &k), (1, &k)]);
     assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].writes, vec![0, 1]);
+    assert_eq!(calls[0].items, vec![0, 1]);
 }
 
 #[test]
