@@ -1,6 +1,6 @@
 //! Batch semantics of the router: what one Lambda invocation does with its
 //! records, and what it reports (`batchItemFailures`). The same rules as the
-//! indexer's (`stream_indexer::settlement`), for events instead of mutations.
+//! indexer's (`model::settlement`), for events instead of mutations.
 //!
 //! 1. Every record is parsed ([`model::record::parse_batch`]) and classified
 //!    by the config's routes ([`model::event::classify`]): zero or more
@@ -11,7 +11,7 @@
 //!    poison.
 //! 3. Records are grouped by (table, partition key value), in stream order.
 //!    The events of the whole batch are packed into PutEvents calls of at
-//!    most 10 entries within the budget ([`crate::pack`]); a group's events
+//!    most 10 entries within the budget (`model::pack`); a group's events
 //!    go out in stream order: a call holding a later event of a group is
 //!    sent only once the call holding its earlier one succeeded. Calls are
 //!    in flight at most [`Options::concurrency`] at a time.
@@ -27,26 +27,27 @@
 //! 5. A record is finished when each of its events is published or refused.
 //!    A group stops at its first unfinished record; the batch's failure is
 //!    the lowest one; poison before it is quarantined
-//!    ([`stream_indexer::settlement`]). Lambda retries from the failure,
+//!    (`model::settlement`). Lambda retries from the failure,
 //!    including events already published: consumers see at least once and
 //!    can tell a duplicate by `detail.sequenceNumber` and the detail type.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use aws_kit::dispatch::dispatch;
+use aws_kit::quarantine::Quarantine;
+use aws_kit::retry::{Flow, Retry, Step};
+use aws_kit::settle::settle;
 use model::config::Config;
 use model::event::{self, Event};
+use model::pack::{self, Limits, SameKey};
 use model::record::{self, CreationTime, ParseError, Received};
+use model::settlement::{BatchResponse, Groups, Handled};
+pub use model::settlement::{Failed, Failure, Quarantined};
+use model::{Backoff, Class, Fault};
 use serde_json::value::RawValue;
-use stream_indexer::apply::pause;
-use stream_indexer::quarantine::Quarantine;
-use stream_indexer::schedule::Schedule;
-use stream_indexer::settlement::{self, Failure, FailureKind, Groups, Handled, Quarantined};
-use stream_indexer::Backoff;
 
-use crate::pack::{self, Packed};
-use crate::publish::{entry_failure, Entry, EntryFailure, EntryResult, PublishError, Publisher, MAX_ENTRIES};
+use crate::publish::{entry_class, Entry, EntryResult, Publisher, MAX_ENTRIES};
 
 /// The consumer name quarantine entries carry by default.
 pub const CONSUMER: &str = "event-router";
@@ -123,24 +124,34 @@ impl RouterStats {
         self.quarantined += other.quarantined;
         self.quarantine_requests += other.quarantine_requests;
         self.failed_groups += other.failed_groups;
-        self.oldest_created = match (self.oldest_created, other.oldest_created) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        self.oldest_created = model::metrics::oldest(self.oldest_created, other.oldest_created);
     }
 }
 
 /// What one batch did.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[must_use]
 pub struct RouterOutcome {
-    /// The lowest failed sequence number; `None` when every record was
-    /// handled; `Some("")` when the whole batch failed.
-    pub failed: Option<String>,
+    /// Where Lambda resumes; `None` when every record was handled.
+    pub failed: Option<Failed>,
     pub stats: RouterStats,
     /// The records quarantined, in batch order.
     pub quarantined: Vec<Quarantined>,
     /// Why the batch failed, one entry per stopped group or failed quarantine call.
     pub failures: Vec<Failure>,
+}
+
+impl RouterOutcome {
+    /// The answer to Lambda (`batchItemFailures`).
+    pub fn response(&self) -> BatchResponse {
+        BatchResponse::new(self.failed.as_ref())
+    }
+
+    /// The sequence number Lambda resumes from, if any (`None` also when the
+    /// whole batch failed).
+    pub fn failed_at(&self) -> Option<&str> {
+        self.failed.as_ref().and_then(Failed::sequence_number)
+    }
 }
 
 /// One event to send.
@@ -157,7 +168,7 @@ struct Pending {
 enum Fate {
     Published,
     Refused(String),
-    Unfinished(FailureKind, String),
+    Unfinished(Fault),
 }
 
 /// The stream router: classifies each record into events and publishes them
@@ -227,13 +238,13 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                     poison.push(' ');
                     poison.push_str(&reason);
                 }
-                Fate::Unfinished(kind, reason) => {
-                    record.unfinished.get_or_insert((kind, reason));
+                Fate::Unfinished(fault) => {
+                    record.unfinished.get_or_insert(fault);
                 }
             }
         }
 
-        let settled = settlement::settle(&self.quarantine, &self.options.consumer, handled).await;
+        let settled = settle(&self.quarantine, &self.options.consumer, handled).await;
         stats.quarantined = settled.quarantined.len();
         stats.quarantine_requests = settled.quarantine_requests;
         stats.failed_groups = settled.stopped_groups();
@@ -316,30 +327,36 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     /// Sends the events: packed into calls, each call once the calls it
     /// depends on succeeded. One fate per event, in order.
     async fn publish(&self, pending: &[Pending], stats: &mut RouterStats) -> Vec<Fate> {
-        let sizes: Vec<(usize, usize)> = pending.iter().map(|p| (p.group, p.size)).collect();
-        let calls = pack::pack(&sizes, MAX_ENTRIES, self.config.events.max_request_bytes);
+        let limits = Limits {
+            max_items: MAX_ENTRIES,
+            max_bytes: self.config.events.max_request_bytes,
+            same_key: SameKey::SameOrLater,
+        };
+        let calls = pack::pack(pending.iter().map(|p| (p.group as u64, p.size)), limits);
+        let results = dispatch(
+            calls.iter().map(|c| c.after.as_slice()),
+            self.options.concurrency,
+            |i| {
+                let call = calls.get(i);
+                async move {
+                    let (call_stats, call_fates) = match call {
+                        Some(call) => self.send_call(pending, &call.items).await,
+                        None => (CallStats::default(), Vec::new()),
+                    };
+                    let succeeded = call_fates.iter().all(|(_, f)| !matches!(f, Fate::Unfinished(..)));
+                    ((call_stats, call_fates), succeeded)
+                }
+            },
+        )
+        .await;
         let mut fates: Vec<Option<Fate>> = vec![None; pending.len()];
-        let mut schedule = Schedule::new(calls.iter().map(|c| c.after.as_slice()));
-        let mut in_flight = FuturesUnordered::new();
-        loop {
-            while in_flight.len() < self.options.concurrency.max(1) {
-                let Some(i) = schedule.pop_ready() else { break };
-                let Some(call) = calls.get(i) else { break };
-                in_flight.push(async move { (i, self.send_call(pending, call).await) });
-            }
-            let Some((i, (call_stats, call_fates))) = in_flight.next().await else {
-                break;
-            };
+        for (call_stats, call_fates) in results.into_iter().flatten() {
             stats.calls += call_stats.calls;
             stats.retried += call_stats.retried;
-            let succeeded = call_fates.iter().all(|(_, f)| !matches!(f, Fate::Unfinished(..)));
             for (event, fate) in call_fates {
                 if let Some(slot) = fates.get_mut(event) {
                     *slot = Some(fate);
                 }
-            }
-            if succeeded {
-                schedule.succeeded(i);
             }
         }
         // The events of calls never sent: an earlier event of their
@@ -348,10 +365,9 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             .into_iter()
             .map(|fate| {
                 fate.unwrap_or_else(|| {
-                    Fate::Unfinished(
-                        FailureKind::Transient,
-                        "not sent: an earlier event of its partition key was not published".to_owned(),
-                    )
+                    Fate::Unfinished(Fault::transient(
+                        "not sent: an earlier event of its partition key was not published",
+                    ))
                 })
             })
             .collect()
@@ -359,17 +375,19 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
 
     /// One call: its entries sent until each is published, refused, or
     /// failed for good.
-    async fn send_call(&self, pending: &[Pending], call: &Packed) -> (CallStats, Vec<(usize, Fate)>) {
-        let backoff = &self.options.backoff;
+    async fn send_call(&self, pending: &[Pending], events: &[usize]) -> (CallStats, Vec<(usize, Fate)>) {
         let mut stats = CallStats::default();
-        let mut fates = Vec::with_capacity(call.events.len());
-        let mut left: Vec<usize> = call.events.clone();
-        // Attempts in a row without progress.
-        let mut stalled = 0u32;
-        while !left.is_empty() {
+        let mut fates = Vec::with_capacity(events.len());
+        let mut left: Vec<usize> = events.to_vec();
+        let mut retry = Retry::new(&self.options.backoff);
+        let mut singles = false;
+        let outcome = loop {
+            if retry.attempt() > 0 {
+                stats.retried += left.len();
+            }
             let entries: Vec<&Entry> = left.iter().filter_map(|&e| pending.get(e).map(|p| &p.entry)).collect();
             stats.calls += 1;
-            let why = match self.publisher.put_events(&entries).await {
+            let step = match self.publisher.put_events(&entries).await {
                 Ok(results) => {
                     let before = left.len();
                     let mut again = Vec::new();
@@ -381,73 +399,56 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                         };
                         let what = pending.get(e).map_or("?", |p| p.entry.detail_type.as_str());
                         let reason = format!("EventBridge failed the `{what}` event with {code}: {message}");
-                        match entry_failure(&code) {
-                            EntryFailure::Retryable => again.push(e),
-                            EntryFailure::Refused => fates.push((e, Fate::Refused(reason))),
-                            EntryFailure::Deployment => {
-                                fates.push((e, Fate::Unfinished(FailureKind::Deployment, reason)))
-                            }
+                        match entry_class(&code) {
+                            Class::Transient => again.push(e),
+                            Class::Refused => fates.push((e, Fate::Refused(reason))),
+                            Class::Deployment => fates.push((e, Fate::Unfinished(Fault::deployment(reason)))),
                         }
                         last_code = code;
                     }
                     left = again;
                     if left.is_empty() {
-                        break;
+                        Step::Done(())
+                    } else {
+                        Step::Again {
+                            progressed: left.len() < before,
+                            fault: Fault::transient(format!("PutEvents entries still failing with {last_code}")),
+                        }
                     }
-                    stalled = if left.len() < before { 0 } else { stalled + 1 };
-                    if stalled < backoff.attempts() {
-                        stats.retried += left.len();
-                        pause(backoff.delay(stalled)).await;
-                        continue;
-                    }
-                    (
-                        FailureKind::Transient,
-                        format!("PutEvents entries still failing with {last_code} after {stalled} attempts without progress"),
-                    )
                 }
-                Err(PublishError::Transient(message)) => {
-                    stalled += 1;
-                    if stalled < backoff.attempts() {
-                        stats.retried += left.len();
-                        pause(backoff.delay(stalled - 1)).await;
-                        continue;
-                    }
-                    (
-                        FailureKind::Transient,
-                        format!("{message} (gave up after {stalled} attempts)"),
-                    )
-                }
-                Err(PublishError::Refused(_)) if left.len() > 1 => {
+                Err(fault) if fault.is_refused() && left.len() > 1 => {
                     // The call was refused for its content: send each entry
                     // alone to find the culprit.
-                    let mut singles = Vec::new();
-                    for e in std::mem::take(&mut left) {
-                        let (single_stats, single) = Box::pin(self.send_call(
-                            pending,
-                            &Packed {
-                                events: vec![e],
-                                ..Packed::default()
-                            },
-                        ))
-                        .await;
-                        stats.calls += single_stats.calls;
-                        stats.retried += single_stats.retried;
-                        singles.extend(single);
-                    }
-                    fates.extend(singles);
-                    break;
+                    singles = true;
+                    Step::Done(())
                 }
-                Err(PublishError::Refused(message)) => {
+                Err(fault) if fault.is_refused() => {
+                    let message = fault.message();
                     fates.extend(
                         left.drain(..)
                             .map(|e| (e, Fate::Refused(format!("PutEvents refused: {message}")))),
                     );
-                    break;
+                    Step::Done(())
                 }
-                Err(PublishError::Deployment(message)) => (FailureKind::Deployment, message),
+                Err(fault) => Step::of(Err(fault)),
             };
-            let (kind, reason) = why;
-            fates.extend(left.drain(..).map(|e| (e, Fate::Unfinished(kind, reason.clone()))));
+            match retry.next(step).await {
+                Flow::Again => continue,
+                Flow::Done(()) => break Ok(()),
+                Flow::Failed(fault) => break Err(fault),
+            }
+        };
+        match outcome {
+            Ok(()) if singles => {
+                for e in std::mem::take(&mut left) {
+                    let (single_stats, single) = Box::pin(self.send_call(pending, &[e])).await;
+                    stats.calls += single_stats.calls;
+                    stats.retried += single_stats.retried;
+                    fates.extend(single);
+                }
+            }
+            Ok(()) => {}
+            Err(fault) => fates.extend(left.drain(..).map(|e| (e, Fate::Unfinished(fault.clone())))),
         }
         (stats, fates)
     }

@@ -1,94 +1,100 @@
-//! The event-router Lambda: environment → config and clients → [`Router`]
-//! per invocation → `batchItemFailures`, with JSON logs and one EMF line per
-//! batch.
+//! The event-router Lambda: the kit's shell (`aws_kit::lambda`: environment,
+//! JSON logs, one EMF line per batch, each record's fate logged once) around
+//! a [`Router`] over EventBridge and the SQS quarantine.
 //!
-//! Environment (the same names as the indexer's):
-//!
-//! | variable | meaning |
-//! |---|---|
-//! | `STREAMDEX_CONFIG` | the pipeline config, inline TOML (takes precedence) |
-//! | `STREAMDEX_CONFIG_PATH` | or a path to it (default `streamdex.toml`) |
-//! | `STREAMDEX_QUARANTINE_URL` | the quarantine SQS queue URL (required) |
-//! | `STREAMDEX_CONCURRENCY` | PutEvents calls in flight (default 8) |
-//! | `RUST_LOG` / `AWS_LAMBDA_LOG_LEVEL` | log filter (default `info`) |
-//!
-//! The bus is the config's `[events] bus`.
+//! Environment: see `aws_kit::lambda` (`STREAMDEX_CONFIG` or
+//! `STREAMDEX_CONFIG_PATH`, `STREAMDEX_QUARANTINE_URL`, `STREAMDEX_CONCURRENCY`:
+//! PutEvents calls in flight, default 8). The bus is the config's `[events] bus`.
 
-use std::time::Instant;
+use std::time::Duration;
 
-use aws_lambda_events::event::streams::DynamoDbEventResponse;
-use stream_indexer::lambda::{failure_response, now_ms, options_from_env, serve, setup, SetupError};
-use stream_indexer::quarantine::sqs::{sqs_client, SqsQuarantine};
-use stream_indexer::quarantine::Quarantine;
+use aws_kit::clients::{eventbridge_client, sqs_client};
+use aws_kit::lambda::{self, Consumer, Report};
+use aws_kit::quarantine::sqs::SqsQuarantine;
+use aws_kit::quarantine::Quarantine;
+use model::settlement::{BatchResponse, Failure, Quarantined};
 
-use crate::batch::{Options, Router, RouterOutcome, CONSUMER};
+use crate::batch::{BatchError, Options, Router, RouterOutcome, CONSUMER};
 use crate::metrics;
-use crate::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
+use crate::publish::eventbridge::EventBridgePublisher;
 use crate::publish::Publisher;
 
+pub use aws_kit::lambda::invoke;
+
 /// The router's options from the environment (`STREAMDEX_CONCURRENCY`).
-pub fn router_options(get: impl Fn(&str) -> Option<String>) -> Result<Options, SetupError> {
+pub fn router_options(get: impl Fn(&str) -> Option<String>) -> Result<Options, lambda::SetupError> {
     let mut options = Options::default();
-    if get(stream_indexer::lambda::ENV_CONCURRENCY).is_some() {
-        options.concurrency = options_from_env(get)?.concurrency;
+    if let Some(concurrency) = lambda::concurrency_from_env(get)? {
+        options.concurrency = concurrency;
     }
     Ok(options)
 }
 
 /// Sets up and runs the function until the runtime stops it.
 pub async fn run() -> Result<(), lambda_runtime::Error> {
-    let setup = setup(CONSUMER).await?;
-    let options = router_options(|name| std::env::var(name).ok())?;
+    let setup = lambda::setup(CONSUMER).await?;
+    let mut options = Options::default();
+    if let Some(concurrency) = setup.concurrency {
+        options.concurrency = concurrency;
+    }
     let publisher = EventBridgePublisher::new(eventbridge_client(&setup.aws), setup.config.events.bus.clone());
     let quarantine = SqsQuarantine::new(sqs_client(&setup.aws), setup.queue_url);
-    let router = Router::new(setup.config, publisher, quarantine, options);
-    let function = setup.function.as_str();
-    serve(|payload| {
-        let router = &router;
-        async move { invoke(router, function, &payload).await }
-    })
+    lambda::serve(
+        Router::new(setup.config, publisher, quarantine, options),
+        setup.function,
+    )
     .await
 }
 
-/// One invocation: handle the batch, log, emit metrics, answer.
-/// An unusable payload is a function error: Lambda retries the whole batch.
-pub async fn invoke<P: Publisher, Q: Quarantine>(
-    router: &Router<P, Q>,
-    function: &str,
-    payload: &[u8],
-) -> Result<DynamoDbEventResponse, lambda_runtime::Error> {
-    let started = Instant::now();
-    let outcome = router.handle(payload).await?;
-    println!(
-        "{}",
-        metrics::batch_line(function, &outcome.stats, started.elapsed(), now_ms())
-    );
-    log(&outcome);
-    Ok(failure_response(outcome.failed_at()))
+impl<P: Publisher, Q: Quarantine> Consumer for Router<P, Q> {
+    type Report = RouterOutcome;
+    type Error = BatchError;
+
+    async fn handle(&self, payload: &[u8]) -> Result<RouterOutcome, BatchError> {
+        Router::handle(self, payload).await
+    }
 }
 
-fn log(outcome: &RouterOutcome) {
-    for f in &outcome.failures {
-        tracing::error!(sequence_number = %f.sequence_number, kind = ?f.kind, reason = %f.reason, "failed");
+impl Report for RouterOutcome {
+    fn response(&self) -> BatchResponse {
+        RouterOutcome::response(self)
     }
-    let s = &outcome.stats;
-    tracing::info!(
-        records = s.records,
-        events = s.events,
-        published = s.published,
-        calls = s.calls,
-        retried = s.retried,
-        quarantined = s.quarantined,
-        failed = outcome.failed_at(),
-        "batch routed"
-    );
+
+    fn quarantined(&self) -> &[Quarantined] {
+        &self.quarantined
+    }
+
+    fn failures(&self) -> &[Failure] {
+        &self.failures
+    }
+
+    fn metrics_line(&self, function: &str, duration: Duration, now_ms: u64) -> String {
+        metrics::batch_line(function, &self.stats, duration, now_ms)
+    }
+
+    fn log_summary(&self) {
+        let s = &self.stats;
+        tracing::info!(
+            records = s.records,
+            events = s.events,
+            published = s.published,
+            calls = s.calls,
+            retried = s.retried,
+            quarantined = s.quarantined,
+            failed = self
+                .failed
+                .as_ref()
+                .map(|f| f.sequence_number().unwrap_or("the whole batch")),
+            "batch routed"
+        );
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::publish::memory::MemoryPublisher;
-    use stream_indexer::MemoryQuarantine;
+    use aws_kit::quarantine::memory::MemoryQuarantine;
 
     #[tokio::test]
     async fn an_invocation_answers_with_batch_item_failures() {

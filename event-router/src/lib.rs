@@ -3,10 +3,10 @@
 //! reaper that one of those rules feeds.
 //!
 //! - [`publish`]: the `Publisher` port (EventBridge and in memory).
-//! - [`pack`]: events packed into PutEvents calls (10 entries, a byte budget).
 //! - [`batch`]: one invocation's records: classification (by
-//!   `model::event`), publishing with retries, quarantine, the
-//!   `batchItemFailures` response.
+//!   `model::event`), packing into PutEvents calls (`model::pack`: 10
+//!   entries, a byte budget), publishing with retries (`aws_kit::retry`),
+//!   quarantine, the `batchItemFailures` response.
 //! - [`lambda`]: the router Lambda; [`metrics`]: its EMF figures.
 //! - [`reaper`]: the Lambda behind the expiry rule, deleting an expired
 //!   node's edges.
@@ -16,7 +16,6 @@
 pub mod batch;
 pub mod lambda;
 pub mod metrics;
-pub mod pack;
 pub mod publish;
 pub mod reaper;
 

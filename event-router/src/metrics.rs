@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use model::metrics::{finish, NAMESPACE};
 use model::metrics::{Emf, Unit};
-use stream_indexer::metrics::{finish, NAMESPACE};
 
 use crate::batch::RouterStats;
 

@@ -341,13 +341,13 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
         resources.add(ids::role(role), iam::role(&stack, role))?;
         let mut variables = Map::new();
         variables.insert(
-            stream_indexer::lambda::ENV_CONFIG.to_owned(),
+            aws_kit::lambda::ENV_CONFIG.to_owned(),
             Json::String(inline_config.clone()),
         );
         if role != FunctionRole::Reaper {
             if let Some(queue) = stack.queue(&QueuePurpose::Quarantine) {
                 variables.insert(
-                    stream_indexer::lambda::ENV_QUARANTINE_URL.to_owned(),
+                    aws_kit::lambda::ENV_QUARANTINE_URL.to_owned(),
                     json!({ "Ref": ids::queue(queue) }),
                 );
             }

@@ -15,6 +15,7 @@
 
 pub mod backoff;
 pub mod config;
+pub mod delivery;
 pub mod drift;
 pub mod edge;
 pub mod event;
@@ -32,6 +33,7 @@ pub mod settlement;
 pub mod sortkey;
 pub mod value;
 
+pub use backoff::Backoff;
 pub use config::Config;
 pub use fault::{Class, Fault};
 pub use plan::{Mutation, Plan, PlanError, Planner};

@@ -5,10 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{anyhow, ensure, Result};
+use aws_kit::quarantine::Quarantine;
 use model::edge::{self, GraphItem};
 use model::index::{self, RowKey};
 use model::{Config, Image, Value};
-use stream_indexer::quarantine::Quarantine;
 use stream_indexer::store::dynamo::DynamoStore;
 use stream_indexer::Indexer;
 

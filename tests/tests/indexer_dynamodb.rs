@@ -15,14 +15,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use anyhow::{anyhow, ensure, Context, Result};
+use aws_kit::quarantine::memory::MemoryQuarantine;
+use aws_kit::quarantine::sqs::{SqsQuarantine, MAX_MESSAGE_BYTES};
+use aws_kit::quarantine::{Quarantine, QuarantineEntry};
 use model::config::{self, EXAMPLE_CONFIG};
 use model::index::RowKey;
 use model::{Config, Image, Value};
-use stream_indexer::quarantine::memory::MemoryQuarantine;
-use stream_indexer::quarantine::sqs::{SqsQuarantine, MAX_MESSAGE_BYTES};
-use stream_indexer::quarantine::{Quarantine, QuarantineEntry, QuarantineError};
 use stream_indexer::store::dynamo::DynamoStore;
-use stream_indexer::store::{RowWrite, SetChange, SetOutcome, Store, StoreError};
+use stream_indexer::store::{RowWrite, SetChange, SetOutcome, Store};
 use stream_indexer::{Indexer, Options};
 use streamdex_tests::derived::{drain, verify};
 use streamdex_tests::moto::{prefixed, unique_prefix, Moto, StreamReader};
@@ -52,7 +52,7 @@ fn map(pairs: &[(&str, Value)]) -> Value {
 struct SharedQuarantine(Arc<MemoryQuarantine>);
 
 impl Quarantine for SharedQuarantine {
-    async fn put(&self, entries: Vec<QuarantineEntry>) -> Result<(), QuarantineError> {
+    async fn put(&self, entries: Vec<QuarantineEntry>) -> Result<(), model::Fault> {
         self.0.put(entries).await
     }
 }
@@ -774,7 +774,10 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
         put: Some(attributes.clone()),
     };
     match store.write_rows(vec![long]).await {
-        Err(StoreError::Refused(m)) => ensure!(m.contains("BatchWriteItem") && m.contains(&index_table), "{m}"),
+        Err(e) if e.class() == model::Class::Refused => {
+            let m = e.message();
+            ensure!(m.contains("BatchWriteItem") && m.contains(&index_table), "{m}");
+        }
         other => return Err(anyhow!("expected Refused, got {other:?}")),
     }
     // Missing tables: a deployment problem, named.
@@ -787,16 +790,22 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
     missing.edge_sets[0].table = format!("{}-absent", missing.edge_sets[0].table);
     let broken = DynamoStore::new(moto.dynamodb.clone(), Arc::new(missing.clone()));
     match broken.write_rows(writes[..1].to_vec()).await {
-        Err(StoreError::Deployment(m)) => ensure!(m.contains("BatchWriteItem") && m.contains("-absent"), "{m}"),
+        Err(e) if e.class() == model::Class::Deployment => {
+            let m = e.message();
+            ensure!(m.contains("BatchWriteItem") && m.contains("-absent"), "{m}");
+        }
         other => return Err(anyhow!("expected Deployment, got {other:?}")),
     }
     let absent_records = format!("{}-absent", t.records);
     match broken.query_partition(&absent_records, "GOAL-1").await {
-        Err(StoreError::Deployment(m)) => ensure!(m.contains("Query") && m.contains(&absent_records), "{m}"),
+        Err(e) if e.class() == model::Class::Deployment => {
+            let m = e.message();
+            ensure!(m.contains("Query") && m.contains(&absent_records), "{m}");
+        }
         other => return Err(anyhow!("expected Deployment, got {other:?}")),
     }
     match broken.update_set(0, "GOAL-1", SetChange::Add(vec!["m".into()])).await {
-        Err(e @ StoreError::Deployment(_)) => ensure!(!e.is_retryable() && e.to_string().contains("UpdateItem")),
+        Err(e) if e.is_deployment() => ensure!(!e.is_retryable() && e.to_string().contains("UpdateItem")),
         other => return Err(anyhow!("expected Deployment, got {other:?}")),
     }
     Ok(())

@@ -15,13 +15,14 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, ensure, Context, Result};
 use aws_config::SdkConfig;
+use aws_kit::clients::sqs_client;
+use aws_kit::quarantine::sqs::SqsQuarantine;
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::reaper::dynamo::DynamoGraph;
 use event_router::{Options as RouterOptions, Reaper, Router};
 use infra::stack::{self, UpReport};
 use model::config::{self, EXAMPLE_CONFIG};
 use model::{Config, Image, Value};
-use stream_indexer::quarantine::sqs::{sqs_client, SqsQuarantine};
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
 use stream_indexer::{Backoff, Indexer, MemoryQuarantine, Options};
 use streamdex_tests::derived::{drain, verify};

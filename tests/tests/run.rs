@@ -171,7 +171,7 @@ async fn writes_reach_the_index_and_a_restart_resumes_from_the_checkpoints() -> 
     for e in &events {
         if let RunEvent::Invoked { table, first, .. } = e {
             ensure!(
-                table != &records || stream_indexer::batch::cmp_sequence_numbers(first, &records_checkpoint).is_gt(),
+                table != &records || model::sequence::cmp(first, &records_checkpoint).is_gt(),
                 "record {first} of {table} delivered again after the restart (checkpoint {records_checkpoint})"
             );
         }

@@ -18,6 +18,7 @@
 use std::sync::Arc;
 
 use anyhow::{anyhow, ensure, Result};
+use aws_kit::quarantine::memory::MemoryQuarantine;
 use infra::cli::exit;
 use infra::cli::rebuild::{execute as rebuild, RebuildArgs};
 use infra::cli::verify::{execute as verify, Output, Selection, VerifyArgs};
@@ -25,7 +26,6 @@ use model::config::{self, EXAMPLE_CONFIG};
 use model::drift::Scope;
 use model::{Config, Image, Value};
 use serde_json::Value as Json;
-use stream_indexer::quarantine::memory::MemoryQuarantine;
 use stream_indexer::rebuild::Quiet;
 use stream_indexer::store::dynamo::{to_item, DynamoStore};
 use stream_indexer::{Indexer, Options};

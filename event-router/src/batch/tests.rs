@@ -4,12 +4,13 @@
 
 use std::collections::HashMap;
 
+use aws_kit::quarantine::memory::MemoryQuarantine;
 use model::config::{self, Config};
+use model::delivery::lambda_event;
 use model::record::{ChangeRecord, EventKind};
+use model::Fault as PublishError;
 use model::{Image, Value};
 use proptest::prelude::*;
-use stream_indexer::store::memory::lambda_event;
-use stream_indexer::MemoryQuarantine;
 
 use super::*;
 use crate::publish::memory::MemoryPublisher;
@@ -312,8 +313,8 @@ fn persistent_throttling_fails_the_batch_from_the_lowest_record() {
     let outcome = run(&router, &records);
     assert_eq!(outcome.failed_at(), Some(format!("{:021}", 2).as_str()));
     assert_eq!(outcome.failures.len(), 1);
-    assert_eq!(outcome.failures[0].kind, FailureKind::Transient);
-    assert!(outcome.failures[0].reason.contains("ThrottlingException"));
+    assert_eq!(outcome.failures[0].fault.class(), model::Class::Transient);
+    assert!(outcome.failures[0].fault.message().contains("ThrottlingException"));
     // GOAL-2's expiry shares the failed event's call; its own entry went
     // (nothing holds back an entry in the same call), but the record is
     // redelivered with the rest from record 2 on.
@@ -360,7 +361,7 @@ fn access_denied_fails_the_batch_and_quarantines_nothing() {
     let records = [record("records", EventKind::Insert, 5, "GOAL-1", "GOAL-1", false)];
     let outcome = run(&router, &records);
     assert_eq!(outcome.failed_at(), Some(format!("{:021}", 5).as_str()));
-    assert_eq!(outcome.failures[0].kind, FailureKind::Deployment);
+    assert_eq!(outcome.failures[0].fault.class(), model::Class::Deployment);
     assert!(router.quarantine().entries().is_empty());
 }
 
@@ -385,7 +386,10 @@ fn a_failed_call_is_retried_then_succeeds() {
         &[record("records", EventKind::Insert, 2, "GOAL-2", "GOAL-2", false)],
     );
     assert_eq!(outcome.failed_at(), Some(format!("{:021}", 2).as_str()));
-    assert!(outcome.failures[0].reason.contains("ResourceNotFoundException"));
+    assert!(outcome.failures[0]
+        .fault
+        .message()
+        .contains("ResourceNotFoundException"));
 }
 
 #[test]
@@ -506,8 +510,10 @@ proptest! {
             let outcome = run(&router, &records[from..]);
             match outcome.failed {
                 None => from = records.len(),
-                Some(seq) => {
-                    let at = records.iter().position(|r| r.sequence_number == seq);
+                Some(failed) => {
+                    let seq = failed.sequence_number();
+                    prop_assert!(seq.is_some(), "the batch names a record, not the whole batch");
+                    let at = records.iter().position(|r| Some(r.sequence_number.as_str()) == seq);
                     prop_assert!(at.is_some(), "failed names a record of the batch");
                     let at = at.unwrap_or(records.len());
                     prop_assert!(at >= from);

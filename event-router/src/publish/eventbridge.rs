@@ -1,28 +1,18 @@
 //! The [`Publisher`] on EventBridge, with `aws-sdk-eventbridge`: one
 //! `PutEvents` per call, on the configured bus.
 //!
-//! Build the client with [`eventbridge_client`]: like the indexer's DynamoDB
-//! client, no SDK retries (the router owns them, per entry and per call,
-//! and counts them) and bounded timeouts. Errors are classified the way the
-//! indexer's are (`stream_indexer::store::dynamo::classify`).
+//! Build the client with `aws_kit::clients::eventbridge_client`: no SDK
+//! retries (the router owns them, per entry and per call, through the kit's
+//! retry driver, and counts them) and bounded timeouts. Errors are
+//! classified by the kit (`aws_kit::error`), as every AWS call's are.
 
-use aws_config::SdkConfig;
-use aws_sdk_eventbridge::config::retry::RetryConfig;
+use aws_kit::error::sdk_fault;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use aws_sdk_eventbridge::Client;
-use stream_indexer::store::dynamo::{attempt_timeouts, sdk_error};
-use stream_indexer::store::StoreError;
+
+pub use aws_kit::clients::eventbridge_client;
 
 use super::{Entry, EntryResult, PublishError, Publisher};
-
-/// An EventBridge client without SDK retries, with bounded timeouts.
-pub fn eventbridge_client(sdk: &SdkConfig) -> Client {
-    let config = aws_sdk_eventbridge::config::Builder::from(sdk)
-        .retry_config(RetryConfig::disabled())
-        .timeout_config(attempt_timeouts(sdk))
-        .build();
-    Client::from_conf(config)
-}
 
 /// Puts events on one bus.
 #[derive(Debug, Clone)]
@@ -61,13 +51,7 @@ impl Publisher for EventBridgePublisher {
             .set_entries(Some(request.collect()))
             .send()
             .await
-            .map_err(
-                |err| match sdk_error(&format!("PutEvents of {count} entries on bus `{}`", self.bus), err) {
-                    StoreError::Transient(m) => PublishError::Transient(m),
-                    StoreError::Refused(m) => PublishError::Refused(m),
-                    StoreError::Deployment(m) => PublishError::Deployment(m),
-                },
-            )?;
+            .map_err(|err| sdk_fault(&format!("PutEvents of {count} entries on bus `{}`", self.bus), err))?;
         let results: Vec<EntryResult> = output
             .entries()
             .iter()

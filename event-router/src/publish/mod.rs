@@ -13,6 +13,8 @@ pub mod memory;
 
 use std::future::Future;
 
+use model::Class;
+
 /// PutEvents takes at most this many entries.
 pub const MAX_ENTRIES: usize = 10;
 
@@ -50,54 +52,25 @@ pub enum EntryResult {
     Failed { code: String, message: String },
 }
 
-/// What a failed entry's code means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryFailure {
-    /// Worth sending again after a backoff.
-    Retryable,
-    /// The deployment is wrong (access, a missing bus): no entry can go
-    /// until it is fixed. The record fails (Lambda retries it), rather than
-    /// every record of the stream being quarantined for a permission.
-    Deployment,
-    /// The entry itself is refused: it never will go. Its record is
-    /// quarantined with the code and message.
-    Refused,
-}
-
-/// The meaning of a per-entry `ErrorCode` (see `docs/ESM.md`):
-/// `ThrottlingException` and `InternalFailure` are retried; access and
-/// resource codes are the deployment's; anything else (`InvalidArgument`,
-/// `MalformedDetail`, codes unknown today) refuses the entry.
-pub fn entry_failure(code: &str) -> EntryFailure {
+/// What a failed entry's `ErrorCode` means (see `docs/ESM.md`):
+/// `ThrottlingException` and `InternalFailure` are transient (sent again);
+/// access and resource codes are the deployment's (the record fails, and
+/// Lambda retries it, rather than every record of the stream being
+/// quarantined for a permission); anything else (`InvalidArgument`,
+/// `MalformedDetail`, codes unknown today) refuses the entry (its record is
+/// quarantined with the code and message).
+pub fn entry_class(code: &str) -> Class {
     match code {
-        "ThrottlingException" | "InternalFailure" | "InternalException" | "ServiceUnavailable" => {
-            EntryFailure::Retryable
-        }
-        "AccessDeniedException" | "ResourceNotFoundException" | "KMSAccessDeniedException" => EntryFailure::Deployment,
-        code if code.starts_with("NotAuthorized") => EntryFailure::Deployment,
-        _ => EntryFailure::Refused,
+        "ThrottlingException" | "InternalFailure" | "InternalException" | "ServiceUnavailable" => Class::Transient,
+        "AccessDeniedException" | "ResourceNotFoundException" | "KMSAccessDeniedException" => Class::Deployment,
+        code if code.starts_with("NotAuthorized") => Class::Deployment,
+        _ => Class::Refused,
     }
 }
 
-/// A call failed as a whole.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PublishError {
-    /// Throttled, timed out, unreachable, a 5xx: worth retrying.
-    #[error("{0}")]
-    Transient(String),
-    /// The bus is missing, access is denied, credentials are unusable.
-    #[error("{0}")]
-    Deployment(String),
-    /// The request was refused for its content (a validation error).
-    #[error("{0}")]
-    Refused(String),
-}
-
-impl PublishError {
-    pub fn is_retryable(&self) -> bool {
-        self.class() == model::Class::Transient
-    }
-}
+/// A call that failed as a whole (throttled, unreachable, the bus missing,
+/// access denied, refused for its content): the one error type of every port.
+pub type PublishError = model::Fault;
 
 /// Where events go.
 pub trait Publisher: Send + Sync {
@@ -112,15 +85,12 @@ mod tests {
 
     #[test]
     fn entry_codes_are_retried_refused_or_the_deployments() {
-        assert_eq!(entry_failure("ThrottlingException"), EntryFailure::Retryable);
-        assert_eq!(entry_failure("InternalFailure"), EntryFailure::Retryable);
-        assert_eq!(entry_failure("InvalidArgument"), EntryFailure::Refused);
-        assert_eq!(entry_failure("MalformedDetail"), EntryFailure::Refused);
-        assert_eq!(entry_failure("SomethingNew"), EntryFailure::Refused);
-        assert_eq!(entry_failure("AccessDeniedException"), EntryFailure::Deployment);
-        assert_eq!(
-            entry_failure("NotAuthorizedForSourceException"),
-            EntryFailure::Deployment
-        );
+        assert_eq!(entry_class("ThrottlingException"), Class::Transient);
+        assert_eq!(entry_class("InternalFailure"), Class::Transient);
+        assert_eq!(entry_class("InvalidArgument"), Class::Refused);
+        assert_eq!(entry_class("MalformedDetail"), Class::Refused);
+        assert_eq!(entry_class("SomethingNew"), Class::Refused);
+        assert_eq!(entry_class("AccessDeniedException"), Class::Deployment);
+        assert_eq!(entry_class("NotAuthorizedForSourceException"), Class::Deployment);
     }
 }

@@ -1,39 +1,50 @@
 //! The [`Graph`] port on DynamoDB: GetItem (consistent), Query of a
-//! partition (consistent, via the indexer's store), Query of the GSI keyed
+//! partition (consistent, `aws_kit::convert::query_partition`), Query of the GSI keyed
 //! by target (GSIs are eventually consistent: an in-edge written a moment
 //! before may be missed, and is then an edge to a missing node, as if
-//! written after the reap), BatchWriteItem deletes. Same client and error
-//! classification as the indexer (`stream_indexer::store::dynamo`).
+//! written after the reap), BatchWriteItem deletes. The kit's client and
+//! error classification (`aws_kit::clients`, `aws_kit::error`).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
+use aws_kit::convert::{query_partition, to_image, to_item};
+use aws_kit::error::table_fault as store_error;
+use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
 use aws_sdk_dynamodb::Client;
 use model::{Config, Image};
-use stream_indexer::store::dynamo::{store_error, to_image, to_item, DynamoStore};
-use stream_indexer::store::{Store, StoreError};
 
-use super::Graph;
+use super::{Graph, StoreError};
 
 /// The source tables on DynamoDB.
 #[derive(Debug, Clone)]
 pub struct DynamoGraph {
-    store: DynamoStore,
+    client: Client,
     config: Arc<Config>,
 }
 
 impl DynamoGraph {
-    /// Use `stream_indexer::store::dynamo::dynamodb_client` for the client.
+    /// Use `aws_kit::clients::dynamodb_client` for the client.
     pub fn new(client: Client, config: Arc<Config>) -> DynamoGraph {
-        DynamoGraph {
-            store: DynamoStore::new(client, config.clone()),
-            config,
-        }
+        DynamoGraph { client, config }
     }
 
     fn client(&self) -> &Client {
-        self.store.client()
+        &self.client
+    }
+
+    fn key_name(&self, table: &str, sort: bool) -> Result<String, StoreError> {
+        let config = self
+            .config
+            .table(table)
+            .ok_or_else(|| StoreError::deployment(format!("table `{table}` is not declared in the config")))?;
+        if sort {
+            config
+                .sort_key
+                .clone()
+                .ok_or_else(|| StoreError::deployment(format!("table `{table}` has no sort key in the config")))
+        } else {
+            Ok(config.partition_key.clone())
+        }
     }
 }
 
@@ -60,38 +71,14 @@ impl Graph for DynamoGraph {
     }
 
     async fn partition(&self, table: &str, partition: &str) -> Result<Vec<Image>, StoreError> {
-        self.store.query_partition(table, partition).await
+        let pk = self.key_name(table, false)?;
+        query_partition(self.client(), table, None, &pk, partition).await
     }
 
     async fn pointing_at(&self, table: &str, index: &str, target: &str) -> Result<Vec<Image>, StoreError> {
-        let sort_key = self
-            .config
-            .table(table)
-            .and_then(|t| t.sort_key.clone())
-            .ok_or_else(|| StoreError::deployment(format!("table `{table}` has no sort key in the config")))?;
-        let mut items = Vec::new();
-        let mut start: Option<HashMap<String, AttributeValue>> = None;
-        loop {
-            let output = self
-                .client()
-                .query()
-                .table_name(table)
-                .index_name(index)
-                .key_condition_expression("#target = :target")
-                .expression_attribute_names("#target", &sort_key)
-                .expression_attribute_values(":target", AttributeValue::S(target.to_owned()))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| store_error(&format!("Query of index `{index}`"), table, e))?;
-            for item in output.items.unwrap_or_default() {
-                items.push(to_image(item).map_err(|reason| refused("Query", table, reason))?);
-            }
-            match output.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => return Ok(items),
-            }
-        }
+        // The GSI's partition key is the table's sort key.
+        let sort_key = self.key_name(table, true)?;
+        query_partition(self.client(), table, Some(index), &sort_key, target).await
     }
 
     async fn delete(&self, table: &str, keys: Vec<Image>) -> Result<Vec<Image>, StoreError> {

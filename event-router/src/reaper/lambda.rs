@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
+use aws_kit::clients::dynamodb_client;
+use aws_kit::lambda::{config_from_env, init_tracing, SetupError};
 use lambda_runtime::{service_fn, LambdaEvent};
+use model::Backoff;
 use serde_json::value::RawValue;
-use stream_indexer::lambda::{config_from_env, init_tracing, SetupError};
-use stream_indexer::store::dynamo::dynamodb_client;
-use stream_indexer::Backoff;
 
 use super::dynamo::DynamoGraph;
 use super::{Reaped, Reaper};
@@ -22,7 +22,7 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
     init_tracing();
     let env = |name: &str| std::env::var(name).ok();
     let config = Arc::new(config_from_env(env).map_err(SetupError::from)?);
-    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let aws = aws_kit::lambda::sdk_config().await;
     let reaper = Reaper::new(
         config.clone(),
         DynamoGraph::new(dynamodb_client(&aws), config),

@@ -25,17 +25,18 @@
 
 pub mod dynamo;
 pub mod lambda;
-pub mod memory;
 
 use std::future::Future;
 use std::sync::Arc;
 
+use aws_kit::retry::{self, Flow, Retry, Step};
 use model::config::Config;
 use model::reap::{self, ReapError};
 use model::Image;
-use stream_indexer::apply::pause;
-use stream_indexer::store::StoreError;
-use stream_indexer::Backoff;
+use model::{Backoff, Fault};
+
+/// A failed read or delete (the one error type of every port).
+pub type StoreError = Fault;
 
 /// BatchWriteItem takes at most this many deletes.
 pub const MAX_DELETES: usize = 25;
@@ -182,45 +183,32 @@ impl<G: Graph> Reaper<G> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, StoreError>>,
     {
-        let mut attempt = 0;
-        loop {
-            match call().await {
-                Err(e) if e.is_retryable() && attempt + 1 < self.backoff.attempts() => {
-                    pause(self.backoff.delay(attempt)).await;
-                    attempt += 1;
-                }
-                other => return other,
-            }
-        }
+        retry::call(&self.backoff, |_| call()).await
     }
 
     /// Deletes keys until none is left unprocessed; the requests made.
     async fn delete_all(&self, table: &str, mut keys: Vec<Image>) -> Result<usize, StoreError> {
         let mut requests = 0;
-        let mut stalled = 0;
-        while !keys.is_empty() {
+        let mut retry = Retry::new(&self.backoff);
+        loop {
             requests += 1;
             let before = keys.len();
-            match self.graph.delete(table, keys.clone()).await {
-                Ok(left) => keys = left,
-                Err(e) if !e.is_retryable() => return Err(e),
-                Err(_) => {}
+            let step = match self.graph.delete(table, keys.clone()).await {
+                Ok(left) if left.is_empty() => Step::Done(()),
+                Ok(left) => {
+                    keys = left;
+                    Step::Again {
+                        progressed: keys.len() < before,
+                        fault: StoreError::transient(format!("{} deletes still unprocessed", keys.len())),
+                    }
+                }
+                Err(e) => Step::of(Err(e)),
+            };
+            match retry.next(step).await {
+                Flow::Again => continue,
+                Flow::Done(()) => return Ok(requests),
+                Flow::Failed(fault) => return Err(fault),
             }
-            if keys.is_empty() {
-                break;
-            }
-            stalled = if keys.len() < before { 0 } else { stalled + 1 };
-            if stalled >= self.backoff.attempts() {
-                return Err(StoreError::transient(format!(
-                    "{} deletes still unprocessed after {stalled} attempts without progress",
-                    keys.len()
-                )));
-            }
-            pause(self.backoff.delay(stalled)).await;
         }
-        Ok(requests)
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -116,7 +116,7 @@ pub async fn setup(default_function: &str) -> Result<Setup, SetupError> {
     let config = Arc::new(config_from_env(env)?);
     let queue_url = env(ENV_QUARANTINE_URL).ok_or(SetupError::NoQuarantine)?;
     let concurrency = concurrency_from_env(env)?;
-    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let aws = sdk_config().await;
     let function = env("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| default_function.to_owned());
     Ok(Setup {
         config,
@@ -125,6 +125,12 @@ pub async fn setup(default_function: &str) -> Result<Setup, SetupError> {
         function,
         concurrency,
     })
+}
+
+/// The shared AWS SDK config from the environment (region, credentials,
+/// endpoint), as every function loads it.
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
 }
 
 /// A stream consumer: what handles one batch payload.

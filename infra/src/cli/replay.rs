@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use crate::runner::graph::StoreGraph;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
@@ -227,7 +228,7 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
 pub struct Local {
     indexer: Indexer<Arc<MemoryStore>, MemoryQuarantine>,
     router: Router<MemoryPublisher, MemoryQuarantine>,
-    reaper: Reaper<Arc<MemoryStore>>,
+    reaper: Reaper<StoreGraph>,
 }
 
 impl Local {
@@ -246,7 +247,7 @@ impl Local {
                 MemoryQuarantine::new(),
                 event_router::Options::default(),
             ),
-            reaper: Reaper::new(config, store, Backoff::default()),
+            reaper: Reaper::new(config, StoreGraph(store), Backoff::default()),
         }
     }
 
@@ -342,8 +343,16 @@ fn absorb(summary: &mut Summary, indexed: stream_indexer::BatchOutcome, routed: 
     summary
         .quarantined
         .extend(routed.quarantined.into_iter().map(|q| ("event-router", q)));
-    summary.failed.extend(indexed.failed.map(|f| ("stream-indexer", f)));
-    summary.failed.extend(routed.failed.map(|f| ("event-router", f)));
+    summary.failed.extend(
+        indexed
+            .failed
+            .map(|f| ("stream-indexer", f.sequence_number().unwrap_or_default().to_owned())),
+    );
+    summary.failed.extend(
+        routed
+            .failed
+            .map(|f| ("event-router", f.sequence_number().unwrap_or_default().to_owned())),
+    );
 }
 
 /// Replays `records` in batches of `batch_size` into real tables and a real

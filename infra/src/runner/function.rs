@@ -5,14 +5,10 @@
 
 use std::time::Instant;
 
-use event_router::publish::Publisher;
-use event_router::Router;
+use aws_kit::lambda::{Consumer, Report};
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use stream_indexer::quarantine::Quarantine;
-use stream_indexer::settlement::Failure;
-use stream_indexer::store::Store;
-use stream_indexer::Indexer;
+use model::settlement::BatchResponse;
 
 /// The function's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,24 +42,11 @@ pub trait Function: Send + Sync {
     fn invoke<'a>(&'a self, payload: &'a [u8], now_ms: u64) -> BoxFuture<'a, Invocation>;
 }
 
-fn response(failed: Option<String>) -> Response {
-    match failed {
+fn response(response: &BatchResponse) -> Response {
+    match response.batch_item_failures.first() {
         None => Response::Success,
-        Some(seq) if seq.is_empty() => Response::Error("the whole batch failed".to_owned()),
-        Some(seq) => Response::FailedFrom(seq),
-    }
-}
-
-/// What an invocation answered once its batch was settled.
-fn settled(emf: String, failed: Option<String>, failures: &[Failure], quarantined: usize) -> Invocation {
-    Invocation {
-        emf: Some(emf),
-        failures: failures
-            .iter()
-            .map(|f| format!("record {}: {}", f.sequence_number, f.reason))
-            .collect(),
-        quarantined,
-        response: response(failed),
+        Some(f) if f.item_identifier.is_empty() => Response::Error("the whole batch failed".to_owned()),
+        Some(f) => Response::FailedFrom(f.item_identifier.clone()),
     }
 }
 
@@ -77,13 +60,14 @@ fn errored(e: impl std::fmt::Display) -> Invocation {
     }
 }
 
-/// The stream indexer as a function.
-pub struct IndexerFunction<S: Store, Q: Quarantine> {
+/// A stream consumer (the indexer or the router) as a function: what its
+/// Lambda shell (`aws_kit::lambda`) does per invocation, answered as values.
+pub struct ConsumerFunction<C: Consumer> {
     pub name: String,
-    pub indexer: Indexer<S, Q>,
+    pub consumer: C,
 }
 
-impl<S: Store, Q: Quarantine> Function for IndexerFunction<S, Q> {
+impl<C: Consumer> Function for ConsumerFunction<C> {
     fn name(&self) -> &str {
         &self.name
     }
@@ -91,37 +75,20 @@ impl<S: Store, Q: Quarantine> Function for IndexerFunction<S, Q> {
     fn invoke<'a>(&'a self, payload: &'a [u8], now_ms: u64) -> BoxFuture<'a, Invocation> {
         async move {
             let started = Instant::now();
-            match self.indexer.handle(payload).await {
-                Ok(o) => {
-                    let emf = stream_indexer::metrics::batch_line(&self.name, &o.stats, started.elapsed(), now_ms);
-                    settled(emf, o.failed, &o.failures, o.quarantined.len())
-                }
-                Err(e) => errored(e),
-            }
-        }
-        .boxed()
-    }
-}
-
-/// The event router as a function.
-pub struct RouterFunction<P: Publisher, Q: Quarantine> {
-    pub name: String,
-    pub router: Router<P, Q>,
-}
-
-impl<P: Publisher, Q: Quarantine> Function for RouterFunction<P, Q> {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn invoke<'a>(&'a self, payload: &'a [u8], now_ms: u64) -> BoxFuture<'a, Invocation> {
-        async move {
-            let started = Instant::now();
-            match self.router.handle(payload).await {
-                Ok(o) => {
-                    let emf = event_router::metrics::batch_line(&self.name, &o.stats, started.elapsed(), now_ms);
-                    settled(emf, o.failed, &o.failures, o.quarantined.len())
-                }
+            match self.consumer.handle(payload).await {
+                Ok(report) => Invocation {
+                    emf: Some(report.metrics_line(&self.name, started.elapsed(), now_ms)),
+                    failures: report
+                        .failures()
+                        .iter()
+                        .map(|f| {
+                            let record = f.failed.sequence_number().unwrap_or("(the whole batch)");
+                            format!("record {record}: {}", f.fault)
+                        })
+                        .collect(),
+                    quarantined: report.quarantined().len(),
+                    response: response(&report.response()),
+                },
                 Err(e) => errored(e),
             }
         }

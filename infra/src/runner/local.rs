@@ -6,13 +6,14 @@
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
+use aws_kit::clients::sqs_client;
+use aws_kit::quarantine::sqs::SqsQuarantine;
 use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata};
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::reaper::dynamo::DynamoGraph;
 use event_router::{Reaper, Router};
 use model::filter::Consumer;
 use model::Config;
-use stream_indexer::quarantine::sqs::{sqs_client, SqsQuarantine};
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
 use stream_indexer::{Backoff, Indexer};
 
@@ -20,7 +21,7 @@ use super::age::Thresholds;
 use super::checkpoint::Checkpoints;
 use super::clock::Clock;
 use super::failure::SqsOnFailure;
-use super::function::{Function, IndexerFunction, RouterFunction};
+use super::function::{ConsumerFunction, Function};
 use super::mapping::Settings;
 use super::reaper_feed::{Queue, ReaperFeed};
 use super::stream::dynamo::DynamoStreams;
@@ -78,18 +79,18 @@ pub async fn connect(
         let quarantine = SqsQuarantine::new(sqs.clone(), quarantine_url.clone());
         let name = stack::function_name(&config, FunctionRole::of(consumer));
         match consumer {
-            Consumer::Indexer => Arc::new(IndexerFunction {
+            Consumer::Indexer => Arc::new(ConsumerFunction {
                 name,
-                indexer: Indexer::new(
+                consumer: Indexer::new(
                     config.clone(),
                     DynamoStore::new(dynamodb.clone(), config.clone()),
                     quarantine,
                     stream_indexer::Options::default(),
                 ),
             }),
-            Consumer::Router => Arc::new(RouterFunction {
+            Consumer::Router => Arc::new(ConsumerFunction {
                 name,
-                router: Router::new(
+                consumer: Router::new(
                     config.clone(),
                     EventBridgePublisher::new(eventbridge_client(sdk), config.events.bus.clone()),
                     quarantine,

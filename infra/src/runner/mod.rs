@@ -32,6 +32,7 @@ pub mod checkpoint;
 pub mod clock;
 pub mod failure;
 pub mod function;
+pub mod graph;
 pub mod lag;
 pub mod local;
 pub mod mapping;

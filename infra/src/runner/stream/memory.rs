@@ -157,7 +157,7 @@ impl StreamSource for MemoryStreams {
                     Position::Latest => records.len(),
                     Position::After(seq) => records
                         .iter()
-                        .position(|r| stream_indexer::batch::cmp_sequence_numbers(&r.sequence_number, seq).is_gt())
+                        .position(|r| model::sequence::cmp(&r.sequence_number, seq).is_gt())
                         .unwrap_or(records.len()),
                 };
                 Ok(format!("{shard}#{at}"))

@@ -3,18 +3,19 @@
 //! and publish to the in-memory publisher. Every REMOVE of the mix is
 //! marked as the TTL service's, so goal inserts, node expiries and layer
 //! expiries all become events. Run:
-//! `cargo bench -p event-router --bench route`.
+//! `cargo bench -p streamdex-tests --features testing --bench route` (it lives in the
+//! end-to-end crate because the example-mix generator is the indexer's).
 
 use std::sync::Arc;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use aws_kit::quarantine::memory::MemoryQuarantine;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use event_router::{MemoryPublisher, Options, Router};
 use model::config::{self, EXAMPLE_CONFIG};
 use stream_indexer::workload::example_batches;
-use stream_indexer::MemoryQuarantine;
 
 /// The batch with every REMOVE turned into a TTL expiry.
 fn expiring(payload: &[u8]) -> Vec<u8> {

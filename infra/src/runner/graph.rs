@@ -1,20 +1,32 @@
-//! The [`Graph`] port on the indexer's in-memory tables
-//! ([`MemoryStore`], shared with the indexer): deletes are recorded in its stream like any user
-//! delete, so a local run feeds them back to the indexer.
+//! The reaper's [`Graph`] port on the indexer's in-memory tables
+//! ([`MemoryStore`], shared with the indexer): deletes are recorded in its
+//! stream like any user delete, so a local run feeds them back to the
+//! indexer. It lives here, where both consumers meet, because the reaper
+//! depends on neither the indexer nor its store.
 
 use std::sync::Arc;
 
-use model::{Image, Value};
+use event_router::Graph;
+use model::{Fault as StoreError, Image, Value};
 use stream_indexer::store::memory::MemoryStore;
-use stream_indexer::store::StoreError;
 
-use super::Graph;
+/// The in-memory source tables, as the reaper sees them.
+#[derive(Clone)]
+pub struct StoreGraph(pub Arc<MemoryStore>);
+
+impl std::ops::Deref for StoreGraph {
+    type Target = Arc<MemoryStore>;
+
+    fn deref(&self) -> &Arc<MemoryStore> {
+        &self.0
+    }
+}
 
 fn unknown(e: impl std::fmt::Display) -> StoreError {
     StoreError::deployment(e.to_string())
 }
 
-impl Graph for Arc<MemoryStore> {
+impl Graph for StoreGraph {
     async fn get(&self, table: &str, key: &Image) -> Result<Option<Image>, StoreError> {
         self.get_item(table, key).map_err(unknown)
     }

@@ -1,17 +1,19 @@
-//! The reaper over the in-memory tables, fed by the router and followed by
-//! the indexer: an expired node ends with no edge touching it and every
+//! The reaper over the in-memory tables (end to end: it needs both
+//! consumers, which the reaper's crate does not depend on), fed by the
+//! router and followed by the indexer: an expired node ends with no edge touching it and every
 //! other node's edge set correct.
 
 use std::sync::Arc;
 
 use model::config::{self, Config};
+use model::delivery::lambda_event;
 use model::{Image, Value};
-use stream_indexer::store::memory::{lambda_event, MemoryStore, StreamEntry};
+use stream_indexer::store::memory::{MemoryStore, StreamEntry};
 use stream_indexer::{Indexer, MemoryQuarantine};
 
-use super::*;
-use crate::publish::memory::MemoryPublisher;
-use crate::{Options, Router};
+use event_router::{MemoryPublisher, Options, Reaped, Reaper, Router};
+use infra::runner::graph::StoreGraph;
+use model::Backoff;
 
 fn example() -> Arc<Config> {
     Arc::new(config::parse(config::EXAMPLE_CONFIG, "example").expect("example"))
@@ -45,7 +47,7 @@ struct World {
     config: Arc<Config>,
     indexer: Indexer<Arc<MemoryStore>, MemoryQuarantine>,
     router: Router<MemoryPublisher, MemoryQuarantine>,
-    reaper: Reaper<Arc<MemoryStore>>,
+    reaper: Reaper<StoreGraph>,
 }
 
 impl World {
@@ -66,13 +68,13 @@ impl World {
                 MemoryQuarantine::new(),
                 Options::default(),
             ),
-            reaper: Reaper::new(config.clone(), store, Backoff::immediate(3)),
+            reaper: Reaper::new(config.clone(), StoreGraph(store), Backoff::immediate(3)),
             config,
         }
     }
 
     fn store(&self) -> &Arc<MemoryStore> {
-        self.reaper.graph()
+        &self.reaper.graph().0
     }
 
     /// Hands `entries` to both consumers, and the events of `reap` routes
