@@ -1,0 +1,130 @@
+//! Classification: every record of a batch as `Handled` (poison marked),
+//! and the events it becomes, each sized within the PutEvents budget
+//! (without its images if need be).
+
+use model::event::{self, Event};
+use model::record::Received;
+use model::settlement::{Groups, Handled};
+use serde_json::value::RawValue;
+
+use super::{Pending, Router, RouterStats};
+use crate::publish::{Entry, Publisher};
+use aws_kit::quarantine::Quarantine;
+
+impl<P: Publisher, Q: Quarantine> Router<P, Q> {
+    /// Every record as `Handled` (poison marked), and the events to send.
+    pub(super) fn classify(&self, records: Vec<Received>, stats: &mut RouterStats) -> (Vec<Handled>, Vec<Pending>) {
+        let config = &*self.config;
+        let budget = config.events.max_request_bytes;
+        let mut groups = Groups::default();
+        let mut handled = Vec::with_capacity(records.len());
+        let mut pending = Vec::new();
+        for (position, received) in records.into_iter().enumerate() {
+            let Received {
+                raw,
+                sequence_number,
+                record,
+            } = received;
+            let record = match record {
+                Ok(record) => record,
+                Err(error) => {
+                    stats.unparsable += 1;
+                    handled.push(lone(position, sequence_number, None, raw, error.to_string()));
+                    continue;
+                }
+            };
+            if let Some(created) = record.created {
+                stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
+            }
+            let table = match event::table_of(config, &record) {
+                Ok(table) => table,
+                Err(error) => {
+                    handled.push(lone(position, sequence_number, record.table, raw, error.to_string()));
+                    continue;
+                }
+            };
+            let group = groups.of(table, &record);
+            let mut poison = None;
+            match event::classify(config, table, &record) {
+                Err(error) => poison = Some(error.to_string()),
+                Ok(events) => {
+                    for event in events {
+                        stats.events += 1;
+                        match fit(event, budget, stats) {
+                            Ok((entry, size)) => pending.push(Pending {
+                                record: handled.len(),
+                                group,
+                                entry,
+                                size,
+                            }),
+                            Err(reason) => {
+                                let poison =
+                                    poison.get_or_insert_with(|| format!("record {}:", record.sequence_number));
+                                poison.push(' ');
+                                poison.push_str(&reason);
+                            }
+                        }
+                    }
+                }
+            }
+            handled.push(Handled {
+                position,
+                sequence_number: Some(record.sequence_number),
+                table: Some(table.name.clone()),
+                group: Some(group),
+                raw,
+                poison,
+                unfinished: None,
+            });
+        }
+        (handled, pending)
+    }
+}
+
+/// A record that stands alone (unreadable, or of no declared table): poison.
+fn lone(
+    position: usize,
+    sequence_number: Option<String>,
+    table: Option<String>,
+    raw: Box<RawValue>,
+    reason: String,
+) -> Handled {
+    Handled {
+        position,
+        sequence_number,
+        table,
+        group: None,
+        raw,
+        poison: Some(reason),
+        unfinished: None,
+    }
+}
+
+/// The entry of an event and its size, within `budget`: without its images
+/// if need be; an error naming the sizes when not even that fits.
+fn fit(event: Event, budget: usize, stats: &mut RouterStats) -> Result<(Entry, usize), String> {
+    let mut event = event;
+    let mut size = event::entry_size(&event);
+    if size > budget {
+        let full = size;
+        event = event::without_images(event);
+        size = event::entry_size(&event);
+        if size > budget {
+            return Err(format!(
+                "its `{}` event is {size} bytes even without its images ({full} with them), over the PutEvents budget of {budget} bytes",
+                event.detail_type
+            ));
+        }
+        stats.images_omitted += 1;
+        tracing::info!(sequence_number = %event.detail.sequence_number, detail_type = %event.detail_type, bytes = full, budget, "event sent without its images");
+    }
+    let detail = event.detail_json();
+    Ok((
+        Entry {
+            source: event.source,
+            detail_type: event.detail_type,
+            detail,
+        },
+        size,
+    ))
+}
