@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use aws_kit::convert::{query_partition, to_image, to_item};
+use aws_kit::convert::{get_item, query_partition, to_image, to_item};
 use aws_kit::error::table_fault as store_error;
 use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
 use aws_sdk_dynamodb::Client;
@@ -54,20 +54,7 @@ fn refused(operation: &str, table: &str, reason: String) -> StoreError {
 
 impl Graph for DynamoGraph {
     async fn get(&self, table: &str, key: &Image) -> Result<Option<Image>, StoreError> {
-        let output = self
-            .client()
-            .get_item()
-            .table_name(table)
-            .set_key(Some(to_item(key)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| store_error("GetItem", table, e))?;
-        output
-            .item
-            .map(to_image)
-            .transpose()
-            .map_err(|reason| refused("GetItem", table, reason))
+        get_item(self.client(), table, key).await
     }
 
     async fn partition(&self, table: &str, partition: &str) -> Result<Vec<Image>, StoreError> {

@@ -1,7 +1,8 @@
 //! DynamoDB values and items between the model (`model::Value`, exact
 //! decimal text for numbers) and the SDK's `AttributeValue`, by hand so
-//! that numbers never pass through anything but their text; and the one
-//! partition Query both the indexer (set restores) and the reaper make.
+//! that numbers never pass through anything but their text; and the reads
+//! both the indexer (set restores, repairs) and the reaper make: a
+//! consistent GetItem and the partition Query.
 
 use std::collections::HashMap;
 
@@ -68,6 +69,23 @@ pub fn to_item(image: &Image) -> HashMap<String, AttributeValue> {
         .iter()
         .map(|(name, value)| (name.clone(), to_attribute(value)))
         .collect()
+}
+
+/// The item with this primary key, read strongly consistent (GetItem).
+pub async fn get_item(client: &Client, table: &str, key: &Image) -> Result<Option<Image>, Fault> {
+    let output = client
+        .get_item()
+        .table_name(table)
+        .set_key(Some(to_item(key)))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(|e| table_fault("GetItem", table, e))?;
+    output
+        .item
+        .map(to_image)
+        .transpose()
+        .map_err(|e| Fault::refused(format!("GetItem on table `{table}`: {e}")))
 }
 
 /// Every item of one partition (`partition_key = partition`), strongly

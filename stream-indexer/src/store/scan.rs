@@ -185,20 +185,7 @@ impl Scan for DynamoStore {
     }
 
     async fn read_item(&self, table: &str, key: &Image) -> Result<Option<Image>, StoreError> {
-        let output = self
-            .client()
-            .get_item()
-            .table_name(table)
-            .set_key(Some(to_item(key)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| store_error("GetItem", table, e))?;
-        output
-            .item
-            .map(to_image)
-            .transpose()
-            .map_err(|e| StoreError::refused(format!("GetItem on table `{table}`: {e}")))
+        aws_kit::convert::get_item(self.client(), table, key).await
     }
 
     async fn read_rows(&self, index: usize, keys: Vec<RowKey>) -> Result<RowsRead, StoreError> {
