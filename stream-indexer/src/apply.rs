@@ -228,6 +228,7 @@ impl Progress {
 
 /// The result of [`apply_batch`].
 #[derive(Debug, Clone, PartialEq, Default)]
+#[must_use]
 pub struct Applied {
     pub stats: ApplyStats,
     /// Per record number: how many of its mutations are not done.
@@ -259,6 +260,7 @@ impl Applied {
 
 /// The result of [`apply_group`].
 #[derive(Debug, Clone, PartialEq, Default)]
+#[must_use]
 pub struct GroupResult {
     pub stats: ApplyStats,
     /// Refused mutations, by record (only for records before `stopped`).

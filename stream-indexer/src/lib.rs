@@ -10,7 +10,15 @@
 //!   the `batchItemFailures` response.
 //! - [`rebuild`]: verify and rebuild: drift between the derived data and the
 //!   source tables, and its repair.
-//! - [`lambda`]: the Lambda function; [`metrics`]: its EMF figures.
+//! - [`lambda`]: the Lambda function (the kit's shell around an
+//!   [`Indexer`]); [`metrics`]: its EMF figures.
+//! - `workload` (feature `testing`): the example-mix workload generator for
+//!   benchmarks and property tests.
+//!
+//! What both consumers share lives below them: the pure rules in `model`
+//! (settlement, packing, the call schedule, the backoff policy, the fault
+//! classes), the I/O in `aws_kit` (SDK clients and errors, the retry
+//! driver, the quarantine, the Lambda shell).
 
 // The handler future (SDK calls inside concurrent groups) nests deeply.
 #![recursion_limit = "256"]

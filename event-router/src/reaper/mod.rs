@@ -90,6 +90,7 @@ impl ReaperError {
 
 /// What one event did.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[must_use]
 #[serde(rename_all = "camelCase")]
 pub struct Reaped {
     pub table: String,
