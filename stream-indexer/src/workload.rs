@@ -27,6 +27,12 @@ const STATES: [&str; 3] = ["open", "in-progress", "closed"];
 /// Writes about `records` changes on `store`, whose config must be the example
 /// config (tables `records`, `issues`, `layers`).
 pub fn write_history(store: &MemoryStore, records: usize, seed: u64) {
+    write_mix(store, records, seed, false);
+}
+
+/// [`write_history`], and with `node_deletes` one change in a hundred
+/// deletes a node (its edges stay: what a TTL expiry leaves for the reaper).
+pub fn write_mix(store: &MemoryStore, records: usize, seed: u64, node_deletes: bool) {
     let mut rng = fastrand::Rng::with_seed(seed);
     let uuid = |rng: &mut fastrand::Rng| {
         format!(
@@ -145,6 +151,14 @@ pub fn write_history(store: &MemoryStore, records: usize, seed: u64) {
                     }
                     _ => false,
                 }
+            }
+            // a node goes (expires), leaving its edges to the reaper
+            99 if node_deletes => {
+                let node = &nodes[rng.usize(..nodes.len())];
+                matches!(
+                    store.delete_item("records", &image(vec![("source", s(node)), ("target", s(node))])),
+                    Ok(Some(_))
+                )
             }
             // a layer is published or removed
             _ => {

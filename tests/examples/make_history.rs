@@ -1,0 +1,46 @@
+//! Writes a history of the example mix as JSON Lines in the Lambda record
+//! shape that `streamdex replay` reads: goal, team and user nodes and their
+//! membership edges (added, re-roled, deleted), issues whose custom fields
+//! change, layers; one change in a hundred deletes a node. Every REMOVE of a
+//! node or a layer is marked as the TTL service's (`userIdentity`), so the
+//! routes of the example config fire and the reaper has nodes to reap.
+//!
+//! `cargo run --release -p streamdex-tests --features testing --example make_history -- RECORDS [SEED] > history.jsonl`
+//!
+//! The history holds only the users' writes: replay feeds the pipeline's own
+//! writes (edge-set updates, the reaper's deletes) back through the
+//! consumers as DynamoDB's stream would.
+
+use std::io::{BufWriter, Write};
+use std::sync::Arc;
+
+use model::delivery::lambda_record;
+use model::EventKind;
+use stream_indexer::workload::write_mix;
+use stream_indexer::MemoryStore;
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let usage = "usage: make_history RECORDS [SEED]";
+    let records: usize = args.next().ok_or_else(|| anyhow::anyhow!(usage))?.parse()?;
+    let seed: u64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(7);
+    let config = Arc::new(model::config::parse(
+        model::config::EXAMPLE_CONFIG,
+        "streamdex.example.toml",
+    )?);
+    let store = MemoryStore::new(config);
+    write_mix(&store, records, seed, true);
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    for entry in store.take_stream() {
+        let mut record = entry.record;
+        let table = record.table.as_deref().unwrap_or_default();
+        let is_node = record.keys.get("source").is_some() && record.keys.get("source") == record.keys.get("target");
+        if record.kind == EventKind::Remove && (table == "layers" || (table == "records" && is_node)) {
+            record.ttl_expiry = true;
+        }
+        serde_json::to_writer(&mut out, &lambda_record(&record))?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
+}
