@@ -468,36 +468,7 @@ fn same(a: &Value, b: &Value) -> bool {
 
 /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the fraction without trailing zeros.
 fn rfc3339(time: CreationTime) -> String {
-    let days = time.seconds.div_euclid(86_400);
-    let secs = time.seconds.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    let mut out = format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    );
-    if time.nanos != 0 {
-        let fraction = format!("{:09}", time.nanos);
-        out.push('.');
-        out.push_str(fraction.trim_end_matches('0'));
-    }
-    out.push('Z');
-    out
-}
-
-/// The date of a day number since 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    crate::time::format_utc(time.seconds, time.nanos, crate::time::Fraction::Trimmed)
 }
 
 // ---------------------------------------------------------------------------

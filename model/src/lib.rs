@@ -31,6 +31,7 @@ pub mod schedule;
 pub mod sequence;
 pub mod settlement;
 pub mod sortkey;
+pub mod time;
 pub mod value;
 
 pub use backoff::Backoff;

@@ -53,26 +53,9 @@ impl Clock for ManualClock {
 /// Epoch milliseconds as RFC 3339 UTC with milliseconds
 /// (`2025-11-21T10:00:00.000Z`), as Lambda writes timestamps.
 pub fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
-    let z = i128::from(days) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i128::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
+    let seconds = i64::try_from(ms / 1000).unwrap_or(i64::MAX);
+    let nanos = u32::try_from(ms % 1000).unwrap_or(0) * 1_000_000;
+    model::time::format_utc(seconds, nanos, model::time::Fraction::Millis)
 }
 
 #[cfg(test)]
