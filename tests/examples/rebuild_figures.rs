@@ -138,9 +138,7 @@ async fn main() -> Result<()> {
             measure(&store, &config, sources.len(), "in-memory store").await
         }
         "moto" => {
-            let Some(moto) = Moto::connect("rebuild_figures").await else {
-                bail!("set STREAMDEX_TEST_ENDPOINT to a moto server");
-            };
+            let moto = Moto::connect("rebuild_figures").await;
             let config = Arc::new(prefixed(&example, &unique_prefix("figures")));
             moto.create_tables(&config).await?;
             let (records, issues_table) = (table_of(&config, "records")?, table_of(&config, "issues")?);

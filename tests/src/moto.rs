@@ -2,8 +2,11 @@
 //!
 //! `scripts/test.sh` starts one moto server per run and exports its address
 //! as `STREAMDEX_TEST_ENDPOINT` (with `AWS_ENDPOINT_URL`, a region and dummy
-//! credentials). Without that variable, [`Moto::connect`] prints a skip
-//! notice and returns `None`, and the test returns early.
+//! credentials). The tests that need it are `#[ignore = "needs
+//! STREAMDEX_TEST_ENDPOINT ..."]`, so a plain `cargo test` lists them as
+//! ignored instead of passing them unrun; the test script runs them with
+//! `--include-ignored`. Without the variable, [`Moto::connect`] panics with
+//! a message saying what is missing.
 //!
 //! One server is shared by every test of the run, and tests run concurrently:
 //! each test works on its own tables, named with a [`unique_prefix`] (the
@@ -54,18 +57,19 @@ pub struct Moto {
 }
 
 impl Moto {
-    /// Clients for the server at `STREAMDEX_TEST_ENDPOINT`, or `None` (after
-    /// printing why `test` is skipped) when the variable is not set.
-    pub async fn connect(test: &str) -> Option<Moto> {
+    /// Clients for the server at `STREAMDEX_TEST_ENDPOINT`.
+    ///
+    /// # Panics
+    ///
+    /// When the variable is not set: `test` needs a moto server (run it with
+    /// `scripts/test.sh`, which starts one).
+    pub async fn connect(test: &str) -> Moto {
         match std::env::var(ENDPOINT_VAR) {
-            Ok(endpoint) if !endpoint.trim().is_empty() => Some(Moto::at(endpoint.trim()).await),
-            _ => {
-                eprintln!(
-                    "SKIPPED {test}: {ENDPOINT_VAR} is not set; run it with scripts/test.sh, \
-                     which starts a local moto server"
-                );
-                None
-            }
+            Ok(endpoint) if !endpoint.trim().is_empty() => Moto::at(endpoint.trim()).await,
+            _ => panic!(
+                "{test} needs a moto server: {ENDPOINT_VAR} is not set; run it with scripts/test.sh, \
+                 which starts one"
+            ),
         }
     }
 
@@ -480,11 +484,10 @@ mod tests {
     use super::*;
 
     #[tokio::test]
+    #[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
     async fn plain_http_posts_reach_moto() {
-        let Ok(endpoint) = std::env::var(ENDPOINT_VAR) else {
-            eprintln!("SKIPPED plain_http_posts_reach_moto: {ENDPOINT_VAR} is not set");
-            return;
-        };
+        let endpoint = std::env::var(ENDPOINT_VAR)
+            .unwrap_or_else(|_| panic!("{ENDPOINT_VAR} is not set: run this test with scripts/test.sh"));
         // Seeding moto's random ids is harmless to the tests running alongside (a reset is not).
         post(&endpoint, "/moto-api/seed?a=42").unwrap();
         assert!(post(&endpoint, "/moto-api/no-such-thing").is_err());
