@@ -34,7 +34,7 @@ fn main() -> anyhow::Result<()> {
     for entry in store.take_stream() {
         let mut record = entry.record;
         let table = record.table.as_deref().unwrap_or_default();
-        let is_node = record.keys.get("source").is_some() && record.keys.get("source") == record.keys.get("target");
+        let is_node = record.keys.contains_key("source") && record.keys.get("source") == record.keys.get("target");
         if record.kind == EventKind::Remove && (table == "layers" || (table == "records" && is_node)) {
             record.ttl_expiry = true;
         }
