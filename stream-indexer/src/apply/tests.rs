@@ -200,7 +200,7 @@ async fn a_records_add_stays_before_its_delete_and_members_keep_their_order() {
     // member must be added before the old one is deleted, so r1's DELETE
     // cannot join r0's.
     let ops = vec![remove(0, "X"), add(1, "E#new"), remove(1, "E#old")];
-    run(&config, &store, Backoff::immediate(3), ops).await;
+    let _ = run(&config, &store, Backoff::immediate(3), ops).await;
     assert_eq!(
         set_changes(&store),
         vec![
@@ -214,7 +214,7 @@ async fn a_records_add_stays_before_its_delete_and_members_keep_their_order() {
     let (config, store) = store_with(no_faults());
     store.inner().put_item("records", node("N")).expect("put");
     let ops = vec![add(0, "M"), remove(1, "M"), add(2, "M"), add(3, "A"), remove(4, "B")];
-    run(&config, &store, Backoff::immediate(3), ops).await;
+    let _ = run(&config, &store, Backoff::immediate(3), ops).await;
     assert_eq!(
         set_changes(&store),
         vec![
