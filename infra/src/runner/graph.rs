@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use event_router::Graph;
-use model::{Fault as StoreError, Image, Value};
+use model::{Fault as StoreError, Image};
 use stream_indexer::store::memory::MemoryStore;
 
 /// The in-memory source tables, as the reaper sees them.
@@ -32,31 +32,17 @@ impl Graph for StoreGraph {
     }
 
     async fn partition(&self, table: &str, partition: &str) -> Result<Vec<Image>, StoreError> {
-        let pk = self
-            .config()
-            .table(table)
-            .map(|t| t.partition_key.clone())
-            .ok_or_else(|| unknown(format!("table `{table}` is not declared in the config")))?;
-        let value = Value::S(partition.to_owned());
-        Ok(self
-            .items(table)
-            .into_iter()
-            .filter(|item| item.get(&pk) == Some(&value))
-            .collect())
+        if self.config().table(table).is_none() {
+            return Err(unknown(format!("table `{table}` is not declared in the config")));
+        }
+        Ok(self.partition_items(table, partition))
     }
 
     async fn pointing_at(&self, table: &str, _index: &str, target: &str) -> Result<Vec<Image>, StoreError> {
-        let sk = self
-            .config()
-            .table(table)
-            .and_then(|t| t.sort_key.clone())
-            .ok_or_else(|| unknown(format!("table `{table}` has no sort key in the config")))?;
-        let value = Value::S(target.to_owned());
-        Ok(self
-            .items(table)
-            .into_iter()
-            .filter(|item| item.get(&sk) == Some(&value))
-            .collect())
+        if self.config().table(table).and_then(|t| t.sort_key.as_ref()).is_none() {
+            return Err(unknown(format!("table `{table}` has no sort key in the config")));
+        }
+        Ok(self.items_by_sort_key(table, target))
     }
 
     async fn delete(&self, table: &str, keys: Vec<Image>) -> Result<Vec<Image>, StoreError> {

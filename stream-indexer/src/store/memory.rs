@@ -111,6 +111,9 @@ pub struct MemoryRequests {
 #[derive(Default)]
 struct State {
     tables: BTreeMap<String, BTreeMap<ItemKey, Image>>,
+    /// Per table: the items by sort key value (what a GSI keyed by the sort
+    /// key, like an edge set's `target_index`, finds without a scan).
+    by_sort: BTreeMap<String, BTreeSet<(KeyValue, ItemKey)>>,
     rows: BTreeMap<(usize, RowKey), Image>,
     stream: Option<Vec<StreamEntry>>,
     next_sequence: u128,
@@ -204,6 +207,10 @@ impl MemoryStore {
         let key = item_key(t, &item)?;
         let keys = key_image(t, &item);
         let mut state = self.lock();
+        if let Some(sort) = &key.sort {
+            let entry = (sort.clone(), key.clone());
+            state.by_sort.entry(table.to_owned()).or_default().insert(entry);
+        }
         let old = state
             .tables
             .entry(table.to_owned())
@@ -224,6 +231,9 @@ impl MemoryStore {
         let mut state = self.lock();
         let old = state.tables.get_mut(table).and_then(|items| items.remove(&item_key));
         if old.is_some() {
+            if let (Some(sort), Some(index)) = (&item_key.sort, state.by_sort.get_mut(table)) {
+                index.remove(&(sort.clone(), item_key.clone()));
+            }
             state.record(table, keys, old.clone(), None, Origin::User);
         }
         Ok(old)
@@ -247,6 +257,51 @@ impl MemoryStore {
             .get(table)
             .map(|items| items.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The items of one partition of a source table (a String partition key
+    /// value), in key order: a range of the table, not a scan.
+    pub fn partition_items(&self, table: &str, partition: &str) -> Vec<Image> {
+        let value = KeyValue::S(partition.to_owned());
+        let from = ItemKey {
+            partition: value.clone(),
+            sort: None,
+        };
+        self.lock()
+            .tables
+            .get(table)
+            .map(|items| {
+                items
+                    .range(from..)
+                    .take_while(|(k, _)| k.partition == value)
+                    .map(|(_, item)| item.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The items of a source table whose sort key is the string `value`, in
+    /// key order: what a GSI keyed by the sort key finds (kept as the items
+    /// are written, so it is a lookup, not a scan).
+    pub fn items_by_sort_key(&self, table: &str, value: &str) -> Vec<Image> {
+        let value = KeyValue::S(value.to_owned());
+        let state = self.lock();
+        let (Some(index), Some(items)) = (state.by_sort.get(table), state.tables.get(table)) else {
+            return Vec::new();
+        };
+        index
+            .range(
+                (
+                    value.clone(),
+                    ItemKey {
+                        partition: KeyValue::S(String::new()),
+                        sort: None,
+                    },
+                )..,
+            )
+            .take_while(|(sort, _)| *sort == value)
+            .filter_map(|(_, key)| items.get(key).cloned())
+            .collect()
     }
 
     /// The rows of one index, in key order: the key and the non-key attributes.
