@@ -9,10 +9,9 @@
 use std::time::Duration;
 
 use aws_kit::clients::{dynamodb_client, sqs_client};
-use aws_kit::lambda::{self, Consumer, Report};
+use aws_kit::lambda::{self, Consumer, Report, Settlement};
 use aws_kit::quarantine::sqs::SqsQuarantine;
 use aws_kit::quarantine::Quarantine;
-use model::settlement::{BatchResponse, Failure, Quarantined};
 
 use crate::batch::CONSUMER;
 use crate::store::dynamo::DynamoStore;
@@ -45,16 +44,12 @@ impl<S: Store, Q: Quarantine> Consumer for Indexer<S, Q> {
 }
 
 impl Report for BatchOutcome {
-    fn response(&self) -> BatchResponse {
-        BatchOutcome::response(self)
-    }
-
-    fn quarantined(&self) -> &[Quarantined] {
-        &self.quarantined
-    }
-
-    fn failures(&self) -> &[Failure] {
-        &self.failures
+    fn settlement(&self) -> Settlement<'_> {
+        Settlement {
+            failed: self.failed.as_ref(),
+            quarantined: &self.quarantined,
+            failures: &self.failures,
+        }
     }
 
     fn metrics_line(&self, function: &str, duration: Duration, now_ms: u64) -> String {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_runtime::{service_fn, LambdaEvent};
 use model::config::{self, Config};
-use model::settlement::{BatchResponse, Failure, Quarantined};
+use model::settlement::{BatchResponse, Failed, Failure, Quarantined};
 use serde_json::value::RawValue;
 
 pub const ENV_CONFIG: &str = "STREAMDEX_CONFIG";
@@ -143,18 +143,30 @@ pub trait Consumer: Send + Sync {
     fn handle(&self, payload: &[u8]) -> impl Future<Output = Result<Self::Report, Self::Error>> + Send;
 }
 
+/// A batch's settlement as a consumer's report holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct Settlement<'a> {
+    /// Where Lambda resumes; `None` when every record was handled.
+    pub failed: Option<&'a Failed>,
+    /// The records quarantined, in batch order.
+    pub quarantined: &'a [Quarantined],
+    /// One entry per stopped group or failed quarantine call.
+    pub failures: &'a [Failure],
+}
+
 /// What a consumer reports of one batch.
 pub trait Report {
-    /// Where Lambda resumes.
-    fn response(&self) -> BatchResponse;
-    /// The records quarantined, in batch order.
-    fn quarantined(&self) -> &[Quarantined];
-    /// One entry per stopped group or failed quarantine call.
-    fn failures(&self) -> &[Failure];
+    /// How the batch was settled.
+    fn settlement(&self) -> Settlement<'_>;
     /// The batch's EMF line.
     fn metrics_line(&self, function: &str, duration: Duration, now_ms: u64) -> String;
     /// Logs the batch's summary (counts) at info.
     fn log_summary(&self);
+
+    /// The answer to Lambda.
+    fn response(&self) -> BatchResponse {
+        BatchResponse::new(self.settlement().failed)
+    }
 }
 
 /// Runs `consumer` under the Lambda runtime until the runtime stops it.
@@ -185,10 +197,11 @@ pub async fn invoke<C: Consumer>(
 
 /// Logs each quarantined record and each failure once, then the summary.
 pub fn log(report: &impl Report) {
-    for q in report.quarantined() {
+    let settlement = report.settlement();
+    for q in settlement.quarantined {
         tracing::warn!(sequence_number = q.sequence_number.as_deref(), table = q.table.as_deref(), reason = %q.reason, "quarantined");
     }
-    for f in report.failures() {
+    for f in settlement.failures {
         tracing::error!(sequence_number = f.failed.sequence_number(), stage = ?f.stage, class = %f.fault.class(), reason = %f.fault.message(), "failed");
     }
     report.log_summary();
@@ -215,7 +228,6 @@ pub fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::settlement::Failed;
 
     #[test]
     fn concurrency_is_checked() {

@@ -79,14 +79,15 @@ impl<C: Consumer> Function for ConsumerFunction<C> {
                 Ok(report) => Invocation {
                     emf: Some(report.metrics_line(&self.name, started.elapsed(), now_ms)),
                     failures: report
-                        .failures()
+                        .settlement()
+                        .failures
                         .iter()
                         .map(|f| {
                             let record = f.failed.sequence_number().unwrap_or("(the whole batch)");
                             format!("record {record}: {}", f.fault)
                         })
                         .collect(),
-                    quarantined: report.quarantined().len(),
+                    quarantined: report.settlement().quarantined.len(),
                     response: response(&report.response()),
                 },
                 Err(e) => errored(e),
