@@ -86,8 +86,6 @@
 //! `DetailType` and `Detail` (the JSON exactly as [`Detail::to_json`] writes
 //! it). `Resources` is empty and `Time` unset, so nothing else is added.
 
-use base64::Engine as _;
-
 use crate::config::{Config, RouteConfig, RouteEvent, RouteItems, TableConfig, TableLookupError};
 use crate::edge::{self, EdgeError, GraphItem};
 use crate::record::{ChangeRecord, CreationTime, EventKind};
@@ -128,60 +126,6 @@ pub struct Detail {
     pub approximate_creation_time: Option<CreationTime>,
     /// When true, `oldImage` and `newImage` are left out of the JSON.
     pub images_omitted: bool,
-}
-
-impl Detail {
-    /// The JSON text (see the [module docs](self)).
-    pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(256);
-        self.write(&mut out);
-        out
-    }
-
-    /// The length in bytes of [`Detail::to_json`], without building it.
-    pub fn json_len(&self) -> usize {
-        let mut counter = Counter(0);
-        self.write(&mut counter);
-        counter.0
-    }
-
-    fn write<O: Out>(&self, out: &mut O) {
-        out.push("{\"table\":");
-        write_str(out, &self.table);
-        out.push(",\"eventName\":\"");
-        out.push(self.event_name.as_str());
-        out.push("\",\"keys\":");
-        write_image(out, &self.keys);
-        if !self.images_omitted {
-            out.push(",\"oldImage\":");
-            write_opt_image(out, self.old_image.as_ref());
-            out.push(",\"newImage\":");
-            write_opt_image(out, self.new_image.as_ref());
-        }
-        out.push(",\"changed\":[");
-        for (i, name) in self.changed.iter().enumerate() {
-            if i > 0 {
-                out.push(",");
-            }
-            write_str(out, name);
-        }
-        out.push("],\"expired\":");
-        out.push(if self.expired { "true" } else { "false" });
-        out.push(",\"sequenceNumber\":");
-        write_str(out, &self.sequence_number);
-        out.push(",\"approximateCreationTime\":");
-        match self.approximate_creation_time {
-            Some(time) => {
-                out.push("\"");
-                out.push(&rfc3339(time));
-                out.push("\"");
-            }
-            None => out.push("null"),
-        }
-        out.push(",\"imagesOmitted\":");
-        out.push(if self.images_omitted { "true" } else { "false" });
-        out.push("}");
-    }
 }
 
 /// Why a record could not be classified. Every message names the record by
@@ -326,56 +270,6 @@ pub fn entry_size(event: &Event) -> usize {
     event.source.len() + event.detail_type.len() + event.detail.json_len()
 }
 
-/// The EventBridge rule of a route: its name and event pattern.
-///
-/// The pattern matches the route's events and nothing else: `source`,
-/// `detail-type` and `detail.table` (two tables may use one detail type;
-/// one table may not, see the config):
-///
-/// ```json
-/// {"source": ["streamdex"], "detail-type": ["Node Expired"], "detail": {"table": ["records"]}}
-/// ```
-pub fn pattern(config: &Config, route: &RouteConfig) -> serde_json::Value {
-    serde_json::json!({
-        "source": [config.events.source],
-        "detail-type": [route.detail_type],
-        "detail": {"table": [route.table]},
-    })
-}
-
-/// EventBridge's limit on rule names (characters of `[.\-_A-Za-z0-9]`).
-pub const RULE_NAME_CHARS: usize = 64;
-
-/// The rule name of a route: `TABLE-DETAIL-TYPE` in lower case, every run
-/// of other characters as one `-` (`records` + `Node Expired` →
-/// `records-node-expired`). A name over [`RULE_NAME_CHARS`] keeps its first
-/// 55 characters and ends in `-` and 8 hex digits of a hash of the whole
-/// (FNV-1a), so it stays stable and distinct. The config refuses two routes
-/// with one rule name.
-pub fn rule_name(route: &RouteConfig) -> String {
-    let whole = format!("{}-{}", route.table, route.detail_type);
-    let mut name = String::with_capacity(whole.len());
-    for c in whole.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
-            name.push(c.to_ascii_lowercase());
-        } else if !name.ends_with('-') {
-            name.push('-');
-        }
-    }
-    let name = name.trim_matches('-').to_owned();
-    if name.len() <= RULE_NAME_CHARS {
-        return name;
-    }
-    let hash = whole.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!(
-        "{}-{:08x}",
-        name[..RULE_NAME_CHARS - 9].trim_end_matches('-'),
-        hash as u32
-    )
-}
-
 fn route_matches(
     config: &Config,
     table: &TableConfig,
@@ -466,152 +360,10 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the fraction without trailing zeros.
-fn rfc3339(time: CreationTime) -> String {
-    crate::time::format_utc(time.seconds, time.nanos, crate::time::Fraction::Trimmed)
-}
+mod json;
+mod rule;
 
-// ---------------------------------------------------------------------------
-// JSON writing: one code path builds the text or just counts its bytes.
-// ---------------------------------------------------------------------------
-
-trait Out {
-    fn push(&mut self, s: &str);
-    fn push_base64(&mut self, bytes: &[u8]);
-}
-
-impl Out for String {
-    fn push(&mut self, s: &str) {
-        self.push_str(s);
-    }
-
-    fn push_base64(&mut self, bytes: &[u8]) {
-        base64::engine::general_purpose::STANDARD.encode_string(bytes, self);
-    }
-}
-
-struct Counter(usize);
-
-impl Out for Counter {
-    fn push(&mut self, s: &str) {
-        self.0 += s.len();
-    }
-
-    fn push_base64(&mut self, bytes: &[u8]) {
-        // 4 characters per started group of 3 bytes, padded.
-        self.0 += bytes.len().div_ceil(3) * 4;
-    }
-}
-
-fn write_str<O: Out>(out: &mut O, s: &str) {
-    out.push("\"");
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escaped = match b {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0x08 => Some("\\b"),
-            0x0c => Some("\\f"),
-            0x00..=0x1f => None,
-            _ => continue,
-        };
-        // `i` is at an ASCII byte, so both slices are on char boundaries.
-        out.push(&s[start..i]);
-        match escaped {
-            Some(escaped) => out.push(escaped),
-            None => out.push(&format!("\\u{b:04x}")),
-        }
-        start = i + 1;
-    }
-    out.push(&s[start..]);
-    out.push("\"");
-}
-
-fn write_opt_image<O: Out>(out: &mut O, image: Option<&Image>) {
-    match image {
-        Some(image) => write_image(out, image),
-        None => out.push("null"),
-    }
-}
-
-fn write_image<O: Out>(out: &mut O, image: &Image) {
-    let mut names: Vec<(&String, &Value)> = image.iter().collect();
-    names.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    out.push("{");
-    for (i, (name, value)) in names.into_iter().enumerate() {
-        if i > 0 {
-            out.push(",");
-        }
-        write_str(out, name);
-        out.push(":");
-        write_value(out, value);
-    }
-    out.push("}");
-}
-
-fn write_value<O: Out>(out: &mut O, value: &Value) {
-    match value {
-        Value::S(s) => {
-            out.push("{\"S\":");
-            write_str(out, s);
-        }
-        Value::N(n) => {
-            out.push("{\"N\":");
-            write_str(out, n);
-        }
-        Value::B(b) => {
-            out.push("{\"B\":\"");
-            out.push_base64(b);
-            out.push("\"");
-        }
-        Value::Bool(b) => out.push(if *b { "{\"BOOL\":true" } else { "{\"BOOL\":false" }),
-        Value::Null(b) => out.push(if *b { "{\"NULL\":true" } else { "{\"NULL\":false" }),
-        Value::M(m) => {
-            out.push("{\"M\":");
-            write_image(out, m);
-        }
-        Value::L(l) => {
-            out.push("{\"L\":[");
-            for (i, v) in l.iter().enumerate() {
-                if i > 0 {
-                    out.push(",");
-                }
-                write_value(out, v);
-            }
-            out.push("]");
-        }
-        Value::Ss(items) | Value::Ns(items) => {
-            out.push(if matches!(value, Value::Ss(_)) {
-                "{\"SS\":["
-            } else {
-                "{\"NS\":["
-            });
-            for (i, s) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(",");
-                }
-                write_str(out, s);
-            }
-            out.push("]");
-        }
-        Value::Bs(items) => {
-            out.push("{\"BS\":[");
-            for (i, b) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(",");
-                }
-                out.push("\"");
-                out.push_base64(b);
-                out.push("\"");
-            }
-            out.push("]");
-        }
-    }
-    out.push("}");
-}
+pub use rule::{pattern, rule_name, RULE_NAME_CHARS};
 
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 use proptest::prelude::*;
 use serde_json::json;
 
+use super::json::{rfc3339, write_str};
 use super::*;
 use crate::config::{self, Config};
 use crate::record::parse_batch;
