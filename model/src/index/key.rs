@@ -1,0 +1,146 @@
+//! An index row's key: the partition rendered from its template, the sort
+//! key's columns looked up in the item or entry, and the source item's
+//! primary key as the suffix that keeps rows of two items apart.
+
+use super::*;
+
+/// The CSS1 encoding of the source item's primary key, appended to every sort key.
+pub(super) fn key_suffix(table: &TableConfig, item: &Image) -> Result<String, IndexError> {
+    let mut out = String::new();
+    for attribute in std::iter::once(&table.partition_key).chain(table.sort_key.as_ref()) {
+        let value = item.get(attribute);
+        let ty = match value {
+            Some(Value::S(_)) => ColumnType::S,
+            Some(Value::N(_)) => ColumnType::N,
+            Some(Value::B(_)) => ColumnType::B,
+            _ => {
+                return Err(IndexError::SourceKey {
+                    attribute: attribute.clone(),
+                })
+            }
+        };
+        sortkey::encode_value(&Column::new(ty, Direction::Asc), value, &mut out).map_err(|_| {
+            IndexError::SourceKey {
+                attribute: attribute.clone(),
+            }
+        })?;
+    }
+    Ok(out)
+}
+
+pub(super) fn lookup<'a>(
+    item: &'a Image,
+    entry: Option<&'a Entry<'a>>,
+    reference: &ValueRef,
+    key_value: &'a Option<Value>,
+) -> Option<&'a Value> {
+    match reference {
+        ValueRef::Attribute(name) => item.get(name),
+        ValueRef::EntryValue => entry.map(|e| e.value.as_ref()),
+        ValueRef::EntryKey => match entry {
+            Some(Entry {
+                key: EntryKey::Member,
+                value,
+            }) => Some(value.as_ref()),
+            _ => key_value.as_ref(),
+        },
+    }
+}
+
+pub(super) fn describe(reference: &ValueRef) -> String {
+    match reference {
+        ValueRef::Attribute(name) => name.clone(),
+        ValueRef::EntryKey => "entry.key".to_owned(),
+        ValueRef::EntryValue => "entry.value".to_owned(),
+    }
+}
+
+/// The row key for the item (and entry), or `None` when a referenced value is missing.
+pub(super) fn row_key(
+    index: &IndexConfig,
+    item: &Image,
+    entry: Option<&Entry<'_>>,
+    suffix: &str,
+    label: impl Fn() -> EntryLabel,
+) -> Result<Option<RowKey>, IndexError> {
+    // The entry's key as a Value, only when a sort column needs one.
+    let key_value = match entry {
+        Some(e) if index.sort.iter().any(|c| c.value == ValueRef::EntryKey) => Some(e.key_value()),
+        _ => None,
+    };
+    let Some(partition) = render_partition(index, item, entry, &key_value, &label)? else {
+        return Ok(None);
+    };
+    let mut sort = String::with_capacity(32 + suffix.len());
+    for (i, column) in index.sort.iter().enumerate() {
+        let value = lookup(item, entry, &column.value, &key_value);
+        if value.is_none() && !matches!(column.value, ValueRef::Attribute(_)) {
+            return Ok(None);
+        }
+        sortkey::encode_value(&column.column, value, &mut sort).map_err(|source| IndexError::SortColumn {
+            entry: label(),
+            column: i + 1,
+            reference: describe(&column.value),
+            source,
+        })?;
+    }
+    sort.push_str(suffix);
+    sortkey::check_length(&sort).map_err(|source| IndexError::SortKey { entry: label(), source })?;
+    Ok(Some(RowKey { partition, sort }))
+}
+
+pub(super) fn render_partition(
+    index: &IndexConfig,
+    item: &Image,
+    entry: Option<&Entry<'_>>,
+    key_value: &Option<Value>,
+    label: &impl Fn() -> EntryLabel,
+) -> Result<Option<String>, IndexError> {
+    let mut out = String::new();
+    for part in &index.partition.parts {
+        match part {
+            TemplatePart::Literal(text) => out.push_str(text),
+            TemplatePart::Ref(ValueRef::EntryKey) if entry.is_some_and(|e| !matches!(e.key, EntryKey::Member)) => {
+                match entry.map(|e| &e.key) {
+                    Some(EntryKey::Name(k)) => out.push_str(k),
+                    Some(EntryKey::Position(i)) => {
+                        let _ = write!(out, "{i}");
+                    }
+                    _ => {}
+                }
+            }
+            TemplatePart::Ref(reference) => match lookup(item, entry, reference, key_value) {
+                None | Some(Value::Null(_)) => return Ok(None),
+                Some(Value::S(s)) => out.push_str(s),
+                Some(Value::N(n)) => {
+                    let canonical = sortkey::canonical_number(n).map_err(|source| IndexError::PartitionNumber {
+                        entry: label(),
+                        reference: describe(reference),
+                        source,
+                    })?;
+                    out.push_str(&canonical);
+                }
+                Some(Value::Bool(b)) => {
+                    let _ = write!(out, "{b}");
+                }
+                Some(other) => {
+                    return Err(IndexError::PartitionType {
+                        entry: label(),
+                        reference: describe(reference),
+                        found: type_name(other),
+                    })
+                }
+            },
+        }
+    }
+    if out.is_empty() {
+        return Err(IndexError::PartitionEmpty { entry: label() });
+    }
+    if out.len() > MAX_PARTITION_BYTES {
+        return Err(IndexError::PartitionTooLong {
+            entry: label(),
+            bytes: out.len(),
+        });
+    }
+    Ok(Some(out))
+}
