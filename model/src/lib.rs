@@ -1,17 +1,33 @@
 //! The pure core of streamdex: everything that can be decided without I/O.
 //!
+//! Data and config:
 //! - [`value`]: DynamoDB attribute values and item images.
 //! - [`record`]: one change record, normalised from every shape AWS delivers.
+//! - [`delivery`]: change records in the JSON shape Lambda delivers them.
 //! - [`config`]: the pipeline config (the one source of truth) and its validation.
+//! - [`time`]: the calendar, RFC 3339 parsing and formatting (every date and timestamp).
+//!
+//! What the consumers derive:
 //! - [`sortkey`]: the CSS1 composite sort string codec.
 //! - [`index`]: which index rows an item image produces.
 //! - [`edge`]: which edge-set member an edge item contributes to its node.
 //! - [`plan`]: the change planner (old image, new image → minimal mutations).
 //! - [`drift`]: where derived data differs from the source tables, and the corrections.
 //! - [`event`]: which event routes a change matches, and the EventBridge entries it becomes.
+//! - [`reap`]: what the TTL reaper deletes for an expired node.
 //! - [`filter`]: the event source mapping filter patterns each consumer of a table needs, and their matcher.
+//! - [`metrics`]: CloudWatch Embedded Metric Format lines, iterator age.
 //!
-//! No I/O, no async, no AWS SDK: the other crates carry out what this one decides.
+//! How a batch is carried out, decided alike for both consumers:
+//! - [`fault`]: the one error vocabulary (transient / refused / deployment).
+//! - [`backoff`]: the retry policy (exponential backoff, full jitter, attempts without progress).
+//! - [`sequence`]: stream sequence numbers compared as numbers.
+//! - [`pack`]: ordered bin-packing of a batch's requests into calls.
+//! - [`schedule`]: which packed calls may be sent, given the calls they wait for.
+//! - [`settlement`]: which records of a batch failed or are quarantined, and the batch response.
+//!
+//! No I/O, no async, no AWS SDK: the other crates carry out what this one
+//! decides (the AWS kit, `aws_kit`, holds the I/O both consumers share).
 
 pub mod backoff;
 pub mod config;

@@ -46,6 +46,7 @@
 mod attr;
 #[cfg(feature = "lambda-events")]
 mod lambda;
+mod one;
 mod parse;
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,10 @@
 //! that names what is wrong without repeating the value, and the rest of the
 //! input is consumed as usual. (serde's own type errors quote the offending
 //! value, which may be item contents, and do not say which attribute.)
+//!
+//! One cohesive thing, longer than most modules here: a serde visitor per
+//! DynamoDB JSON type tag (`S`, `N`, `B`, `BOOL`, `NULL`, `M`, `L`, `SS`,
+//! `NS`, `BS`), each needing the same lenient shape.
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;

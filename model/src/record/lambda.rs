@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use aws_lambda_events::event::dynamodb::EventRecord;
 
-use super::parse::{validate, Parts, StreamParts};
+use super::one::{validate, Parts, StreamParts};
 use super::{ChangeRecord, CreationTime, RecordError, RecordId};
 use crate::value::Image;
 

@@ -1,0 +1,376 @@
+//! One stream record: its raw JSON read into borrowed serde structs (either
+//! spelling: the Lambda event's and GetRecords'), then checked and built
+//! into a [`ChangeRecord`] (keys, images, event name, view type, identity,
+//! creation time), every problem a [`RecordError`] naming the record.
+
+use std::borrow::Cow;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize as DeriveDeserialize;
+use serde_json::value::RawValue;
+
+use super::attr::{bad_key_type, AttrProblem, ImageField, ImageProblem, Text};
+use super::parse::{json_message, table_from_arn};
+use super::time::parse_creation_time;
+use super::{ChangeRecord, CreationTime, EventKind, ImagePart, KeyProblem, Received, RecordError, RecordId, ViewType};
+use crate::value::Image;
+
+/// One stream record, either spelling. Unknown members are ignored.
+#[derive(DeriveDeserialize)]
+#[serde(expecting = "a stream record object")]
+struct RawRecord<'a> {
+    #[serde(rename = "eventID")]
+    event_id: Option<String>,
+    #[serde(rename = "eventName", borrow)]
+    event_name: Option<Text<'a>>,
+    #[serde(rename = "eventSourceARN")]
+    event_source_arn: Option<String>,
+    #[serde(rename = "userIdentity", borrow)]
+    user_identity: Option<RawIdentity<'a>>,
+    #[serde(borrow)]
+    dynamodb: Option<RawStreamRecord<'a>>,
+    /// Only to explain a whole batch given where one record was expected.
+    #[serde(rename = "Records")]
+    records: Option<IgnoredAny>,
+}
+
+/// `userIdentity`: `type`/`principalId` (Lambda) or `Type`/`PrincipalId` (GetRecords).
+#[derive(DeriveDeserialize)]
+#[serde(expecting = "a userIdentity object")]
+struct RawIdentity<'a> {
+    #[serde(rename = "type", alias = "Type", borrow)]
+    kind: Option<Text<'a>>,
+    #[serde(rename = "principalId", alias = "PrincipalId", borrow)]
+    principal: Option<Text<'a>>,
+}
+
+/// The `dynamodb` part.
+#[derive(DeriveDeserialize)]
+#[serde(expecting = "a `dynamodb` object")]
+struct RawStreamRecord<'a> {
+    #[serde(rename = "ApproximateCreationDateTime", borrow)]
+    created: Option<&'a RawValue>,
+    #[serde(rename = "Keys")]
+    keys: Option<ImageField>,
+    #[serde(rename = "NewImage")]
+    new_image: Option<ImageField>,
+    #[serde(rename = "OldImage")]
+    old_image: Option<ImageField>,
+    #[serde(rename = "SequenceNumber")]
+    sequence_number: Option<String>,
+    #[serde(rename = "SizeBytes")]
+    size_bytes: Option<u64>,
+    #[serde(rename = "StreamViewType", borrow)]
+    view_type: Option<Text<'a>>,
+}
+
+pub(super) fn received(raw: &RawValue, position: RecordId) -> Received {
+    let (sequence_number, record) = parse_raw(raw.get(), position);
+    Received {
+        raw: raw.to_owned(),
+        sequence_number,
+        record,
+    }
+}
+
+/// A usable sequence number: non-empty decimal digits.
+fn is_sequence_number(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// How errors name a record: sequence number, else `eventID`, else position.
+pub(super) fn record_id(sequence_number: Option<&str>, event_id: Option<&str>, position: RecordId) -> RecordId {
+    match (sequence_number, event_id) {
+        (Some(seq), _) if is_sequence_number(seq) => RecordId::Sequence(seq.to_owned()),
+        (_, Some(id)) if !id.is_empty() => RecordId::EventId(clip(id, 64)),
+        _ => position,
+    }
+}
+
+fn parse_raw(text: &str, position: RecordId) -> (Option<String>, Result<ChangeRecord, RecordError>) {
+    if !text.starts_with('{') {
+        return (None, Err(RecordError::NotAnObject { record: position }));
+    }
+    match serde_json::from_str::<RawRecord<'_>>(text) {
+        Ok(raw) => {
+            let sequence_number = raw
+                .dynamodb
+                .as_ref()
+                .and_then(|d| d.sequence_number.as_deref())
+                .filter(|s| is_sequence_number(s))
+                .map(str::to_owned);
+            (sequence_number, validate(Parts::from(raw), position))
+        }
+        Err(e) => {
+            let (sequence_number, event_id) = identify(text);
+            let record = record_id(sequence_number.as_deref(), event_id.as_deref(), position);
+            let reason = match (e.line(), e.column()) {
+                (0, _) => json_message(&e),
+                (line, column) => format!("{} (line {line}, column {column} of the record)", json_message(&e)),
+            };
+            let sequence_number = sequence_number.filter(|s| is_sequence_number(s));
+            (sequence_number, Err(RecordError::Malformed { record, reason }))
+        }
+    }
+}
+
+/// Best effort `(SequenceNumber, eventID)` of a record that did not deserialize.
+fn identify(text: &str) -> (Option<String>, Option<String>) {
+    #[derive(DeriveDeserialize)]
+    struct Ident<'a> {
+        #[serde(rename = "eventID", borrow)]
+        event_id: Option<&'a RawValue>,
+        #[serde(borrow)]
+        dynamodb: Option<&'a RawValue>,
+    }
+    #[derive(DeriveDeserialize)]
+    struct IdentStream<'a> {
+        #[serde(rename = "SequenceNumber", borrow)]
+        sequence_number: Option<&'a RawValue>,
+    }
+    let as_string = |raw: &RawValue| serde_json::from_str::<String>(raw.get()).ok();
+    let Ok(ident) = serde_json::from_str::<Ident<'_>>(text) else {
+        return (None, None);
+    };
+    let sequence_number = ident
+        .dynamodb
+        .and_then(|d| serde_json::from_str::<IdentStream<'_>>(d.get()).ok())
+        .and_then(|d| d.sequence_number)
+        .and_then(as_string);
+    (sequence_number, ident.event_id.and_then(as_string))
+}
+
+/// A record's parts, from whichever source, ready for [`validate`].
+pub(super) struct Parts<'a> {
+    pub event_id: Option<String>,
+    pub event_name: Option<Cow<'a, str>>,
+    pub source_arn: Option<String>,
+    pub identity_type: Option<Cow<'a, str>>,
+    pub identity_principal: Option<Cow<'a, str>>,
+    /// The object has `Records` (a whole batch where a record was expected).
+    pub is_batch: bool,
+    pub stream: Option<StreamParts<'a>>,
+}
+
+/// The `dynamodb` part's parts.
+pub(super) struct StreamParts<'a> {
+    pub created: Option<Result<CreationTime, String>>,
+    pub keys: Option<Result<Image, ImageProblem>>,
+    pub new_image: Option<Result<Image, ImageProblem>>,
+    pub old_image: Option<Result<Image, ImageProblem>>,
+    pub sequence_number: Option<String>,
+    pub size_bytes: Option<u64>,
+    pub view_type: Option<Cow<'a, str>>,
+}
+
+impl<'a> From<RawRecord<'a>> for Parts<'a> {
+    fn from(raw: RawRecord<'a>) -> Parts<'a> {
+        let (identity_type, identity_principal) = match raw.user_identity {
+            Some(identity) => (identity.kind.map(|t| t.0), identity.principal.map(|t| t.0)),
+            None => (None, None),
+        };
+        Parts {
+            event_id: raw.event_id,
+            event_name: raw.event_name.map(|t| t.0),
+            source_arn: raw.event_source_arn,
+            identity_type,
+            identity_principal,
+            is_batch: raw.records.is_some(),
+            stream: raw.dynamodb.map(|d| StreamParts {
+                created: d.created.map(|raw| parse_creation_time(raw.get())),
+                keys: d.keys.map(|f| f.0),
+                new_image: d.new_image.map(|f| f.0),
+                old_image: d.old_image.map(|f| f.0),
+                sequence_number: d.sequence_number,
+                size_bytes: d.size_bytes,
+                view_type: d.view_type.map(|t| t.0),
+            }),
+        }
+    }
+}
+
+/// Checks a record's parts and builds the [`ChangeRecord`]. `position` names
+/// the record in errors when it has neither sequence number nor `eventID`.
+pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRecord, RecordError> {
+    let Parts {
+        event_id,
+        event_name,
+        source_arn,
+        identity_type,
+        identity_principal,
+        is_batch,
+        stream,
+    } = parts;
+    let Some(stream) = stream else {
+        let record = record_id(None, event_id.as_deref(), position);
+        return Err(if is_batch {
+            RecordError::Malformed {
+                record,
+                reason: "a whole batch (an object with `Records`) where one record was expected".to_owned(),
+            }
+        } else {
+            RecordError::NoDynamodb { record }
+        });
+    };
+    let sequence_number = match stream.sequence_number {
+        Some(seq) if is_sequence_number(&seq) => seq,
+        Some(seq) if !seq.is_empty() => {
+            return Err(RecordError::BadSequenceNumber {
+                record: record_id(None, event_id.as_deref(), position),
+            })
+        }
+        _ => {
+            return Err(RecordError::MissingSequenceNumber {
+                record: record_id(None, event_id.as_deref(), position),
+            })
+        }
+    };
+    // Named by sequence number from here on, built only for an error.
+    let record = || RecordId::Sequence(sequence_number.clone());
+    let kind = match event_name.as_deref() {
+        None => return Err(RecordError::MissingEventName { record: record() }),
+        Some("INSERT") => EventKind::Insert,
+        Some("MODIFY") => EventKind::Modify,
+        Some("REMOVE") => EventKind::Remove,
+        Some(other) => {
+            return Err(RecordError::UnknownEventName {
+                record: record(),
+                name: clip(other, 40),
+            })
+        }
+    };
+    let view_type = match stream.view_type.as_deref() {
+        None => None,
+        Some("KEYS_ONLY") => Some(ViewType::KeysOnly),
+        Some("NEW_IMAGE") => Some(ViewType::NewImage),
+        Some("OLD_IMAGE") => Some(ViewType::OldImage),
+        Some("NEW_AND_OLD_IMAGES") => Some(ViewType::NewAndOldImages),
+        Some(other) => {
+            return Err(RecordError::UnknownViewType {
+                record: record(),
+                view_type: clip(other, 40),
+            })
+        }
+    };
+
+    let keys = match image(stream.keys, ImagePart::Keys, &record)? {
+        Some(keys) if !keys.is_empty() => keys,
+        _ => return Err(RecordError::NoKeys { record: record() }),
+    };
+    if let Some((name, tag)) = keys
+        .iter()
+        .find_map(|(name, value)| bad_key_type(value).map(|tag| (name, tag)))
+    {
+        return Err(RecordError::BadAttribute {
+            part: ImagePart::Keys,
+            attribute: clip(name, 100),
+            reason: AttrProblem::KeyType { tag }.to_string(),
+            record: record(),
+        });
+    }
+    let new = image(stream.new_image, ImagePart::NewImage, &record)?;
+    let old = image(stream.old_image, ImagePart::OldImage, &record)?;
+
+    let (needs_new, needs_old) = match kind {
+        EventKind::Insert => (true, false),
+        EventKind::Modify => (true, true),
+        EventKind::Remove => (false, true),
+    };
+    for (needed, present, part) in [
+        (needs_new, new.is_some(), ImagePart::NewImage),
+        (needs_old, old.is_some(), ImagePart::OldImage),
+    ] {
+        if needed && !present {
+            return Err(match view_type {
+                Some(view_type @ (ViewType::KeysOnly | ViewType::NewImage | ViewType::OldImage)) => {
+                    RecordError::ViewTypeLacksImage {
+                        record: record(),
+                        kind,
+                        part,
+                        view_type,
+                    }
+                }
+                Some(ViewType::NewAndOldImages) | None => RecordError::MissingImage {
+                    record: record(),
+                    kind,
+                    part,
+                },
+            });
+        }
+    }
+    // An image the event kind does not have (an INSERT's OldImage, a REMOVE's
+    // NewImage) is dropped: `old` and `new` mean "before" and "after".
+    let new = new.filter(|_| needs_new);
+    let old = old.filter(|_| needs_old);
+    for (part, image) in [(ImagePart::NewImage, &new), (ImagePart::OldImage, &old)] {
+        let Some(image) = image else { continue };
+        for (name, value) in &keys {
+            let problem = match image.get(name) {
+                None => KeyProblem::Missing,
+                Some(other) if other != value => KeyProblem::Different,
+                Some(_) => continue,
+            };
+            return Err(RecordError::KeyMismatch {
+                record: record(),
+                part,
+                attribute: clip(name, 100),
+                problem,
+            });
+        }
+    }
+
+    let created = match stream.created {
+        None => None,
+        Some(Ok(created)) => Some(created),
+        Some(Err(reason)) => {
+            return Err(RecordError::BadCreationTime {
+                record: record(),
+                reason,
+            })
+        }
+    };
+    let ttl_expiry =
+        identity_type.as_deref() == Some("Service") && identity_principal.as_deref() == Some("dynamodb.amazonaws.com");
+    let table = source_arn.as_deref().and_then(table_from_arn).map(str::to_owned);
+
+    Ok(ChangeRecord {
+        event_id,
+        kind,
+        table,
+        source_arn,
+        keys,
+        old,
+        new,
+        sequence_number,
+        created,
+        size_bytes: stream.size_bytes,
+        view_type,
+        ttl_expiry,
+    })
+}
+
+fn image(
+    field: Option<Result<Image, ImageProblem>>,
+    part: ImagePart,
+    record: &dyn Fn() -> RecordId,
+) -> Result<Option<Image>, RecordError> {
+    match field {
+        None => Ok(None),
+        Some(Ok(image)) => Ok(Some(image)),
+        Some(Err(ImageProblem::NotAnObject)) => Err(RecordError::NotAnImage { record: record(), part }),
+        Some(Err(ImageProblem::Attribute { name, problem })) => Err(RecordError::BadAttribute {
+            record: record(),
+            part,
+            attribute: clip(&name, 100),
+            reason: problem.to_string(),
+        }),
+    }
+}
+
+/// `text`, cut to at most `max` characters (marked with `…`).
+pub(super) fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+    }
+}
