@@ -9,7 +9,7 @@ use crate::record::CreationTime;
 use crate::value::{Image, Value};
 
 impl Detail {
-    /// The JSON text (see the [module docs](self)).
+    /// The JSON text (see the [`event` module docs](crate::event)).
     pub fn to_json(&self) -> String {
         let mut out = String::with_capacity(256);
         self.write(&mut out);
