@@ -28,7 +28,7 @@ async fn every_batch_size_converges_to_the_recomputation() {
     for batch_size in [1, 2, 3, 5, 8, 100] {
         let records = parse_any(&bytes).expect("parses");
         assert_eq!(records.len(), 17);
-        let local = replay::Local::new(config.clone());
+        let local = infra::runner::replay::Local::new(config.clone());
         let summary = local.replay(records, batch_size).await;
         assert!(
             summary.failed.is_empty() && summary.quarantined.is_empty(),

@@ -6,53 +6,29 @@
 //! `GetRecords` response, or JSON Lines with one record per line. Records are
 //! replayed in the order given.
 //!
-//! # The embedded default
-//!
-//! Without `--endpoint-url` or `--aws`, everything runs in memory: the
-//! indexer writes into the in-memory store, the router publishes to an
-//! in-memory bus, and the events of `reap` routes go straight to the TTL
-//! reaper, whose deletes flow back through both consumers (as they would
-//! through the stream). The store follows the recording: before a batch is
-//! handled, its records are applied to the store's copy of the source
-//! tables (as the real table would already hold them), so node restores and
-//! conditional set updates behave as they do against DynamoDB.
-//!
-//! # Against AWS (or moto)
-//!
-//! With `--endpoint-url URL` (or `--aws` for the usual AWS environment) the
-//! indexer writes to the real index tables and edge sets, and the router
-//! puts the events on the config's bus, where the rules route them (to the
-//! reaper, on AWS; to the rules' queues, locally). The source tables are
-//! not written: they are taken to hold the data the recording came from.
-//! Quarantined records are printed, not sent to a queue.
+//! The pipeline itself (the embedded default, or real tables and a real
+//! bus) is `runner::replay`'s; this module reads the files, runs it and
+//! prints what it did.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::runner::graph::StoreGraph;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
-use event_router::{Entry, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
+use event_router::{Entry, Router};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use model::config::{self, Config};
-use model::record::{parse_any, ChangeRecord, EventKind, Received};
-use model::{Image, Planner};
+use model::record::parse_any;
 use serde_json::{json, Value as Json};
-use stream_indexer::batch::Quarantined;
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
-use stream_indexer::store::memory::lambda_event;
-use stream_indexer::store::Store;
-use stream_indexer::{Backoff, BatchStats, Indexer, MemoryQuarantine, MemoryStore, Options};
+use stream_indexer::{Indexer, MemoryQuarantine, Options};
 
 use super::exit;
 use crate::derived::derived_json;
-
-/// Rounds of feeding the pipeline's and the reaper's own writes back
-/// through the consumers after one batch, before giving up on a loop.
-const MAX_FEEDBACK_ROUNDS: usize = 50;
+use crate::runner::replay::{replay_to, Local, Summary};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -125,25 +101,6 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
             ExitCode::from(exit::FAILURE)
         }
     }
-}
-
-/// What a replay did.
-#[derive(Debug, Default)]
-pub struct Summary {
-    pub records: usize,
-    pub batches: usize,
-    /// The indexer's figures, and the router's.
-    pub stats: BatchStats,
-    pub routed: RouterStats,
-    /// Nodes the reaper reaped, and the edges it deleted.
-    pub reaped: usize,
-    pub reaper_deletes: usize,
-    /// Records quarantined, with the consumer that did.
-    pub quarantined: Vec<(&'static str, Quarantined)>,
-    /// Where batches failed: the consumer and the sequence number.
-    pub failed: Vec<(&'static str, String)>,
-    /// Every event published, in order.
-    pub events: Vec<Entry>,
 }
 
 /// Runs `streamdex replay`; returns the exit code (0, or 1 if a batch failed, 2 for bad input).
@@ -223,163 +180,6 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     })
 }
 
-/// The embedded pipeline: both consumers and the reaper over one in-memory
-/// store, the events on an in-memory bus.
-pub struct Local {
-    indexer: Indexer<Arc<MemoryStore>, MemoryQuarantine>,
-    router: Router<MemoryPublisher, MemoryQuarantine>,
-    reaper: Reaper<StoreGraph>,
-}
-
-impl Local {
-    pub fn new(config: Arc<Config>) -> Local {
-        let store = Arc::new(MemoryStore::new(config.clone()));
-        Local {
-            indexer: Indexer::new(
-                config.clone(),
-                store.clone(),
-                MemoryQuarantine::new(),
-                Options::default(),
-            ),
-            router: Router::new(
-                config.clone(),
-                MemoryPublisher::new(),
-                MemoryQuarantine::new(),
-                event_router::Options::default(),
-            ),
-            reaper: Reaper::new(config, StoreGraph(store), Backoff::default()),
-        }
-    }
-
-    /// The in-memory tables: the source tables as replayed, and the derived data.
-    pub fn store(&self) -> &MemoryStore {
-        self.reaper.graph()
-    }
-
-    pub fn config(&self) -> &Arc<Config> {
-        self.indexer.config()
-    }
-
-    /// Replays `records` in batches of `batch_size` (see the module doc).
-    pub async fn replay(&self, records: Vec<Received>, batch_size: usize) -> Summary {
-        self.replay_with(records, batch_size, &ProgressBar::hidden()).await
-    }
-
-    /// [`Local::replay`], advancing `bar` by the records of each batch.
-    pub async fn replay_with(&self, records: Vec<Received>, batch_size: usize, bar: &ProgressBar) -> Summary {
-        let mut summary = Summary {
-            records: records.len(),
-            ..Summary::default()
-        };
-        let store = self.store();
-        let planner = Planner::new(self.config());
-        let mut records = records.into_iter().peekable();
-        while records.peek().is_some() {
-            let batch: Vec<Received> = records.by_ref().take(batch_size.max(1)).collect();
-            store.record_stream(false);
-            for received in &batch {
-                if let Ok(record) = &received.record {
-                    materialize(store, &planner, record);
-                }
-            }
-            // From here on the pipeline's own writes (set updates, the
-            // reaper's deletes) are recorded and fed back, as the stream would.
-            store.record_stream(true);
-            summary.batches += 1;
-            bar.inc(batch.len() as u64);
-            self.handle(batch, &mut summary).await;
-            for _ in 0..MAX_FEEDBACK_ROUNDS {
-                let written = store.take_stream();
-                if written.is_empty() {
-                    break;
-                }
-                let payload = lambda_event(written.iter().map(|e| &e.record));
-                match model::record::parse_batch(&payload) {
-                    Ok(more) => self.handle(more, &mut summary).await,
-                    Err(e) => summary
-                        .failed
-                        .push(("replay", format!("the pipeline's own records: {e}"))),
-                }
-            }
-            store.record_stream(false);
-        }
-        summary
-    }
-
-    /// One batch through both consumers; the reap events to the reaper.
-    async fn handle(&self, batch: Vec<Received>, summary: &mut Summary) {
-        let routed = self.router.handle_received(batch.clone()).await;
-        let indexed = self.indexer.handle_received(batch).await;
-        absorb(summary, indexed, routed);
-        for entry in self.router.publisher().take() {
-            // The rule of a reap route matches its detail type and table.
-            let table = serde_json::from_str::<Json>(&entry.detail)
-                .ok()
-                .and_then(|d| d["table"].as_str().map(str::to_owned));
-            let reaps =
-                self.config().routes.iter().any(|r| {
-                    r.reap && r.detail_type == entry.detail_type && table.as_deref() == Some(r.table.as_str())
-                });
-            if reaps {
-                match self.reaper.reap(entry.delivered().as_bytes()).await {
-                    Ok(reaped) => {
-                        summary.reaped += usize::from(reaped.deleted > 0);
-                        summary.reaper_deletes += reaped.deleted;
-                    }
-                    Err(e) => summary.failed.push(("reaper", e.to_string())),
-                }
-            }
-            summary.events.push(entry);
-        }
-    }
-}
-
-fn absorb(summary: &mut Summary, indexed: stream_indexer::BatchOutcome, routed: event_router::RouterOutcome) {
-    summary.stats.add(&indexed.stats);
-    summary.routed.add(&routed.stats);
-    summary
-        .quarantined
-        .extend(indexed.quarantined.into_iter().map(|q| ("stream-indexer", q)));
-    summary
-        .quarantined
-        .extend(routed.quarantined.into_iter().map(|q| ("event-router", q)));
-    summary.failed.extend(
-        indexed
-            .failed
-            .map(|f| ("stream-indexer", f.sequence_number().unwrap_or_default().to_owned())),
-    );
-    summary.failed.extend(
-        routed
-            .failed
-            .map(|f| ("event-router", f.sequence_number().unwrap_or_default().to_owned())),
-    );
-}
-
-/// Replays `records` in batches of `batch_size` into real tables and a real
-/// bus (nothing is materialized; no reaper runs here).
-pub async fn replay_to<S: Store, P: Publisher>(
-    indexer: &Indexer<S, MemoryQuarantine>,
-    router: &Router<P, MemoryQuarantine>,
-    records: Vec<Received>,
-    batch_size: usize,
-    bar: &ProgressBar,
-) -> Summary {
-    let mut summary = Summary {
-        records: records.len(),
-        ..Summary::default()
-    };
-    let mut records = records.into_iter().peekable();
-    while records.peek().is_some() {
-        let batch: Vec<Received> = records.by_ref().take(batch_size.max(1)).collect();
-        summary.batches += 1;
-        bar.inc(batch.len() as u64);
-        let routed = router.handle_received(batch.clone()).await;
-        let indexed = indexer.handle_received(batch).await;
-        absorb(&mut summary, indexed, routed);
-    }
-    summary
-}
-
 /// A bar of `total` records on stderr when `wanted` and stderr is a
 /// terminal (hidden otherwise, so pipes and tests see only the summary).
 fn progress_bar(wanted: bool, total: usize) -> ProgressBar {
@@ -392,41 +192,6 @@ fn progress_bar(wanted: bool, total: usize) -> ProgressBar {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
-}
-
-/// Applies a record to the store's copy of its source table. A MODIFY whose
-/// images both lack a node's pipeline-owned attributes (a fixture recorded
-/// without streamdex) keeps the stored ones, as an UpdateItem would; images
-/// that show them vanishing (a PutItem overwrite) replace the item whole.
-fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord) {
-    let Ok(table) = planner.table_of(record) else { return };
-    match (&record.kind, &record.new) {
-        (EventKind::Remove, _) => {
-            let _ = store.delete_item(&table.name, &record.keys);
-        }
-        (_, Some(new)) => {
-            let mut item: Image = new.clone();
-            if let Some(set) = planner.config().edge_sets.iter().find(|e| e.table == table.name) {
-                let owned = [&set.attribute, &set.complete_attribute];
-                let old_has = record
-                    .old
-                    .as_ref()
-                    .is_some_and(|o| owned.iter().any(|a| o.contains_key(*a)));
-                let new_has = owned.iter().any(|a| new.contains_key(*a));
-                if !old_has && !new_has {
-                    if let Ok(Some(stored)) = store.get_item(&table.name, &record.keys) {
-                        for a in owned {
-                            if let Some(v) = stored.get(a) {
-                                item.insert(a.clone(), v.clone());
-                            }
-                        }
-                    }
-                }
-            }
-            let _ = store.put_item(&table.name, item);
-        }
-        (_, None) => {}
-    }
 }
 
 fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std::io::Result<()> {

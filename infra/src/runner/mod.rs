@@ -38,6 +38,7 @@ pub mod local;
 pub mod mapping;
 pub mod poller;
 pub mod reaper_feed;
+pub mod replay;
 pub mod shards;
 pub mod stream;
 pub mod tail;
