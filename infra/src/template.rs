@@ -31,6 +31,7 @@
 pub mod alarms;
 pub mod environment;
 pub mod iam;
+pub mod ids;
 
 use std::collections::BTreeMap;
 
@@ -74,86 +75,6 @@ pub enum TemplateError {
         "two resources would have the logical id `{id}`: rename one of the tables, indexes or routes it comes from"
     )]
     DuplicateId { id: String },
-}
-
-/// Logical ids of the template's resources.
-pub mod ids {
-    use crate::stack::{FunctionRole, Queue, QueuePurpose, Rule};
-    use model::filter::Consumer;
-
-    pub const BUS: &str = "EventBus";
-    pub const ALARM_TOPIC: &str = "AlarmTopic";
-    pub const ALARM_SUBSCRIPTION: &str = "AlarmSubscription";
-    pub const REAPER_DEAD_LETTER_POLICY: &str = "ReaperDeadLetterQueuePolicy";
-    pub const PARAM_ALARM_ENDPOINT: &str = "AlarmEndpoint";
-    pub const PARAM_ALARM_PROTOCOL: &str = "AlarmProtocol";
-
-    /// `some-name.x` → `SomeNameX`: every run of letters and digits, capitalised.
-    pub fn pascal(name: &str) -> String {
-        name.split(|c: char| !c.is_ascii_alphanumeric())
-            .filter(|part| !part.is_empty())
-            .map(|part| {
-                let mut chars = part.chars();
-                chars
-                    .next()
-                    .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
-                    .unwrap_or_default()
-            })
-            .collect()
-    }
-
-    fn role_name(role: FunctionRole) -> &'static str {
-        match role {
-            FunctionRole::Indexer => "Indexer",
-            FunctionRole::Router => "Router",
-            FunctionRole::Reaper => "Reaper",
-        }
-    }
-
-    pub fn consumer(consumer: Consumer) -> &'static str {
-        role_name(FunctionRole::of(consumer))
-    }
-
-    pub fn function(role: FunctionRole) -> String {
-        format!("{}Function", role_name(role))
-    }
-
-    pub fn role(role: FunctionRole) -> String {
-        format!("{}Role", role_name(role))
-    }
-
-    pub fn log_group(role: FunctionRole) -> String {
-        format!("{}Logs", role_name(role))
-    }
-
-    pub fn source_table(name: &str) -> String {
-        format!("Table{}", pascal(name))
-    }
-
-    pub fn index_table(name: &str) -> String {
-        format!("IndexTable{}", pascal(name))
-    }
-
-    pub fn queue(queue: &Queue) -> String {
-        match &queue.purpose {
-            QueuePurpose::Quarantine => "QuarantineQueue".to_owned(),
-            QueuePurpose::OnFailure(c) => format!("{}FailureQueue", consumer(*c)),
-            QueuePurpose::ReaperDeadLetter => "ReaperDeadLetterQueue".to_owned(),
-            QueuePurpose::RuleTarget(rule) => format!("RuleQueue{}", pascal(rule)),
-        }
-    }
-
-    pub fn rule(rule: &Rule) -> String {
-        format!("Rule{}", pascal(&rule.name))
-    }
-
-    pub fn reaper_permission(rule: &Rule) -> String {
-        format!("ReaperPermission{}", pascal(&rule.name))
-    }
-
-    pub fn mapping(consumer_: Consumer, table: &str) -> String {
-        format!("{}Mapping{}", consumer(consumer_), pascal(table))
-    }
 }
 
 /// Collects resources, refusing a logical id twice.
