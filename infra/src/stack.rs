@@ -28,11 +28,16 @@
 //! the deployment's [`namespace`], the event bus name, so two deployments
 //! (say, two tests on one server) on different buses never share a queue.
 
+mod names;
 mod provision;
 
 use model::config::{Config, RouteConfig, TableConfig};
 use model::filter::{self, Consumer, Pattern};
 
+pub use names::{
+    function_name, namespace, on_failure_queue_name, quarantine_queue_name, reaper_dead_letter_queue_name,
+    rule_queue_name,
+};
 pub use provision::{down, sdk_config, up, Action, Change, DownReport, StackError, UpReport};
 
 /// SQS's limit on queue names (characters of `[A-Za-z0-9_-]`).
@@ -411,79 +416,6 @@ fn source_table(config: &Config, table: &TableConfig) -> SourceTable {
         }),
         consumers: filter::consumers(config, &table.name),
     }
-}
-
-/// The deployment's namespace: the event bus name with every character
-/// outside `[A-Za-z0-9_-]` as `-` (`streamdex`).
-pub fn namespace(config: &Config) -> String {
-    config
-        .events
-        .bus
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
-}
-
-/// `NAMESPACE-SUFFIX` with every character outside `[A-Za-z0-9_-]` as `-`
-/// (queue and function names allow no others), within `limit` characters: a longer name keeps its
-/// start and ends in `-` and 8 hex digits of a hash of the whole (FNV-1a),
-/// so it stays stable and distinct.
-fn bounded_name(config: &Config, suffix: &str, limit: usize) -> String {
-    let whole: String = format!("{}-{suffix}", namespace(config))
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    if whole.len() <= limit {
-        return whole;
-    }
-    let hash = whole.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    // Every character is ASCII, so any cut is on a character boundary.
-    format!("{}-{:08x}", &whole[..limit - 9], hash as u32)
-}
-
-/// The quarantine queue: `NAMESPACE-quarantine`.
-pub fn quarantine_queue_name(config: &Config) -> String {
-    bounded_name(config, "quarantine", QUEUE_NAME_CHARS)
-}
-
-/// A consumer's on-failure destination: `NAMESPACE-indexer-failures`, `NAMESPACE-router-failures`.
-pub fn on_failure_queue_name(config: &Config, consumer: Consumer) -> String {
-    bounded_name(config, &format!("{consumer}-failures"), QUEUE_NAME_CHARS)
-}
-
-/// The dead-letter queue of the reaper rules' target: `NAMESPACE-reaper-dead-letters`.
-pub fn reaper_dead_letter_queue_name(config: &Config) -> String {
-    bounded_name(config, "reaper-dead-letters", QUEUE_NAME_CHARS)
-}
-
-/// The local stand-in for the target of `route`'s rule: `NAMESPACE-rule-RULE`
-/// (RULE from [`model::event::rule_name`]). For a route with `reap = true`
-/// it is the queue a local runner polls to feed the reaper.
-pub fn rule_queue_name(config: &Config, route: &RouteConfig) -> String {
-    bounded_name(
-        config,
-        &format!("rule-{}", model::event::rule_name(route)),
-        QUEUE_NAME_CHARS,
-    )
-}
-
-/// A function's name: `NAMESPACE-stream-indexer`, `NAMESPACE-event-router`, `NAMESPACE-reaper`.
-pub fn function_name(config: &Config, role: FunctionRole) -> String {
-    bounded_name(config, role.binary(), FUNCTION_NAME_CHARS)
 }
 
 #[cfg(test)]
