@@ -1,6 +1,15 @@
-//! streamdex infrastructure: the command line, the deployment ([`stack`]:
-//! described from the config, stood up locally with `streamdex up`) and its
-//! AWS template ([`template`]).
+//! streamdex infrastructure: the `streamdex` command line and what it
+//! drives. (The AWS kit both Lambdas share is the separate crate `aws-kit`
+//! in `infra/kit`; the Lambdas never depend on this crate.)
+//!
+//! - [`cli`]: the command line, one module per subcommand.
+//! - [`stack`]: the deployment described from the config, stood up on an
+//!   endpoint and torn down (`streamdex up` / `down`).
+//! - [`template`]: the same deployment rendered as the AWS SAM template.
+//! - [`runner`]: the local stand-in for Lambda's event source mappings
+//!   (`streamdex run`, `lag`, `record`) and replay's in-process pipeline.
+//! - [`derived`]: the derived data read back as JSON (`show`, `replay --dump`).
+//! - [`seed`]: sample items shaped by the config (`streamdex seed`).
 
 pub mod cli;
 pub mod derived;

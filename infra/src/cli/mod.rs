@@ -1,4 +1,16 @@
-//! The `streamdex` command line, one module per subcommand.
+//! The `streamdex` command line, one module per subcommand; each parses its
+//! arguments, calls the library and prints (the work itself lives in
+//! `stack`, `template`, `runner`, `stream_indexer::rebuild`).
+//!
+//! - [`config`]: `config check`, `config example`.
+//! - [`sortkey`]: `sortkey encode`, `sortkey decode` (CSS1).
+//! - [`template`]: `template` (the AWS template of a config).
+//! - [`stack`]: `up`, `down`, and the `--endpoint-url`/`--region` flags every networked command takes.
+//! - [`replay`]: `replay` (recorded streams through both consumers).
+//! - [`run`]: `run` (the local runner); [`lag`]: `lag`; [`record`]: `record`.
+//! - [`seed`]: `seed`; [`show`]: `show`.
+//! - [`verify`]: `verify` (and the selection and report rendering `rebuild` shares); [`rebuild`]: `rebuild`.
+//! - [`exit`]: the exit codes; [`progress`]: progress bars on a terminal.
 
 use std::process::ExitCode;
 
