@@ -7,7 +7,7 @@
 //! - [`template`]: `template` (the AWS template of a config).
 //! - [`stack`]: `up`, `down`, and the `--endpoint-url`/`--region` flags every networked command takes.
 //! - [`replay`]: `replay` (recorded streams through both consumers).
-//! - [`run`]: `run` (the local runner); [`lag`]: `lag`; [`record`]: `record`.
+//! - [`run`](mod@run): `run` (the local runner); [`lag`]: `lag`; [`record`]: `record`.
 //! - [`seed`]: `seed`; [`show`]: `show`.
 //! - [`verify`]: `verify` (and the selection and report rendering `rebuild` shares); [`rebuild`]: `rebuild`.
 //! - [`exit`]: the exit codes; [`progress`]: progress bars on a terminal.
