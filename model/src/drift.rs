@@ -19,7 +19,7 @@
 //!
 //! [`Verification`] accumulates a whole check (source items, then the index
 //! tables' rows) into a [`Report`]: findings (each a [`DriftKind`] and the one
-//! [`Correction`] that removes it) and notices (what an operator should know
+//! [`Correction`], a [`Mutation`], that removes it) and notices (what an operator should know
 //! that is not drift). [`compare_row`] and [`compare_set`] are the two
 //! comparisons everything else goes through, also when a correction is
 //! checked again against a fresh read before it is written.
@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::config::{Config, EdgeSetConfig, TableConfig};
 use crate::edge::{self, GraphItem};
 use crate::index::{self, RowKey};
+pub use crate::plan::{Mutation, Target};
 use crate::sortkey;
 use crate::value::{Image, Value};
 
@@ -107,80 +108,17 @@ impl std::fmt::Display for DriftKind {
     }
 }
 
-/// One change to derived data that removes one finding. `index` and
-/// `edge_set` are positions in the config's `indexes` and `edge_sets`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Correction {
-    /// Write the row with these non-key attributes.
-    PutRow {
-        index: usize,
-        key: RowKey,
-        attributes: Image,
-    },
-    /// Delete the row.
-    DeleteRow { index: usize, key: RowKey },
-    /// Add the member to the node's set.
-    AddMember {
-        edge_set: usize,
-        node: String,
-        member: String,
-    },
-    /// Remove the member from the node's set.
-    RemoveMember {
-        edge_set: usize,
-        node: String,
-        member: String,
-    },
-    /// Set the node's `complete_attribute` to `complete` (true: the set is
-    /// complete; false: the node is flagged).
-    SetMarker {
-        edge_set: usize,
-        node: String,
-        complete: bool,
-    },
-}
-
-impl Correction {
-    /// The index row or node it changes.
-    pub fn target(&self) -> Target {
-        match self {
-            Correction::PutRow { index, key, .. } | Correction::DeleteRow { index, key } => Target::Row {
-                index: *index,
-                key: key.clone(),
-            },
-            Correction::AddMember { edge_set, node, .. }
-            | Correction::RemoveMember { edge_set, node, .. }
-            | Correction::SetMarker { edge_set, node, .. } => Target::Node {
-                edge_set: *edge_set,
-                node: node.clone(),
-            },
-        }
-    }
-
-    /// A short name for logs and reports.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Correction::PutRow { .. } => "put_row",
-            Correction::DeleteRow { .. } => "delete_row",
-            Correction::AddMember { .. } => "add_member",
-            Correction::RemoveMember { .. } => "remove_member",
-            Correction::SetMarker { .. } => "set_marker",
-        }
-    }
-}
-
-/// Where a correction goes: one index row, or one node item.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Target {
-    Row { index: usize, key: RowKey },
-    Node { edge_set: usize, node: String },
-}
+/// A correction is the [`Mutation`] that removes one finding, carried out by
+/// the same executor as the planner's mutations: `PutRow`, `DeleteRow`,
+/// `AddMember`, `RemoveMember` or `SetMarker` (never `RestoreSet`: a repair
+/// says which members to add). The name is kept for the reports' vocabulary.
+pub type Correction = Mutation;
 
 /// One piece of drift: what is wrong and the correction that removes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     pub kind: DriftKind,
-    pub correction: Correction,
+    pub correction: Mutation,
     /// The primary key of the source item the finding is about (for a row:
     /// the item that produces it, or for an extra row the key attributes it
     /// carries; for a node: the node's key), when known.
@@ -324,12 +262,12 @@ pub fn compare_row(
     key: &RowKey,
     expected: Option<&Image>,
     actual: Option<&Image>,
-) -> Option<(DriftKind, Correction)> {
+) -> Option<(DriftKind, Mutation)> {
     match (expected, actual) {
         (None, None) => None,
         (Some(e), None) => Some((
             DriftKind::MissingRow,
-            Correction::PutRow {
+            Mutation::PutRow {
                 index,
                 key: key.clone(),
                 attributes: e.clone(),
@@ -337,14 +275,14 @@ pub fn compare_row(
         )),
         (None, Some(_)) => Some((
             DriftKind::ExtraRow,
-            Correction::DeleteRow {
+            Mutation::DeleteRow {
                 index,
                 key: key.clone(),
             },
         )),
         (Some(e), Some(a)) if !same_image(e, a) => Some((
             DriftKind::WrongProjection,
-            Correction::PutRow {
+            Mutation::PutRow {
                 index,
                 key: key.clone(),
                 attributes: e.clone(),
@@ -361,7 +299,7 @@ pub struct SetCheck {
     /// anything else; otherwise members are added, then removed, and the
     /// marker set to `true` last, so a reader never sees `true` on a set
     /// still missing members.
-    pub findings: Vec<(DriftKind, Correction)>,
+    pub findings: Vec<(DriftKind, Mutation)>,
     /// The node has more edges than `max_members` (it should be flagged).
     pub over_limit: bool,
 }
@@ -375,7 +313,7 @@ pub fn compare_set(
     expected: &BTreeSet<String>,
 ) -> SetCheck {
     let mut findings = Vec::new();
-    let marker = |complete| Correction::SetMarker {
+    let marker = |complete| Mutation::SetMarker {
         edge_set,
         node: node.to_owned(),
         complete,
@@ -383,7 +321,7 @@ pub fn compare_set(
     let extra = actual.members.difference(expected).map(|m| {
         (
             DriftKind::ExtraMember,
-            Correction::RemoveMember {
+            Mutation::RemoveMember {
                 edge_set,
                 node: node.to_owned(),
                 member: m.clone(),
@@ -400,7 +338,7 @@ pub fn compare_set(
         findings.extend(expected.difference(&actual.members).map(|m| {
             (
                 DriftKind::MissingMember,
-                Correction::AddMember {
+                Mutation::AddMember {
                     edge_set,
                     node: node.to_owned(),
                     member: m.clone(),

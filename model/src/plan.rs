@@ -30,48 +30,9 @@ use crate::index::{self, IndexError, RowKey};
 use crate::record::{ChangeRecord, EventKind};
 use crate::value::Image;
 
-/// One change to derived data. `index` and `edge_set` are positions in the
-/// config's `indexes` and `edge_sets`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Mutation {
-    /// Write the index row with these attributes (the key attributes are added
-    /// by the executor under the index's key names).
-    PutRow {
-        index: usize,
-        key: RowKey,
-        attributes: Image,
-    },
-    /// Delete the index row.
-    DeleteRow { index: usize, key: RowKey },
-    /// Add `member` to the set on node `node` (key: partition = sort = `node`),
-    /// if the node exists.
-    AddMember {
-        edge_set: usize,
-        node: String,
-        member: String,
-    },
-    /// Remove `member` from the set on node `node`, if the node exists.
-    RemoveMember {
-        edge_set: usize,
-        node: String,
-        member: String,
-    },
-    /// Rebuild the set of node `node` from a Query of its partition.
-    RestoreSet { edge_set: usize, node: String },
-}
+mod mutation;
 
-impl Mutation {
-    /// A short name for metrics and logs.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Mutation::PutRow { .. } => "put_row",
-            Mutation::DeleteRow { .. } => "delete_row",
-            Mutation::AddMember { .. } => "add_member",
-            Mutation::RemoveMember { .. } => "remove_member",
-            Mutation::RestoreSet { .. } => "restore_set",
-        }
-    }
-}
+pub use mutation::{Mutation, Target};
 
 /// Why (part of) a record could not be planned. The record is quarantined
 /// after its plan's mutations are applied.
@@ -92,6 +53,7 @@ pub enum PlanError {
 }
 
 /// The plan for one record.
+#[must_use = "a plan does nothing until its mutations are applied"]
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Plan {
     pub mutations: Vec<Mutation>,

@@ -123,35 +123,37 @@ impl World {
                     let members = self.partition_members(config, &node);
                     self.add(config, &node, members);
                 }
+                Mutation::SetMarker { .. } => panic!("the planner planned a marker"),
             }
         }
     }
 
     /// Applies a correction as the executor would (through the same store semantics,
     /// but a marker is set outright).
-    fn correct(&mut self, c: &Correction) {
+    fn correct(&mut self, c: &Mutation) {
         match c {
-            Correction::PutRow { index, key, attributes } => {
+            Mutation::PutRow { index, key, attributes } => {
                 self.rows.insert((*index, key.clone()), attributes.clone());
             }
-            Correction::DeleteRow { index, key } => {
+            Mutation::DeleteRow { index, key } => {
                 self.rows.remove(&(*index, key.clone()));
             }
-            Correction::AddMember { node, member, .. } => {
+            Mutation::AddMember { node, member, .. } => {
                 if let Some(state) = self.sets.get_mut(node) {
                     state.members.insert(member.clone());
                 }
             }
-            Correction::RemoveMember { node, member, .. } => {
+            Mutation::RemoveMember { node, member, .. } => {
                 if let Some(state) = self.sets.get_mut(node) {
                     state.members.remove(member);
                 }
             }
-            Correction::SetMarker { node, complete, .. } => {
+            Mutation::SetMarker { node, complete, .. } => {
                 if let Some(state) = self.sets.get_mut(node) {
                     state.complete = Some(*complete);
                 }
             }
+            Mutation::RestoreSet { .. } => panic!("verify never corrects with a restore: {c:?}"),
         }
     }
 
@@ -410,9 +412,9 @@ proptest! {
         let check = compare_set(0, set, "N", &state, &expected);
         for (_, c) in &check.findings {
             match c {
-                Correction::AddMember { member, .. } => { state.members.insert(member.clone()); }
-                Correction::RemoveMember { member, .. } => { state.members.remove(member); }
-                Correction::SetMarker { complete, .. } => state.complete = Some(*complete),
+                Mutation::AddMember { member, .. } => { state.members.insert(member.clone()); }
+                Mutation::RemoveMember { member, .. } => { state.members.remove(member); }
+                Mutation::SetMarker { complete, .. } => state.complete = Some(*complete),
                 other => prop_assert!(false, "a row correction for a set: {:?}", other),
             }
         }
@@ -464,15 +466,15 @@ fn rows_are_compared_both_ways() {
     assert_eq!(compare_row(0, &key, Some(&e), Some(&e)), None);
     assert!(matches!(
         compare_row(0, &key, Some(&e), None),
-        Some((DriftKind::MissingRow, Correction::PutRow { .. }))
+        Some((DriftKind::MissingRow, Mutation::PutRow { .. }))
     ));
     assert!(matches!(
         compare_row(0, &key, None, Some(&e)),
-        Some((DriftKind::ExtraRow, Correction::DeleteRow { .. }))
+        Some((DriftKind::ExtraRow, Mutation::DeleteRow { .. }))
     ));
     assert!(matches!(
         compare_row(0, &key, Some(&e), Some(&Image::new())),
-        Some((DriftKind::WrongProjection, Correction::PutRow { .. }))
+        Some((DriftKind::WrongProjection, Mutation::PutRow { .. }))
     ));
 }
 

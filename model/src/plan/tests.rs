@@ -210,6 +210,7 @@ impl<'c> Sim<'c> {
                 let members = self.members_in_partition(edge_set, &node);
                 self.update_set(edge_set, node, |set| set.extend(members))
             }
+            Mutation::SetMarker { .. } => panic!("the planner planned a marker: {m:?}"),
         }
     }
 
