@@ -39,6 +39,9 @@ impl Store for CountingStore {
     async fn query_partition(&self, _table: &str, _partition: &str) -> Result<Vec<Image>, StoreError> {
         Ok(Vec::new())
     }
+    async fn set_marker(&self, _e: usize, _node: &str, _complete: bool) -> Result<SetOutcome, StoreError> {
+        Ok(SetOutcome::Applied)
+    }
 }
 
 fn peak_rss_kib() -> u64 {
@@ -127,6 +130,10 @@ fn main() {
                 }
                 Mutation::RestoreSet { edge_set, node } => {
                     restores += 1;
+                    nodes.insert((edge_set, node));
+                }
+                // Repair's; the planner never plans it.
+                Mutation::SetMarker { edge_set, node, .. } => {
                     nodes.insert((edge_set, node));
                 }
             }

@@ -40,6 +40,10 @@
 //!   ADD every member found. That ADD opens the lane's queue again, so the
 //!   ADDs of later records join it (chunked like the others). A node without
 //!   edges gets `SetChange::Add(vec![])`: the marker only.
+//! - **Markers** (`SetMarker`, which only repair and rebuild send) are a
+//!   barrier too: the lane's pending member changes go first (a repair adds
+//!   the missing members, then sets `true`), then one UpdateItem sets the
+//!   node's `complete_attribute` outright ([`Store::set_marker`]).
 //! - Row writes and set changes target different items, so their relative
 //!   order does not matter: the row calls and the set lanes run side by side.
 //!
@@ -98,6 +102,7 @@ pub struct MutationCounts {
     pub add_member: usize,
     pub remove_member: usize,
     pub restore_set: usize,
+    pub set_marker: usize,
 }
 
 impl MutationCounts {
@@ -108,11 +113,12 @@ impl MutationCounts {
             Mutation::AddMember { .. } => self.add_member += 1,
             Mutation::RemoveMember { .. } => self.remove_member += 1,
             Mutation::RestoreSet { .. } => self.restore_set += 1,
+            Mutation::SetMarker { .. } => self.set_marker += 1,
         }
     }
 
     pub fn total(&self) -> usize {
-        self.put_row + self.delete_row + self.add_member + self.remove_member + self.restore_set
+        self.put_row + self.delete_row + self.add_member + self.remove_member + self.restore_set + self.set_marker
     }
 
     pub fn add(&mut self, other: &MutationCounts) {
@@ -121,6 +127,7 @@ impl MutationCounts {
         self.add_member += other.add_member;
         self.remove_member += other.remove_member;
         self.restore_set += other.restore_set;
+        self.set_marker += other.set_marker;
     }
 }
 
@@ -128,6 +135,7 @@ impl MutationCounts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RequestCounts {
     pub write_rows: usize,
+    /// Set UpdateItems: member changes, restores' ADDs and markers.
     pub update_set: usize,
     pub query_partition: usize,
     /// Of those, how many were resends (after an error or unprocessed items).
@@ -297,6 +305,16 @@ fn work(record: usize, mutation: Mutation) -> Work {
             member,
         }),
         Mutation::RestoreSet { edge_set, node } => Work::Set(SetOp::Restore { record, edge_set, node }),
+        Mutation::SetMarker {
+            edge_set,
+            node,
+            complete,
+        } => Work::Set(SetOp::Marker {
+            record,
+            edge_set,
+            node,
+            complete,
+        }),
     }
 }
 

@@ -1,4 +1,4 @@
-//! Set lanes: the edge-set member changes and restores of one partition-key
+//! Set lanes: the edge-set member changes, restores and markers of one partition-key
 //! group, coalesced into as few UpdateItems as order allows (see the parent
 //! module's doc). A lane sends one request at a time; the first request that
 //! fails for good stops it, and nothing after it is sent.
@@ -29,12 +29,19 @@ pub(super) enum SetOp {
         edge_set: usize,
         node: String,
     },
+    /// Set `node`'s completeness marker outright (repair and rebuild).
+    Marker {
+        record: usize,
+        edge_set: usize,
+        node: String,
+        complete: bool,
+    },
 }
 
 impl SetOp {
     fn record(&self) -> usize {
         match self {
-            SetOp::Member { record, .. } | SetOp::Restore { record, .. } => *record,
+            SetOp::Member { record, .. } | SetOp::Restore { record, .. } | SetOp::Marker { record, .. } => *record,
         }
     }
 }
@@ -259,6 +266,12 @@ impl<S: Store> Lane<'_, S> {
                     member,
                 } => self.member(record, edge_set, node, kind, member).await?,
                 SetOp::Restore { record, edge_set, node } => self.restore(record, edge_set, node).await?,
+                SetOp::Marker {
+                    record,
+                    edge_set,
+                    node,
+                    complete,
+                } => self.marker(record, edge_set, node, complete).await?,
             }
         }
         self.flush().await
@@ -411,6 +424,37 @@ impl<S: Store> Lane<'_, S> {
                     self.refuse(record, reason);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A barrier like a restore: sends the pending changes (the members a
+    /// repair adds go before its `true` marker), then sets the marker.
+    async fn marker(&mut self, record: usize, edge_set: usize, node: String, complete: bool) -> Result<(), StoreError> {
+        self.flush().await?;
+        let store = self.store;
+        let sent = retrying(
+            self.backoff,
+            &mut self.progress.stats.requests,
+            |c| &mut c.update_set,
+            || store.set_marker(edge_set, &node, complete),
+        )
+        .await;
+        match sent {
+            Ok(outcome) => {
+                self.count_outcome(outcome);
+                self.done(record);
+                self.progress.stats.applied.set_marker += 1;
+            }
+            Err(error) if error.is_refused() => {
+                let reason = format!(
+                    "edge set `{}`: marker of node {node:?} refused: {}",
+                    self.set_name(edge_set),
+                    error.message()
+                );
+                self.refuse(record, reason);
+            }
+            Err(error) => return Err(error),
         }
         Ok(())
     }

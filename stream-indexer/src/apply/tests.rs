@@ -79,6 +79,17 @@ fn restore(record: usize, node: &str) -> Op {
     }
 }
 
+fn marker(record: usize, node: &str, complete: bool) -> Op {
+    Op {
+        record,
+        mutation: Mutation::SetMarker {
+            edge_set: 0,
+            node: node.into(),
+            complete,
+        },
+    }
+}
+
 fn node(id: &str) -> Image {
     Image::from([("source".to_owned(), s(id)), ("target".to_owned(), s(id))])
 }
@@ -627,6 +638,14 @@ impl crate::store::Store for Slow {
     async fn query_partition(&self, _table: &str, _partition: &str) -> Result<Vec<Image>, StoreError> {
         Ok(Vec::new())
     }
+    async fn set_marker(
+        &self,
+        _e: usize,
+        _node: &str,
+        _complete: bool,
+    ) -> Result<crate::store::SetOutcome, StoreError> {
+        Ok(crate::store::SetOutcome::Applied)
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -765,4 +784,93 @@ fn big_member_lists_are_chunked() {
     assert_eq!(sizes, vec![1000, 1000, 500]);
     let big: Vec<String> = (0..3).map(|_| "x".repeat(MAX_MEMBER_BYTES_PER_UPDATE / 2)).collect();
     assert_eq!(chunks(big, |m| m.as_str()).len(), 2);
+}
+
+/// Moved from the rebuild tests (repair's own chunking is this one now).
+#[test]
+fn member_chunks_respect_the_update_limits() {
+    let members: Vec<String> = (0..2500).map(|i| format!("m{i}")).collect();
+    let sizes: Vec<usize> = chunks(members, |m| m.as_str()).iter().map(Vec::len).collect();
+    assert_eq!(sizes, vec![MAX_MEMBERS_PER_UPDATE, MAX_MEMBERS_PER_UPDATE, 500]);
+    let big: Vec<String> = (0..3).map(|i| format!("{i}{}", "x".repeat(200 * 1024))).collect();
+    assert_eq!(chunks(big, |m| m.as_str()).len(), 3);
+    assert!(chunks(Vec::<String>::new(), |m| m.as_str()).is_empty());
+}
+
+#[tokio::test]
+async fn a_marker_is_a_barrier_after_the_members_before_it() {
+    let (config, store) = store_with(no_faults());
+    let inner = store.inner();
+    inner.put_item("records", node("N")).expect("put");
+    inner.put_item("records", node("F")).expect("put");
+    let ops = vec![
+        add(0, "A"),
+        add(1, "B"),
+        remove(2, "C"),
+        marker(3, "N", true),
+        add(4, "D"),
+        marker(5, "F", false),
+        marker(6, "GONE", true),
+    ];
+    let result = run(&config, &store, Backoff::immediate(3), ops).await;
+    assert_eq!(result.stopped, None);
+    let calls: Vec<CallLog> = store.log().calls.into_iter().map(|(c, _)| c).collect();
+    let update = |change: SetChange| CallLog::UpdateSet {
+        edge_set: 0,
+        node: "N".into(),
+        change,
+    };
+    let set = |node: &str, complete: bool| CallLog::SetMarker {
+        edge_set: 0,
+        node: node.into(),
+        complete,
+    };
+    assert_eq!(
+        calls,
+        vec![
+            update(SetChange::Add(members(&["A", "B"]))),
+            update(SetChange::Remove(members(&["C"]))),
+            set("N", true),
+            update(SetChange::Add(members(&["D"]))),
+            set("F", false),
+            set("GONE", true),
+        ]
+    );
+    assert_eq!(result.stats.applied.set_marker, 3);
+    assert_eq!(result.stats.applied.total(), 7);
+    assert_eq!(result.stats.requests.update_set, 6);
+    assert_eq!(result.stats.flagged, 1);
+    assert_eq!(result.stats.node_missing, 1);
+    let sets = inner.node_sets(0);
+    assert_eq!(sets["N"].complete, Some(true));
+    assert_eq!(sets["F"].complete, Some(false));
+    assert!(!sets.contains_key("GONE"), "a marker creates no node");
+}
+
+#[tokio::test]
+async fn a_refused_marker_is_a_refusal_and_a_throttled_one_is_retried() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::SetMarker { node: "BAD", .. } => Fault::Refused("no".into()),
+        _ => Fault::None,
+    });
+    store.inner().put_item("records", node("BAD")).expect("put");
+    let result = run(&config, &store, Backoff::immediate(3), vec![marker(0, "BAD", true)]).await;
+    assert_eq!(result.stopped, None);
+    assert_eq!(result.refused.len(), 1);
+    assert!(result.refused[0].reason.contains("marker"), "{:?}", result.refused);
+
+    let mut throttled = 0;
+    let (config, store) = store_with(move |call: &Call<'_>| match call {
+        Call::SetMarker { .. } if throttled < 2 => {
+            throttled += 1;
+            Fault::Throttle
+        }
+        _ => Fault::None,
+    });
+    store.inner().put_item("records", node("N")).expect("put");
+    let result = run(&config, &store, Backoff::immediate(3), vec![marker(0, "N", true)]).await;
+    assert_eq!(result.stopped, None);
+    assert_eq!(result.stats.requests.update_set, 3);
+    assert_eq!(result.stats.requests.retries, 2);
+    assert_eq!(store.inner().node_sets(0)["N"].complete, Some(true));
 }

@@ -506,7 +506,9 @@ fn call_groups(outage: &Outage, call: &Call<'_>) -> Vec<GroupId> {
             .iter()
             .filter_map(|w| outage.rows.get(&(w.index, w.key.clone())).cloned())
             .collect(),
-        Call::UpdateSet { edge_set, node, .. } => vec![(example_edge_table(*edge_set), (*node).to_owned())],
+        Call::UpdateSet { edge_set, node, .. } | Call::SetMarker { edge_set, node, .. } => {
+            vec![(example_edge_table(*edge_set), (*node).to_owned())]
+        }
         Call::Query { table, partition } => vec![((*table).to_owned(), (*partition).to_owned())],
     }
 }

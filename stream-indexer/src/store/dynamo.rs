@@ -353,6 +353,10 @@ impl Store for DynamoStore {
         })?;
         aws_kit::convert::query_partition(&self.client, table, None, &config.partition_key, partition).await
     }
+
+    async fn set_marker(&self, edge_set: usize, node: &str, complete: bool) -> Result<SetOutcome, StoreError> {
+        self.update_marker(edge_set, node, complete).await
+    }
 }
 
 /// What one conditional `UpdateItem` of a node did.

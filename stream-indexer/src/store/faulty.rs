@@ -29,6 +29,11 @@ pub enum Call<'a> {
         table: &'a str,
         partition: &'a str,
     },
+    SetMarker {
+        edge_set: usize,
+        node: &'a str,
+        complete: bool,
+    },
 }
 
 impl Call<'_> {
@@ -51,6 +56,11 @@ impl Call<'_> {
                 }
             }
             Call::Query { table, partition } => (2u8, table, partition).hash(&mut h),
+            Call::SetMarker {
+                edge_set,
+                node,
+                complete,
+            } => (3u8, edge_set, node, complete).hash(&mut h),
         }
         h.finish()
     }
@@ -71,6 +81,15 @@ impl Call<'_> {
             Call::Query { table, partition } => CallLog::Query {
                 table: (*table).to_owned(),
                 partition: (*partition).to_owned(),
+            },
+            Call::SetMarker {
+                edge_set,
+                node,
+                complete,
+            } => CallLog::SetMarker {
+                edge_set: *edge_set,
+                node: (*node).to_owned(),
+                complete: *complete,
             },
         }
     }
@@ -205,6 +224,11 @@ pub enum CallLog {
         table: String,
         partition: String,
     },
+    SetMarker {
+        edge_set: usize,
+        node: String,
+        complete: bool,
+    },
 }
 
 /// What the wrapper saw and did.
@@ -334,5 +358,17 @@ impl<S: Store> Store for FaultyStore<S> {
             return result;
         }
         timeout(&fault, self.inner.query_partition(table, partition).await)
+    }
+
+    async fn set_marker(&self, edge_set: usize, node: &str, complete: bool) -> Result<SetOutcome, StoreError> {
+        let fault = self.decide(Call::SetMarker {
+            edge_set,
+            node,
+            complete,
+        });
+        if let Some(result) = injected(&fault) {
+            return result;
+        }
+        timeout(&fault, self.inner.set_marker(edge_set, node, complete).await)
     }
 }

@@ -27,7 +27,7 @@ use model::record::{ChangeRecord, EventKind, ViewType};
 use model::sortkey::{self, MAX_KEY_BYTES};
 use model::{Image, Value};
 
-use super::scan::{Marker, Page, RowsRead, Scan, Segment, MAX_BATCH_READS};
+use super::scan::{Page, RowsRead, Scan, Segment, MAX_BATCH_READS};
 use super::{RowWrite, SetChange, SetOutcome, Store, StoreError, MAX_BATCH_WRITES};
 
 /// A primary key attribute value, as DynamoDB compares them: numbers by value
@@ -651,6 +651,43 @@ impl Store for MemoryStore {
             .map(|(_, item)| item.clone())
             .collect())
     }
+
+    async fn set_marker(&self, edge_set: usize, node: &str, complete: bool) -> Result<SetOutcome, StoreError> {
+        let mut state = self.lock();
+        state.requests.update_set += 1;
+        let set = self
+            .config
+            .edge_sets
+            .get(edge_set)
+            .ok_or_else(|| StoreError::deployment(format!("no edge set #{edge_set} in the config")))?;
+        let table = self
+            .config
+            .table(&set.table)
+            .filter(|t| t.sort_key.is_some())
+            .ok_or_else(|| StoreError::deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
+        let key = ItemKey {
+            partition: KeyValue::S(node.to_owned()),
+            sort: Some(KeyValue::S(node.to_owned())),
+        };
+        let Some(item) = state.tables.get(&set.table).and_then(|items| items.get(&key)) else {
+            return Ok(SetOutcome::NodeMissing);
+        };
+        let mut new = item.clone();
+        new.insert(set.complete_attribute.clone(), Value::Bool(complete));
+        if &new != item {
+            let keys = key_image(table, &new);
+            let old = state
+                .tables
+                .get_mut(&set.table)
+                .and_then(|items| items.insert(key, new.clone()));
+            state.record(&set.table, keys, old, Some(new), Origin::Pipeline);
+        }
+        Ok(if complete {
+            SetOutcome::Applied
+        } else {
+            SetOutcome::Flagged
+        })
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -819,45 +856,6 @@ impl Scan for MemoryStore {
         Ok(RowsRead {
             found,
             unprocessed: Vec::new(),
-        })
-    }
-}
-
-impl Marker for MemoryStore {
-    async fn set_marker(&self, edge_set: usize, node: &str, complete: bool) -> Result<SetOutcome, StoreError> {
-        let mut state = self.lock();
-        state.requests.update_set += 1;
-        let set = self
-            .config
-            .edge_sets
-            .get(edge_set)
-            .ok_or_else(|| StoreError::deployment(format!("no edge set #{edge_set} in the config")))?;
-        let table = self
-            .config
-            .table(&set.table)
-            .filter(|t| t.sort_key.is_some())
-            .ok_or_else(|| StoreError::deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
-        let key = ItemKey {
-            partition: KeyValue::S(node.to_owned()),
-            sort: Some(KeyValue::S(node.to_owned())),
-        };
-        let Some(item) = state.tables.get(&set.table).and_then(|items| items.get(&key)) else {
-            return Ok(SetOutcome::NodeMissing);
-        };
-        let mut new = item.clone();
-        new.insert(set.complete_attribute.clone(), Value::Bool(complete));
-        if &new != item {
-            let keys = key_image(table, &new);
-            let old = state
-                .tables
-                .get_mut(&set.table)
-                .and_then(|items| items.insert(key, new.clone()));
-            state.record(&set.table, keys, old, Some(new), Origin::Pipeline);
-        }
-        Ok(if complete {
-            SetOutcome::Applied
-        } else {
-            SetOutcome::Flagged
         })
     }
 }

@@ -1,4 +1,6 @@
-//! The `Store` port: the three kinds of request the indexer makes of DynamoDB.
+//! The `Store` port: the kinds of request the executor makes of DynamoDB
+//! (row writes, set changes, partition Queries, and the marker writes of
+//! repair and rebuild).
 //!
 //! Batching, coalescing, ordering and retries are decided above this port
 //! (in `apply`), so the DynamoDB and the in-memory implementations differ
@@ -92,6 +94,20 @@ pub trait Store: Send + Sync {
         table: &str,
         partition: &str,
     ) -> impl Future<Output = Result<Vec<Image>, StoreError>> + Send;
+
+    /// One UpdateItem of node `node` of edge set `edge_set`:
+    /// `SET complete_attribute = complete` outright, on condition that the
+    /// node exists ([`SetOutcome::NodeMissing`] otherwise; nothing is
+    /// created). `false` flags the node ([`SetOutcome::Flagged`]), `true`
+    /// marks its set complete ([`SetOutcome::Applied`]). Only repair and
+    /// rebuild send it (`Mutation::SetMarker`); the indexer's own set
+    /// changes keep the marker.
+    fn set_marker(
+        &self,
+        edge_set: usize,
+        node: &str,
+        complete: bool,
+    ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send;
 }
 
 /// A shared store is a store (one in-memory store behind the indexer and
@@ -116,5 +132,14 @@ impl<S: Store> Store for std::sync::Arc<S> {
         partition: &str,
     ) -> impl Future<Output = Result<Vec<Image>, StoreError>> + Send {
         S::query_partition(self, table, partition)
+    }
+
+    fn set_marker(
+        &self,
+        edge_set: usize,
+        node: &str,
+        complete: bool,
+    ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send {
+        S::set_marker(self, edge_set, node, complete)
     }
 }

@@ -1,7 +1,8 @@
 //! The `Scan` port: what `verify` and `rebuild` read beyond the [`Store`]
 //! (whole tables, page by page, in parallel segments; single items and rows,
-//! strongly consistent), and [`Marker`], the one write they need that the
-//! indexer never makes (setting a node's completeness marker outright).
+//! strongly consistent). The one write they need that the indexer never
+//! makes (setting a node's completeness marker outright) is
+//! `Store::set_marker`; [`Marker`] only names it for existing bounds.
 //!
 //! Implemented on DynamoDB here ([`DynamoStore`]: `Scan` with `Segment` /
 //! `TotalSegments`, `ConsistentRead`, `ExclusiveStartKey`; `GetItem`;
@@ -19,7 +20,7 @@ use model::index::RowKey;
 use model::Image;
 
 use super::dynamo::{store_error, to_image, to_item, DynamoStore};
-use super::{SetOutcome, StoreError};
+use super::{SetOutcome, Store, StoreError};
 
 /// At most this many keys go in one [`Scan::read_rows`] call (BatchGetItem's limit).
 pub const MAX_BATCH_READS: usize = 100;
@@ -84,20 +85,15 @@ pub trait Scan: Send + Sync {
     fn read_rows(&self, index: usize, keys: Vec<RowKey>) -> impl Future<Output = Result<RowsRead, StoreError>> + Send;
 }
 
-/// Setting a node's completeness marker outright.
-pub trait Marker: Send + Sync {
-    /// `SET complete_attribute = complete` on node `node` of edge set
-    /// `edge_set`, on condition that the node exists
-    /// ([`SetOutcome::NodeMissing`] otherwise; nothing is created).
-    /// `false` flags the node ([`SetOutcome::Flagged`]), `true` marks its set
-    /// complete ([`SetOutcome::Applied`]).
-    fn set_marker(
-        &self,
-        edge_set: usize,
-        node: &str,
-        complete: bool,
-    ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send;
-}
+/// What verify and rebuild need of a store beyond [`Scan`]: setting a
+/// node's completeness marker, which is now [`Store::set_marker`] (the one
+/// executor sends it). Kept as a name for existing bounds
+/// (`S: Store + Scan + Marker`); every [`Store`] is one.
+///
+/// [`Store::set_marker`]: super::Store::set_marker
+pub trait Marker: Store {}
+
+impl<S: Store> Marker for S {}
 
 fn cursor(key: Option<HashMap<String, AttributeValue>>, what: &str) -> Result<Option<Image>, StoreError> {
     match key {
@@ -245,8 +241,14 @@ impl Scan for DynamoStore {
     }
 }
 
-impl Marker for DynamoStore {
-    async fn set_marker(&self, edge_set: usize, node: &str, complete: bool) -> Result<SetOutcome, StoreError> {
+impl DynamoStore {
+    /// [`Store::set_marker`](super::Store::set_marker) on DynamoDB: a conditional UpdateItem.
+    pub(super) async fn update_marker(
+        &self,
+        edge_set: usize,
+        node: &str,
+        complete: bool,
+    ) -> Result<SetOutcome, StoreError> {
         let config = self.config();
         let set = config
             .edge_sets

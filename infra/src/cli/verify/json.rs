@@ -24,7 +24,7 @@ pub fn finding_json(config: &Config, f: &Finding) -> Json {
         Correction::SetMarker { complete, .. } => {
             c.insert("complete".into(), (*complete).into());
         }
-        Correction::DeleteRow { .. } => {}
+        Correction::DeleteRow { .. } | Correction::RestoreSet { .. } => {}
     }
     o.insert("correction".into(), Json::Object(c));
     if let Some(source) = &f.source {

@@ -41,6 +41,7 @@ pub(super) fn correction_text(c: &Correction) -> String {
         Correction::AddMember { member, .. } => format!("add member {member:?}"),
         Correction::RemoveMember { member, .. } => format!("remove member {member:?}"),
         Correction::SetMarker { complete, .. } => format!("set the marker to {complete}"),
+        Correction::RestoreSet { .. } => "restore the set from the node's partition".to_owned(),
     }
 }
 
