@@ -16,11 +16,12 @@
 //!   clean or `rounds` repairs are spent, and records finished tables in a
 //!   [`Checkpoint`] so that an interrupted rebuild resumes with the next one.
 //!
-//! Writes go through the indexer's own [`Store`] port (`write_rows`,
-//! `update_set`) and [`Marker::set_marker`], paced by a [`WriteBudget`]
-//! (items per second), with the executor's retries ([`Backoff`]: throttling
-//! and 5xx are retried with exponential backoff and full jitter,
-//! `UnprocessedItems` and `UnprocessedKeys` resent).
+//! Writes are corrections, which are `Mutation`s, carried out by the
+//! indexer's own executor (`apply`: BatchWriteItem of rows, conditional
+//! UpdateItem ADD/DELETE of members and SET of the marker, coalesced per
+//! node), paced by a [`WriteBudget`] (items per second), with the one retry
+//! driver ([`Backoff`]: throttling and 5xx are retried with exponential
+//! backoff and full jitter, `UnprocessedItems` and `UnprocessedKeys` resent).
 //!
 //! Why the result converges while the stream consumers are live: see the
 //! README section "Verify and rebuild".
@@ -42,9 +43,11 @@ use model::drift::{self, Correction, DriftKind, Finding, Report, Scope, Target, 
 use model::index::{self, RowKey};
 use model::Image;
 
-use crate::apply::{Backoff, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE};
+use aws_kit::retry::{Flow, Retry, Step};
+
+use crate::apply::{self, Backoff, Op, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE};
 use crate::store::scan::{Marker, Scan, Segment, MAX_BATCH_READS};
-use crate::store::{RowWrite, SetChange, SetOutcome, Store, StoreError, MAX_BATCH_WRITES};
+use crate::store::{Store, StoreError};
 
 /// How verify and rebuild read and write.
 #[derive(Debug, Clone)]
@@ -160,27 +163,59 @@ impl WriteBudget {
     }
 }
 
-/// Sends `call` until it succeeds, a non-retryable error, or the attempts run out.
+/// Sends `call` until it succeeds, a non-retryable error, or the attempts
+/// run out (the one retry driver, `aws_kit::retry`).
 async fn retry<T, F, Fut>(backoff: &Backoff, mut call: F) -> Result<T, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, StoreError>>,
 {
-    let attempts = backoff.max_attempts.max(1);
-    let mut attempt = 0;
-    loop {
-        match call().await {
-            Ok(v) => return Ok(v),
-            Err(e) if e.is_retryable() && attempt + 1 < attempts => {
-                let delay = backoff.delay(attempt);
-                if !delay.is_zero() {
-                    tokio::time::sleep(delay).await;
-                }
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
-        }
+    aws_kit::retry::call(backoff, |_| call()).await
+}
+
+/// Carries out `corrections` (of one group) with the indexer's executor,
+/// one lane: the same packing, coalescing, chunking, retries and failure
+/// accounting as the stream's mutations. Counts what was written; the
+/// first correction not carried out (refused, or failed after its retries)
+/// is the error.
+async fn write_through_executor<S: Store>(
+    store: &S,
+    config: &Config,
+    options: &Options,
+    corrections: &[(DriftKind, Correction)],
+    what: impl Fn() -> String,
+    stats: &mut RepairStats,
+) -> Result<(), RebuildError> {
+    let ops = corrections.iter().enumerate().map(|(record, (_, correction))| {
+        (
+            0,
+            Op {
+                record,
+                mutation: correction.clone(),
+            },
+        )
+    });
+    let applied = apply::apply_batch(store, config, &options.backoff, 1, ops).await;
+    stats.requests += applied.stats.requests.total() as u64;
+    stats.items_written += (applied.stats.applied.put_row + applied.stats.applied.delete_row) as u64
+        + applied.stats.requests.update_set as u64;
+    stats.node_missing += applied.stats.node_missing;
+    if let Some(refusal) = applied.refused.first() {
+        return Err(RebuildError::Write {
+            what: what(),
+            source: StoreError::refused(refusal.reason.clone()),
+        });
     }
+    if let Some(stopped) = applied.first_unfinished(0..corrections.len()) {
+        return Err(RebuildError::Write {
+            what: what(),
+            source: stopped.error,
+        });
+    }
+    for (kind, _) in corrections {
+        stats.written.count(*kind);
+    }
+    Ok(())
 }
 
 /// Scans every segment of one table concurrently, handing each page's items to `sink`.
@@ -557,27 +592,31 @@ async fn repair_rows<S: Store + Scan>(
     let keys: Vec<RowKey> = keys.into_iter().collect();
     for chunk in keys.chunks(MAX_BATCH_READS) {
         let mut pending = chunk.to_vec();
-        let mut attempt = 0;
-        while !pending.is_empty() {
+        let mut again = Retry::new(&options.backoff);
+        let what = || format!("rows of table `{}`", index.table);
+        loop {
             stats.requests += 1;
-            let read = retry(&options.backoff, || store.read_rows(i, pending.clone()))
-                .await
-                .map_err(|source| RebuildError::Read {
-                    what: format!("rows of table `{}`", index.table),
-                    source,
-                })?;
-            actual.extend(read.found);
-            if !read.unprocessed.is_empty() {
-                attempt += 1;
-                if attempt >= options.backoff.max_attempts.max(1) {
-                    return Err(RebuildError::Read {
-                        what: format!("rows of table `{}`", index.table),
-                        source: StoreError::transient("BatchGetItem kept returning UnprocessedKeys".to_owned()),
-                    });
+            let step = match store.read_rows(i, pending.clone()).await {
+                Ok(read) => {
+                    let before = pending.len();
+                    actual.extend(read.found);
+                    pending = read.unprocessed;
+                    if pending.is_empty() {
+                        Step::Done(())
+                    } else {
+                        Step::Again {
+                            progressed: pending.len() < before,
+                            fault: StoreError::transient("BatchGetItem kept returning UnprocessedKeys"),
+                        }
+                    }
                 }
-                tokio::time::sleep(options.backoff.delay(attempt - 1)).await;
+                Err(e) => Step::of(Err(e)),
+            };
+            match again.next(step).await {
+                Flow::Again => continue,
+                Flow::Done(()) => break,
+                Flow::Failed(source) => return Err(RebuildError::Read { what: what(), source }),
             }
-            pending = read.unprocessed;
         }
     }
     let fresh: Vec<(DriftKind, Correction)> = keys
@@ -585,71 +624,42 @@ async fn repair_rows<S: Store + Scan>(
         .filter_map(|k| drift::compare_row(i, k, expected.get(k), actual.get(k)))
         .collect();
     let chosen = select(mode, reported, fresh, &mut stats);
-    for chunk in chosen.chunks(MAX_BATCH_WRITES) {
-        let mut writes: Vec<RowWrite> = chunk
-            .iter()
-            .filter_map(|(_, c)| match c {
-                Correction::PutRow { index, key, attributes } => Some(RowWrite {
-                    index: *index,
-                    key: key.clone(),
-                    put: Some(attributes.clone()),
-                }),
-                Correction::DeleteRow { index, key } => Some(RowWrite {
-                    index: *index,
-                    key: key.clone(),
-                    put: None,
-                }),
-                _ => None,
-            })
-            .collect();
-        budget.take(writes.len() as u64).await;
-        stats.items_written += writes.len() as u64;
-        let mut attempt = 0;
-        while !writes.is_empty() {
-            stats.requests += 1;
-            let unprocessed = retry(&options.backoff, || store.write_rows(writes.clone()))
-                .await
-                .map_err(|source| RebuildError::Write {
-                    what: format!("rows of table `{}`", index.table),
-                    source,
-                })?;
-            if !unprocessed.is_empty() {
-                attempt += 1;
-                if attempt >= options.backoff.max_attempts.max(1) {
-                    return Err(RebuildError::Write {
-                        what: format!("rows of table `{}`", index.table),
-                        source: StoreError::transient("BatchWriteItem kept returning UnprocessedItems".to_owned()),
-                    });
-                }
-                tokio::time::sleep(options.backoff.delay(attempt - 1)).await;
-            }
-            writes = unprocessed;
-        }
-        for (kind, _) in chunk {
-            stats.written.count(*kind);
-        }
-    }
+    budget.take(chosen.len() as u64).await;
+    let what = || format!("rows of table `{}`", index.table);
+    write_through_executor(store, config, options, &chosen, what, &mut stats).await?;
     Ok(stats)
 }
 
-/// Splits members into update-sized chunks (count and bytes).
-fn member_chunks(members: Vec<String>) -> Vec<Vec<String>> {
-    let mut chunks: Vec<Vec<String>> = Vec::new();
-    let mut bytes = 0;
-    for m in members {
-        let fits = chunks
-            .last()
-            .is_some_and(|c| c.len() < MAX_MEMBERS_PER_UPDATE && bytes + m.len() <= MAX_MEMBER_BYTES_PER_UPDATE);
-        if !fits {
-            chunks.push(Vec::new());
-            bytes = 0;
-        }
-        bytes += m.len();
-        if let Some(c) = chunks.last_mut() {
-            c.push(m);
+/// The UpdateItems a node's corrections take (the budget is taken before
+/// they are sent): one per marker, and per run of adds or of removes one per
+/// update-sized chunk of members (count and bytes), as the set lane sends them.
+fn expected_updates(corrections: &[(DriftKind, Correction)]) -> u64 {
+    let mut updates = 0u64;
+    let mut run: Option<(bool, usize, usize)> = None; // (adding, members, bytes) of the open chunk
+    for (_, c) in corrections {
+        let member = match c {
+            Correction::AddMember { member, .. } => Some((true, member.len())),
+            Correction::RemoveMember { member, .. } => Some((false, member.len())),
+            _ => None,
+        };
+        match (member, &mut run) {
+            (Some((adding, len)), Some((open, n, bytes)))
+                if *open == adding && *n < MAX_MEMBERS_PER_UPDATE && *bytes + len <= MAX_MEMBER_BYTES_PER_UPDATE =>
+            {
+                *n += 1;
+                *bytes += len;
+            }
+            (Some((adding, len)), _) => {
+                updates += 1;
+                run = Some((adding, 1, len));
+            }
+            (None, _) => {
+                updates += 1;
+                run = None;
+            }
         }
     }
-    chunks
+    updates
 }
 
 /// Re-reads one node's partition and corrects its set.
@@ -687,66 +697,11 @@ async fn repair_node<S: Store + Marker>(
     };
     let check = drift::compare_set(e, set, node, &state, &partition.expected);
     let chosen = select(mode, reported, check.findings, &mut stats);
-    // In the order compare_set gives: flag first, adds, removes, the `true` marker last.
-    let mut i = 0;
-    while i < chosen.len() {
-        let (kind, correction) = &chosen[i];
-        match correction {
-            Correction::SetMarker { complete, .. } => {
-                budget.take(1).await;
-                stats.items_written += 1;
-                stats.requests += 1;
-                let outcome = retry(&options.backoff, || store.set_marker(e, node, *complete))
-                    .await
-                    .map_err(|source| RebuildError::Write {
-                        what: format!("the marker of node `{node}` in table `{}`", table.name),
-                        source,
-                    })?;
-                if outcome == SetOutcome::NodeMissing {
-                    stats.node_missing += 1;
-                }
-                stats.written.count(*kind);
-                i += 1;
-            }
-            Correction::AddMember { .. } | Correction::RemoveMember { .. } => {
-                let adding = matches!(correction, Correction::AddMember { .. });
-                let mut members = Vec::new();
-                let mut kinds = Vec::new();
-                while let Some((k, c)) = chosen.get(i) {
-                    match c {
-                        Correction::AddMember { member, .. } if adding => members.push(member.clone()),
-                        Correction::RemoveMember { member, .. } if !adding => members.push(member.clone()),
-                        _ => break,
-                    }
-                    kinds.push(*k);
-                    i += 1;
-                }
-                for chunk in member_chunks(members) {
-                    let change = if adding {
-                        SetChange::Add(chunk)
-                    } else {
-                        SetChange::Remove(chunk)
-                    };
-                    budget.take(1).await;
-                    stats.items_written += 1;
-                    stats.requests += 1;
-                    let outcome = retry(&options.backoff, || store.update_set(e, node, change.clone()))
-                        .await
-                        .map_err(|source| RebuildError::Write {
-                            what: format!("the set of node `{node}` in table `{}`", table.name),
-                            source,
-                        })?;
-                    if outcome == SetOutcome::NodeMissing {
-                        stats.node_missing += 1;
-                    }
-                }
-                for k in kinds {
-                    stats.written.count(k);
-                }
-            }
-            _ => i += 1,
-        }
-    }
+    // In the order compare_set gives: flag first, adds, removes, the `true`
+    // marker last; the set lane keeps it (a marker is a barrier).
+    budget.take(expected_updates(&chosen)).await;
+    let what = || format!("the set of node `{node}` in table `{}`", table.name);
+    write_through_executor(store, config, options, &chosen, what, &mut stats).await?;
     Ok(stats)
 }
 

@@ -14,6 +14,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::store::memory::{lambda_event, MemoryStore};
+use crate::store::RowWrite;
 use crate::store::SetChange;
 use crate::{workload, Indexer};
 use aws_kit::quarantine::memory::MemoryQuarantine;
@@ -395,14 +396,46 @@ async fn the_write_budget_paces_items() {
 }
 
 #[test]
-fn member_chunks_respect_the_update_limits() {
-    let members: Vec<String> = (0..2500).map(|i| format!("m{i}")).collect();
-    let chunks = member_chunks(members);
+fn the_budget_counts_update_sized_chunks_of_members() {
+    let add = |m: String| {
+        (
+            DriftKind::MissingMember,
+            Correction::AddMember {
+                edge_set: 0,
+                node: "N".into(),
+                member: m,
+            },
+        )
+    };
+    let members: Vec<_> = (0..2500).map(|i| add(format!("m{i}"))).collect();
     assert_eq!(
-        chunks.iter().map(Vec::len).collect::<Vec<_>>(),
-        vec![MAX_MEMBERS_PER_UPDATE, MAX_MEMBERS_PER_UPDATE, 500]
+        expected_updates(&members),
+        3,
+        "{MAX_MEMBERS_PER_UPDATE} members an update"
     );
-    let big: Vec<String> = (0..3).map(|i| format!("{i}{}", "x".repeat(200 * 1024))).collect();
-    assert_eq!(member_chunks(big).len(), 3);
-    assert!(member_chunks(Vec::new()).is_empty());
+    let big: Vec<_> = (0..3).map(|i| add(format!("{i}{}", "x".repeat(200 * 1024)))).collect();
+    assert_eq!(
+        expected_updates(&big),
+        3,
+        "{MAX_MEMBER_BYTES_PER_UPDATE} bytes an update"
+    );
+    assert_eq!(expected_updates(&[]), 0);
+    let marker = (
+        DriftKind::MarkerMissing,
+        Correction::SetMarker {
+            edge_set: 0,
+            node: "N".into(),
+            complete: true,
+        },
+    );
+    let remove = (
+        DriftKind::ExtraMember,
+        Correction::RemoveMember {
+            edge_set: 0,
+            node: "N".into(),
+            member: "x".into(),
+        },
+    );
+    let mixed = [add("a".into()), add("b".into()), remove.clone(), remove, marker];
+    assert_eq!(expected_updates(&mixed), 3, "one ADD, one DELETE, one marker");
 }
