@@ -12,6 +12,7 @@ use model::index::RowKey;
 use model::{Image, Value};
 use proptest::prelude::*;
 
+use super::repair::expected_updates;
 use super::*;
 use crate::store::memory::{lambda_event, MemoryStore};
 use crate::store::RowWrite;
