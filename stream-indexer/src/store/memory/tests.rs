@@ -1,0 +1,170 @@
+use super::*;
+use model::config;
+
+fn s(v: &str) -> Value {
+    Value::S(v.to_owned())
+}
+
+fn store() -> MemoryStore {
+    let config = config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("valid");
+    MemoryStore::new(Arc::new(config))
+}
+
+fn node(id: &str) -> Image {
+    Image::from([("source".to_owned(), s(id)), ("target".to_owned(), s(id))])
+}
+
+fn edge(node: &str, target: &str, role: &str) -> Image {
+    Image::from([
+        ("source".to_owned(), s(node)),
+        ("target".to_owned(), s(target)),
+        ("gsi0".to_owned(), s(role)),
+    ])
+}
+
+fn block<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+#[test]
+fn set_updates_need_the_node_and_create_nothing() {
+    let store = store();
+    store.record_stream(true);
+    let out = block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["A#1".into()])));
+    assert_eq!(out, Ok(SetOutcome::NodeMissing));
+    assert!(store.items("records").is_empty());
+    assert!(store.take_stream().is_empty());
+}
+
+#[test]
+fn add_remove_marker_and_the_empty_set() {
+    let store = store();
+    store.put_item("records", node("GOAL-1")).expect("put");
+    store.record_stream(true);
+    // marker only
+    assert_eq!(
+        block(store.update_set(0, "GOAL-1", SetChange::Add(vec![]))),
+        Ok(SetOutcome::Applied)
+    );
+    let sets = store.node_sets(0);
+    assert_eq!(
+        sets["GOAL-1"],
+        NodeSet {
+            members: BTreeSet::new(),
+            complete: Some(true)
+        }
+    );
+    assert_eq!(
+        block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["a".into(), "b".into()]))),
+        Ok(SetOutcome::Applied)
+    );
+    assert_eq!(
+        block(store.update_set(0, "GOAL-1", SetChange::Remove(vec!["a".into(), "b".into()]))),
+        Ok(SetOutcome::Applied)
+    );
+    let item = store.get_item("records", &node("GOAL-1")).expect("key").expect("item");
+    assert!(
+        !item.contains_key("edges"),
+        "an empty set removes the attribute: {item:?}"
+    );
+    assert_eq!(item.get("edgesComplete"), Some(&Value::Bool(true)));
+    // three changes: marker, add, remove; a no-op emits nothing
+    assert_eq!(
+        block(store.update_set(0, "GOAL-1", SetChange::Remove(vec!["zz".into()]))),
+        Ok(SetOutcome::Applied)
+    );
+    let stream = store.take_stream();
+    assert_eq!(stream.len(), 3);
+    assert!(stream
+        .iter()
+        .all(|e| e.origin == Origin::Pipeline && e.record.kind == EventKind::Modify));
+    // duplicates are refused, as DynamoDB does
+    let dup = block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["a".into(), "a".into()])));
+    assert!(dup.is_err_and(|e| e.class() == model::Class::Refused));
+}
+
+#[test]
+fn past_max_members_the_node_is_flagged() {
+    let mut config = config::parse(config::EXAMPLE_CONFIG, "x.toml").expect("valid");
+    config.edge_sets[0].max_members = 2;
+    let store = MemoryStore::new(Arc::new(config));
+    store.put_item("records", node("N")).expect("put");
+    let add = |m: &[&str]| block(store.update_set(0, "N", SetChange::Add(m.iter().map(|s| s.to_string()).collect())));
+    assert_eq!(add(&["a", "b"]), Ok(SetOutcome::Applied));
+    // re-adding present members is not growth
+    assert_eq!(add(&["a", "b"]), Ok(SetOutcome::Applied));
+    assert_eq!(add(&["c"]), Ok(SetOutcome::Flagged));
+    let sets = store.node_sets(0);
+    assert_eq!(sets["N"].members.len(), 2);
+    assert_eq!(sets["N"].complete, Some(false));
+    // the flag stays false
+    assert_eq!(
+        block(store.update_set(0, "N", SetChange::Remove(vec!["a".into()]))),
+        Ok(SetOutcome::Applied)
+    );
+    assert_eq!(store.node_sets(0)["N"].complete, Some(false));
+}
+
+#[test]
+fn rows_checks_and_queries() {
+    let store = store();
+    let key = |p: &str, s: &str| RowKey {
+        partition: p.into(),
+        sort: s.into(),
+    };
+    let put = |k: RowKey| RowWrite {
+        index: 0,
+        key: k,
+        put: Some(Image::new()),
+    };
+    assert_eq!(
+        block(store.write_rows(vec![put(key("a", "1")), put(key("b", "1"))])),
+        Ok(vec![])
+    );
+    assert!(block(store.write_rows(vec![put(key("a", "1")), put(key("a", "1"))]))
+        .is_err_and(|e| e.class() == model::Class::Refused));
+    assert!(block(store.write_rows(vec![put(key("a", &"x".repeat(1025)))]))
+        .is_err_and(|e| e.class() == model::Class::Refused));
+    assert!(
+        block(store.write_rows((0..26).map(|i| put(key("a", &i.to_string()))).collect()))
+            .is_err_and(|e| e.class() == model::Class::Refused)
+    );
+    assert!(block(store.write_rows(vec![RowWrite {
+        index: 9,
+        key: key("a", "1"),
+        put: None
+    }]))
+    .is_err_and(|e| e.class() == model::Class::Deployment));
+    assert_eq!(store.rows(0).len(), 2);
+    store.put_item("records", node("N")).expect("put");
+    store
+        .put_item("records", edge("N", "GOALMEMBERSHIP-U", "1"))
+        .expect("put");
+    store
+        .put_item("records", edge("M", "GOALMEMBERSHIP-U", "1"))
+        .expect("put");
+    assert_eq!(block(store.query_partition("records", "N")).map(|v| v.len()), Ok(2));
+    assert!(block(store.query_partition("nope", "N")).is_err_and(|e| e.class() == model::Class::Deployment));
+}
+
+#[test]
+fn the_stream_reads_back_through_the_lambda_parser() {
+    let store = store();
+    store.record_stream(true);
+    store.set_next_sequence_number(99);
+    store.put_item("records", node("N")).expect("put");
+    store
+        .put_item("records", edge("N", "GOALMEMBERSHIP-U", "1"))
+        .expect("put");
+    store.delete_item("records", &node("N")).expect("delete");
+    let entries = store.take_stream();
+    let payload = lambda_event(entries.iter().map(|e| &e.record));
+    let parsed = model::record::parse_batch(&payload).expect("a batch");
+    let back: Vec<ChangeRecord> = parsed.into_iter().map(|r| r.record.expect("valid")).collect();
+    let original: Vec<ChangeRecord> = entries.into_iter().map(|e| e.record).collect();
+    assert_eq!(back, original);
+    assert_eq!(back[1].sequence_number, "100");
+}
