@@ -26,6 +26,9 @@
 //! - [`schedule`]: which packed calls may be sent, given the calls they wait for.
 //! - [`settlement`]: which records of a batch failed or are quarantined, and the batch response.
 //!
+//! For tests (feature `testing`): `testing`, the random write histories the
+//! property tests of the planner and of the indexer's batches share.
+//!
 //! No I/O, no async, no AWS SDK: the other crates carry out what this one
 //! decides (the AWS kit, `aws_kit`, holds the I/O both consumers share).
 
@@ -47,6 +50,8 @@ pub mod schedule;
 pub mod sequence;
 pub mod settlement;
 pub mod sortkey;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod time;
 pub mod value;
 

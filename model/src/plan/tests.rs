@@ -117,18 +117,6 @@ impl<'c> Sim<'c> {
         self.stream.push(Some(Pending { record, origin }));
     }
 
-    /// Merges `set` into the item, creating it if missing (UpdateItem is an upsert).
-    fn update(&mut self, table: &str, key: Key, set: Vec<(&str, Option<Value>)>) {
-        let mut item = self.get(table, &key).cloned().unwrap_or_default();
-        for (name, value) in set {
-            match value {
-                Some(v) => item.insert(name.to_owned(), v),
-                None => item.remove(name),
-            };
-        }
-        self.write(table, key, Some(item), Origin::User);
-    }
-
     /// Partition keys with pending records, oldest record first.
     fn pending_partitions(&self) -> Vec<usize> {
         let mut seen = BTreeSet::new();
@@ -294,229 +282,69 @@ impl<'c> Sim<'c> {
     }
 }
 
-// ---- random histories over the example config ----
+// ---- random histories over the example config (`crate::testing`) ----
 
-const NODES: [&str; 4] = ["GOAL-1", "GOAL-2", "TEAM-1", "USER-1"];
-const EDGE_TYPES: [&str; 3] = ["GOALMEMBERSHIP", "TEAMMEMBERSHIP", "COMMENT"];
-const ROLES: [&str; 3] = ["300-MEMBER", "400-CONTRIBUTOR", "500-LEAD"];
-const ISSUES: [&str; 4] = ["issue-1", "issue-2", "issue-3", "bug-1"];
-const FIELDS: [&str; 4] = ["3fe6", "47e5", "882a", "9c01"];
-const NUMBERS: [&str; 12] = [
-    "3",
-    "3.0",
-    "30E-1",
-    "-4.20",
-    "-4.2",
-    "0",
-    "-0",
-    "1E+2",
-    "100",
-    "0.001",
-    "-1E-130",
-    "12345678901234567890123456789012345678",
-];
-const STRINGS: [&str; 7] = ["", "Approved", "a\u{0}", "a", "é", "2023-06-01", "😀"];
+use crate::testing::{self, Tables, Write};
 
-#[derive(Debug, Clone)]
-enum Field {
-    N(usize),
-    S(usize),
-    Bool(bool),
-    Null,
-    /// A list: the example index's `any` column refuses it (poison).
-    Poison,
-}
-
-impl Field {
-    fn value(&self) -> Value {
-        match self {
-            Field::N(i) => Value::N(NUMBERS[*i].to_owned()),
-            Field::S(i) => s(STRINGS[*i]),
-            Field::Bool(b) => Value::Bool(*b),
-            Field::Null => Value::Null(true),
-            Field::Poison => Value::L(vec![s("x")]),
-        }
-    }
-}
-
+/// A step of a planner history: a user write, or processing some records.
 #[derive(Debug, Clone)]
 enum Op {
-    PutNode {
-        node: usize,
-        name: u8,
-    },
-    UpdateNode {
-        node: usize,
-        name: u8,
-    },
-    DeleteNode {
-        node: usize,
-    },
-    PutEdge {
-        node: usize,
-        ty: usize,
-        user: u8,
-        role: Option<usize>,
-    },
-    SetRole {
-        node: usize,
-        ty: usize,
-        user: u8,
-        role: Option<usize>,
-    },
-    DeleteEdge {
-        node: usize,
-        ty: usize,
-        user: u8,
-    },
-    PutIssue {
-        issue: usize,
-        num: usize,
-        state: bool,
-        fields: Vec<(usize, Field)>,
-    },
-    SetField {
-        issue: usize,
-        field: usize,
-        value: Field,
-    },
-    RemoveField {
-        issue: usize,
-        field: usize,
-    },
-    SetNum {
-        issue: usize,
-        num: usize,
-    },
-    DeleteIssue {
-        issue: usize,
-    },
-    /// Rewrites an item unchanged: moto emits a MODIFY with equal images.
-    Touch {
-        pick: usize,
-    },
-    Process {
-        pick: usize,
-        count: usize,
-    },
-}
-
-fn field() -> impl Strategy<Value = Field> {
-    prop_oneof![
-        8 => (0..NUMBERS.len()).prop_map(Field::N),
-        8 => (0..STRINGS.len()).prop_map(Field::S),
-        2 => any::<bool>().prop_map(Field::Bool),
-        1 => Just(Field::Null),
-        1 => Just(Field::Poison),
-    ]
+    Write(Write),
+    Process { pick: usize, count: usize },
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let node = 0..NODES.len();
-    let ty = 0..EDGE_TYPES.len();
-    let user = 0u8..3;
-    let role = proptest::option::weighted(0.9, 0..ROLES.len());
     prop_oneof![
-        2 => (node.clone(), any::<u8>()).prop_map(|(node, name)| Op::PutNode { node, name: name % 3 }),
-        2 => (node.clone(), any::<u8>()).prop_map(|(node, name)| Op::UpdateNode { node, name: name % 3 }),
-        1 => node.clone().prop_map(|node| Op::DeleteNode { node }),
-        4 => (node.clone(), ty.clone(), user.clone(), role.clone()).prop_map(|(node, ty, user, role)| Op::PutEdge { node, ty, user, role }),
-        3 => (node.clone(), ty.clone(), user.clone(), role).prop_map(|(node, ty, user, role)| Op::SetRole { node, ty, user, role }),
-        2 => (node, ty, user).prop_map(|(node, ty, user)| Op::DeleteEdge { node, ty, user }),
-        2 => (0..ISSUES.len(), 0..NUMBERS.len(), any::<bool>(), proptest::collection::vec((0..FIELDS.len(), field()), 0..4))
-            .prop_map(|(issue, num, state, fields)| Op::PutIssue { issue, num, state, fields }),
-        3 => (0..ISSUES.len(), 0..FIELDS.len(), field()).prop_map(|(issue, field, value)| Op::SetField { issue, field, value }),
-        1 => (0..ISSUES.len(), 0..FIELDS.len()).prop_map(|(issue, field)| Op::RemoveField { issue, field }),
-        1 => (0..ISSUES.len(), 0..NUMBERS.len()).prop_map(|(issue, num)| Op::SetNum { issue, num }),
-        1 => (0..ISSUES.len()).prop_map(|issue| Op::DeleteIssue { issue }),
-        1 => any::<usize>().prop_map(|pick| Op::Touch { pick }),
+        23 => testing::write().prop_map(Op::Write),
         4 => (any::<usize>(), 1usize..6).prop_map(|(pick, count)| Op::Process { pick, count }),
     ]
 }
 
-fn node_key(node: usize) -> Key {
-    (NODES[node].to_owned(), NODES[node].to_owned())
+impl Tables for Sim<'_> {
+    fn get(&self, table: &str, key: &Image) -> Option<Image> {
+        let key = self.key_of(table, key)?;
+        Sim::get(self, table, &key).cloned()
+    }
+
+    fn put(&mut self, table: &str, item: Image) {
+        if let Some(key) = self.key_of(table, &item) {
+            self.write(table, key, Some(item), Origin::User);
+        }
+    }
+
+    fn delete(&mut self, table: &str, key: &Image) {
+        if let Some(key) = self.key_of(table, key) {
+            self.write(table, key, None, Origin::User);
+        }
+    }
+
+    fn keys(&self) -> Vec<(String, Image)> {
+        self.tables
+            .iter()
+            .flat_map(|(t, items)| items.keys().map(move |k| (t.clone(), self.key_image(t, k))))
+            .collect()
+    }
 }
 
-fn edge_key(node: usize, ty: usize, user: u8) -> Key {
-    (NODES[node].to_owned(), format!("{}-USER-{user}", EDGE_TYPES[ty]))
-}
-
-fn issue_key(issue: usize) -> Key {
-    (ISSUES[issue].to_owned(), "project-1".to_owned())
+impl Sim<'_> {
+    /// The simulator's key of an item of `table` (string keys).
+    fn key_of(&self, table: &str, item: &Image) -> Option<Key> {
+        let t = self.table(table);
+        let text = |name: &String| match item.get(name) {
+            Some(Value::S(v)) => Some(v.clone()),
+            _ => None,
+        };
+        let sort = match &t.sort_key {
+            Some(sk) => text(sk)?,
+            None => String::new(),
+        };
+        Some((text(&t.partition_key)?, sort))
+    }
 }
 
 fn run(sim: &mut Sim<'_>, op: &Op) {
-    let name = |n: u8| Some(s(&format!("name {n}")));
-    let role_value = |r: &Option<usize>| r.map(|r| s(ROLES[r]));
     match op {
-        Op::PutNode { node, name: n } => {
-            let item = Image::from([("name".to_owned(), s(&format!("name {n}")))]);
-            sim.write("records", node_key(*node), Some(item), Origin::User);
-        }
-        Op::UpdateNode { node, name: n } => sim.update("records", node_key(*node), vec![("name", name(*n))]),
-        Op::DeleteNode { node } => sim.write("records", node_key(*node), None, Origin::User),
-        Op::PutEdge { node, ty, user, role } => {
-            let mut item = Image::from([("memberRole".to_owned(), s("x"))]);
-            if let Some(r) = role_value(role) {
-                item.insert("gsi0".to_owned(), r);
-            }
-            sim.write("records", edge_key(*node, *ty, *user), Some(item), Origin::User);
-        }
-        Op::SetRole { node, ty, user, role } => {
-            sim.update("records", edge_key(*node, *ty, *user), vec![("gsi0", role_value(role))])
-        }
-        Op::DeleteEdge { node, ty, user } => sim.write("records", edge_key(*node, *ty, *user), None, Origin::User),
-        Op::PutIssue {
-            issue,
-            num,
-            state,
-            fields,
-        } => {
-            let map = fields.iter().map(|(k, v)| (FIELDS[*k].to_owned(), v.value())).collect();
-            let item = Image::from([
-                ("name".to_owned(), s("Girder needs replacing")),
-                ("num".to_owned(), Value::N(NUMBERS[*num].to_owned())),
-                ("state".to_owned(), s(if *state { "open" } else { "closed" })),
-                ("custom_fields".to_owned(), Value::M(map)),
-            ]);
-            sim.write("issues", issue_key(*issue), Some(item), Origin::User);
-        }
-        Op::SetField { issue, field, value } => {
-            let key = issue_key(*issue);
-            let mut map = match sim.get("issues", &key).and_then(|i| i.get("custom_fields")) {
-                Some(Value::M(m)) => m.clone(),
-                _ => Default::default(),
-            };
-            map.insert(FIELDS[*field].to_owned(), value.value());
-            sim.update("issues", key, vec![("custom_fields", Some(Value::M(map)))]);
-        }
-        Op::RemoveField { issue, field } => {
-            let key = issue_key(*issue);
-            if let Some(Value::M(m)) = sim.get("issues", &key).and_then(|i| i.get("custom_fields")) {
-                let mut map = m.clone();
-                map.remove(FIELDS[*field]);
-                sim.update("issues", key, vec![("custom_fields", Some(Value::M(map)))]);
-            }
-        }
-        Op::SetNum { issue, num } => sim.update(
-            "issues",
-            issue_key(*issue),
-            vec![("num", Some(Value::N(NUMBERS[*num].to_owned())))],
-        ),
-        Op::DeleteIssue { issue } => sim.write("issues", issue_key(*issue), None, Origin::User),
-        Op::Touch { pick } => {
-            let all: Vec<(String, Key)> = sim
-                .tables
-                .iter()
-                .flat_map(|(t, items)| items.keys().map(move |k| (t.clone(), k.clone())))
-                .collect();
-            if !all.is_empty() {
-                let (table, key) = all[pick % all.len()].clone();
-                let item = sim.get(&table, &key).cloned();
-                sim.write(&table, key, item, Origin::User);
-            }
-        }
+        Op::Write(write) => write.apply(sim),
         Op::Process { pick, count } => {
             for i in 0..*count {
                 sim.process_one(pick.wrapping_add(i));

@@ -357,22 +357,7 @@ fn the_handler_future_is_send() {
 // The property: random histories, random faults, Lambda's retry rules.
 // ---------------------------------------------------------------------------
 
-const NODES: [&str; 4] = ["GOAL-1", "GOAL-2", "TEAM-1", "USER-1"];
-const EDGE_TYPES: [&str; 3] = ["GOALMEMBERSHIP", "TEAMMEMBERSHIP", "COMMENT"];
-const ROLES: [&str; 3] = ["300-MEMBER", "400-CONTRIBUTOR", "500-LEAD"];
-const ISSUES: [&str; 4] = ["issue-1", "issue-2", "issue-3", "bug-1"];
-const FIELDS: [&str; 4] = ["3fe6", "47e5", "882a", "9c01"];
-const NUMBERS: [&str; 8] = [
-    "3",
-    "3.0",
-    "-4.20",
-    "0",
-    "-0",
-    "1E+2",
-    "100",
-    "12345678901234567890123456789012345678",
-];
-const STRINGS: [&str; 5] = ["", "Approved", "a\u{0}", "é", "😀"];
+use model::testing::{self, Tables, Write, ISSUES, NODES};
 
 /// Every group of the histories: (table, partition key value).
 fn all_groups() -> Vec<GroupId> {
@@ -385,100 +370,16 @@ fn all_groups() -> Vec<GroupId> {
 
 type GroupId = (String, String);
 
-#[derive(Debug, Clone)]
-enum Field {
-    N(usize),
-    S(usize),
-    Bool(bool),
-    /// A list: the example index's `any` column refuses it (poison).
-    Poison,
-}
-
-impl Field {
-    fn value(&self) -> Value {
-        match self {
-            Field::N(i) => Value::N(NUMBERS[*i].to_owned()),
-            Field::S(i) => s(STRINGS[*i]),
-            Field::Bool(b) => Value::Bool(*b),
-            Field::Poison => Value::L(vec![s("x")]),
-        }
-    }
-}
-
+/// A step of a batch history: a user write, or Lambda invocations.
 #[derive(Debug, Clone)]
 enum Step {
-    PutNode {
-        node: usize,
-        name: u8,
-    },
-    UpdateNode {
-        node: usize,
-        name: u8,
-    },
-    DeleteNode {
-        node: usize,
-    },
-    PutEdge {
-        node: usize,
-        ty: usize,
-        user: u8,
-        role: Option<usize>,
-    },
-    SetRole {
-        node: usize,
-        ty: usize,
-        user: u8,
-        role: Option<usize>,
-    },
-    DeleteEdge {
-        node: usize,
-        ty: usize,
-        user: u8,
-    },
-    PutIssue {
-        issue: usize,
-        fields: Vec<(usize, Field)>,
-    },
-    SetField {
-        issue: usize,
-        field: usize,
-        value: Field,
-    },
-    DeleteIssue {
-        issue: usize,
-    },
-    Invoke {
-        count: usize,
-    },
-}
-
-fn field() -> impl Strategy<Value = Field> {
-    prop_oneof![
-        6 => (0..NUMBERS.len()).prop_map(Field::N),
-        6 => (0..STRINGS.len()).prop_map(Field::S),
-        2 => any::<bool>().prop_map(Field::Bool),
-        1 => Just(Field::Poison),
-    ]
+    Write(Write),
+    Invoke { count: usize },
 }
 
 fn step() -> impl Strategy<Value = Step> {
-    let node = 0..NODES.len();
-    let ty = 0..EDGE_TYPES.len();
-    let user = 0u8..3;
-    let role = proptest::option::weighted(0.9, 0..ROLES.len());
     prop_oneof![
-        2 => (node.clone(), 0u8..3).prop_map(|(node, name)| Step::PutNode { node, name }),
-        2 => (node.clone(), 0u8..3).prop_map(|(node, name)| Step::UpdateNode { node, name }),
-        1 => node.clone().prop_map(|node| Step::DeleteNode { node }),
-        4 => (node.clone(), ty.clone(), user.clone(), role.clone())
-            .prop_map(|(node, ty, user, role)| Step::PutEdge { node, ty, user, role }),
-        3 => (node.clone(), ty.clone(), user.clone(), role)
-            .prop_map(|(node, ty, user, role)| Step::SetRole { node, ty, user, role }),
-        2 => (node, ty, user).prop_map(|(node, ty, user)| Step::DeleteEdge { node, ty, user }),
-        2 => (0..ISSUES.len(), proptest::collection::vec((0..FIELDS.len(), field()), 0..4))
-            .prop_map(|(issue, fields)| Step::PutIssue { issue, fields }),
-        3 => (0..ISSUES.len(), 0..FIELDS.len(), field()).prop_map(|(issue, field, value)| Step::SetField { issue, field, value }),
-        1 => (0..ISSUES.len()).prop_map(|issue| Step::DeleteIssue { issue }),
+        23 => testing::write().prop_map(Step::Write),
         4 => (1usize..4).prop_map(|count| Step::Invoke { count }),
     ]
 }
@@ -701,83 +602,50 @@ impl Harness {
     }
 
     fn run(&mut self, step: &Step) {
-        let name = |n: u8| s(&format!("name {n}"));
-        let role = |r: &Option<usize>| r.map(|r| s(ROLES[r]));
-        let node_key = |n: usize| Image::from([("source".to_owned(), s(NODES[n])), ("target".to_owned(), s(NODES[n]))]);
-        let edge_key = |n: usize, ty: usize, user: u8| {
-            Image::from([
-                ("source".to_owned(), s(NODES[n])),
-                ("target".to_owned(), s(&format!("{}-USER-{user}", EDGE_TYPES[ty]))),
-            ])
-        };
-        let issue_key = |i: usize| Image::from([("id".to_owned(), s(ISSUES[i])), ("rel".to_owned(), s("project-1"))]);
         match step {
-            Step::PutNode { node, name: n } => {
-                let mut item = node_key(*node);
-                item.insert("name".into(), name(*n));
-                self.put("records", item);
-            }
-            Step::UpdateNode { node, name: n } => {
-                // UpdateItem: merges (keeps the pipeline's attributes), creates if missing.
-                let mut item = self.get("records", &node_key(*node)).unwrap_or_else(|| node_key(*node));
-                item.insert("name".into(), name(*n));
-                self.put("records", item);
-            }
-            Step::DeleteNode { node } => self.delete("records", node_key(*node)),
-            Step::PutEdge {
-                node,
-                ty,
-                user,
-                role: r,
-            } => {
-                let mut item = edge_key(*node, *ty, *user);
-                item.insert("memberRole".into(), s("x"));
-                if let Some(r) = role(r) {
-                    item.insert("gsi0".into(), r);
-                }
-                self.put("records", item);
-            }
-            Step::SetRole {
-                node,
-                ty,
-                user,
-                role: r,
-            } => {
-                let key = edge_key(*node, *ty, *user);
-                let mut item = self.get("records", &key).unwrap_or(key);
-                match role(r) {
-                    Some(r) => item.insert("gsi0".into(), r),
-                    None => item.remove("gsi0"),
-                };
-                self.put("records", item);
-            }
-            Step::DeleteEdge { node, ty, user } => self.delete("records", edge_key(*node, *ty, *user)),
-            Step::PutIssue { issue, fields } => {
-                let mut item = issue_key(*issue);
-                let map = fields.iter().map(|(k, v)| (FIELDS[*k].to_owned(), v.value())).collect();
-                item.insert("num".into(), Value::N(NUMBERS[*issue % NUMBERS.len()].to_owned()));
-                item.insert("name".into(), s("Girder needs replacing"));
-                item.insert("custom_fields".into(), Value::M(map));
-                self.put("issues", item);
-            }
-            Step::SetField { issue, field, value } => {
-                let key = issue_key(*issue);
-                let mut item = self.get("issues", &key).unwrap_or(key);
-                let mut map = match item.get("custom_fields") {
-                    Some(Value::M(m)) => m.clone(),
-                    _ => Default::default(),
-                };
-                map.insert(FIELDS[*field].to_owned(), value.value());
-                item.insert("custom_fields".into(), Value::M(map));
-                self.put("issues", item);
-            }
-            Step::DeleteIssue { issue } => self.delete("issues", issue_key(*issue)),
+            Step::Write(write) => write.apply(self),
             Step::Invoke { count } => {
                 for _ in 0..*count {
                     self.invoke();
                 }
             }
         }
+    }
+}
+
+impl Tables for Harness {
+    fn get(&self, table: &str, key: &Image) -> Option<Image> {
+        Harness::get(self, table, key)
+    }
+
+    fn put(&mut self, table: &str, item: Image) {
+        Harness::put(self, table, item);
+    }
+
+    fn delete(&mut self, table: &str, key: &Image) {
+        Harness::delete(self, table, key.clone());
+    }
+
+    fn keys(&self) -> Vec<(String, Image)> {
+        let config = self.memory().config().clone();
+        config
+            .tables
+            .iter()
+            .flat_map(|t| {
+                self.memory()
+                    .items(&t.name)
+                    .into_iter()
+                    .map(|item| {
+                        let key: Image = t
+                            .primary_key()
+                            .iter()
+                            .filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+                            .collect();
+                        (t.name.clone(), key)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 }
 
