@@ -47,7 +47,7 @@ impl<T> Step<T> {
 /// The driver of one request's attempts. The caller makes an attempt,
 /// reports its [`Step`] to [`Retry::next`], and goes on as told:
 ///
-/// ```ignore
+/// ```text
 /// let mut retry = Retry::new(backoff);
 /// let result = loop {
 ///     let step = attempt(retry.attempt()).await;
