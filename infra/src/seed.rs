@@ -16,11 +16,10 @@
 use std::collections::BTreeMap;
 
 use aws_config::SdkConfig;
-use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_kit::convert::to_item;
 use model::config::{Config, TemplatePart, ValueRef};
 use model::sortkey::ColumnType;
 use model::{Image, Value};
-use stream_indexer::store::dynamo::to_item;
 
 /// One item to write.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,22 +193,31 @@ pub fn sample(config: &Config, size: usize, now_secs: u64) -> Vec<SampleItem> {
     items
 }
 
-/// Puts every item, in order, calling `progress` after each; stops at the first failure.
+/// Puts every item, in order, calling `progress` after each; stops at the
+/// first failure. Each PutItem goes through the one retry driver
+/// (`aws_kit::retry`: throttling and 5xx retried with backoff), on the
+/// kit's client (no SDK retries underneath, bounded timeouts).
 pub async fn write(sdk: &SdkConfig, items: &[SampleItem], progress: &dyn Fn(usize)) -> Result<(), SeedError> {
-    let client = aws_sdk_dynamodb::Client::new(sdk);
+    let client = aws_kit::clients::dynamodb_client(sdk);
+    let backoff = model::Backoff::default();
     for (position, item) in items.iter().enumerate() {
-        client
-            .put_item()
-            .table_name(&item.table)
-            .set_item(Some(to_item(&item.item)))
-            .send()
-            .await
-            .map_err(|e| SeedError {
-                table: item.table.clone(),
-                position: position + 1,
-                total: items.len(),
-                reason: DisplayErrorContext(&e).to_string(),
-            })?;
+        aws_kit::retry::call(&backoff, |_| async {
+            client
+                .put_item()
+                .table_name(&item.table)
+                .set_item(Some(to_item(&item.item)))
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_kit::error::table_fault("PutItem", &item.table, e))
+        })
+        .await
+        .map_err(|fault| SeedError {
+            table: item.table.clone(),
+            position: position + 1,
+            total: items.len(),
+            reason: fault.message().to_owned(),
+        })?;
         progress(position + 1);
     }
     Ok(())
