@@ -49,6 +49,8 @@ cargo_args=() test_args=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do cargo_args+=("$1"); shift; done
 [ $# -gt 0 ] && shift
 test_args=("$@")
+scope=(--workspace)
+for a in "${cargo_args[@]}"; do case "$a" in -p|--package|-p*|--package=*) scope=() ;; esac; done
 log "cargo test (the moto tests included)"
-cargo test --workspace "${cargo_args[@]}" -- --include-ignored \
+cargo test "${scope[@]}" "${cargo_args[@]}" -- --include-ignored \
   --skip concurrent_adds_never_pass_max_members "${test_args[@]}"
