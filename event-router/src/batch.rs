@@ -200,11 +200,11 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as bytes.
     pub async fn handle(&self, payload: &[u8]) -> Result<RouterOutcome, BatchError> {
         let records = record::parse_batch(payload)?;
-        Ok(self.handle_received(records).await)
+        Ok(self.handle_received(&records).await)
     }
 
     /// Handles parsed records, in stream order. See the module doc.
-    pub async fn handle_received(&self, records: Vec<Received>) -> RouterOutcome {
+    pub async fn handle_received(&self, records: &[Received<'_>]) -> RouterOutcome {
         let mut stats = RouterStats {
             records: records.len(),
             ..RouterStats::default()

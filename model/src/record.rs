@@ -10,6 +10,8 @@
 //!   blank lines ignored; each record comes with its line number.
 //! - [`parse_any`]: detects which of the two it was given.
 //! - [`parse_record`]: one record's JSON.
+//! - [`parse_json_line`]: one line of JSON Lines, for readers that stream a
+//!   file.
 //!
 //! Input that is not JSON at all (or not one of these shapes) is a
 //! [`ParseError`] with a line and column. Otherwise every record comes back
@@ -58,7 +60,7 @@ use serde_json::value::RawValue;
 
 use crate::value::Image;
 
-pub use parse::{parse_any, parse_batch, parse_json_lines, parse_record, table_from_arn};
+pub use parse::{parse_any, parse_batch, parse_json_line, parse_json_lines, parse_record, table_from_arn};
 
 /// What happened to the item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -148,16 +150,75 @@ impl fmt::Display for ViewType {
     }
 }
 
-/// One stream record as received: its raw JSON, and what it parsed to.
+/// One stream record as received: where its JSON is, and what it parsed to.
+///
+/// A received record borrows its JSON text from the payload it was parsed
+/// from (`'a`): nothing of the text is copied unless the record is
+/// quarantined.
 #[derive(Debug, Clone)]
-pub struct Received {
-    /// The record's JSON text exactly as delivered (for the quarantine).
-    pub raw: Box<RawValue>,
+pub struct Received<'a> {
+    /// The record's JSON, for the quarantine.
+    pub raw: Raw<'a>,
     /// `dynamodb.SequenceNumber` when the record has a usable one (a non-empty
     /// string of decimal digits), even when the record itself is unusable: it
     /// is what `batchItemFailures` reports.
     pub sequence_number: Option<String>,
     pub record: Result<ChangeRecord, RecordError>,
+}
+
+/// Where a received record's JSON text is.
+#[derive(Debug, Clone, Copy)]
+pub enum Raw<'a> {
+    /// Exactly as delivered, borrowed from the payload.
+    Json(&'a RawValue),
+    /// The record was made in process, never as JSON (the pipeline's own
+    /// writes that replay feeds back, as DynamoDB's stream would): its JSON
+    /// is rendered from the record, in the Lambda shape, only if needed.
+    Typed,
+}
+
+impl Received<'_> {
+    /// A record made in process (see [`Raw::Typed`]).
+    pub fn typed(record: ChangeRecord) -> Received<'static> {
+        Received {
+            raw: Raw::Typed,
+            sequence_number: Some(record.sequence_number.clone()),
+            record: Ok(record),
+        }
+    }
+
+    /// A handle on the record's JSON text that lives as long as `self`.
+    pub fn raw_json(&self) -> RawJson<'_> {
+        match (self.raw, &self.record) {
+            (Raw::Json(raw), _) => RawJson::Text(raw),
+            (Raw::Typed, Ok(record)) => RawJson::Record(record),
+            (Raw::Typed, Err(_)) => RawJson::Missing,
+        }
+    }
+}
+
+/// A record's JSON text, made only when it is asked for (see
+/// [`Received::raw_json`]).
+#[derive(Debug, Clone, Copy)]
+pub enum RawJson<'a> {
+    /// The text as delivered.
+    Text(&'a RawValue),
+    /// A record made in process: rendered in the Lambda shape
+    /// ([`crate::delivery::lambda_record`]).
+    Record(&'a ChangeRecord),
+    /// Neither (a typed record that failed to be one; never made by this crate).
+    Missing,
+}
+
+impl<'a> RawJson<'a> {
+    /// The JSON text.
+    pub fn text(&self) -> std::borrow::Cow<'a, str> {
+        match *self {
+            RawJson::Text(raw) => std::borrow::Cow::Borrowed(raw.get()),
+            RawJson::Record(record) => std::borrow::Cow::Owned(crate::delivery::lambda_record(record).to_string()),
+            RawJson::Missing => std::borrow::Cow::Borrowed("{}"),
+        }
+    }
 }
 
 /// Which part of `dynamodb` an error is about.

@@ -21,8 +21,8 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+use crate::record::RawJson;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 use crate::config::TableConfig;
 use crate::fault::Fault;
@@ -93,7 +93,7 @@ pub struct Quarantined {
 
 /// One record of a batch as the consumer left it.
 #[derive(Debug)]
-pub struct Handled {
+pub struct Handled<'a> {
     /// Its place in the batch.
     pub position: usize,
     /// `None` when the record had none that could be read.
@@ -103,7 +103,7 @@ pub struct Handled {
     /// Its partition-key group ([`Groups`]); `None`: the record stands alone.
     pub group: Option<usize>,
     /// The record exactly as delivered, for the quarantine.
-    pub raw: Box<RawValue>,
+    pub raw: RawJson<'a>,
     /// Why it can never succeed, when it cannot (it is then quarantined
     /// once the rest of its work is done).
     pub poison: Option<String>,
@@ -114,15 +114,15 @@ pub struct Handled {
 /// What the settlement decided before the quarantine call.
 #[derive(Debug)]
 #[must_use]
-pub struct Decision {
+pub struct Decision<'a> {
     /// The records, in batch order.
-    pub records: Vec<Handled>,
+    pub records: Vec<Handled<'a>>,
     /// Positions (in `records`) of the poison to quarantine now, in order.
     pub quarantine: Vec<usize>,
     pub settled: Settled,
 }
 
-impl Decision {
+impl Decision<'_> {
     /// The quarantine took the poison: it counts as handled.
     pub fn quarantined(mut self) -> Settled {
         for &i in &self.quarantine {
@@ -139,7 +139,7 @@ impl Decision {
 
     /// The quarantine failed: its records count as failed (retried).
     pub fn quarantine_failed(mut self, fault: Fault) -> Settled {
-        let poison: Vec<&Handled> = self.quarantine.iter().filter_map(|&i| self.records.get(i)).collect();
+        let poison: Vec<&Handled<'_>> = self.quarantine.iter().filter_map(|&i| self.records.get(i)).collect();
         let first = if poison.iter().any(|r| r.sequence_number.is_none()) {
             Failed::WholeBatch
         } else {
@@ -188,7 +188,7 @@ impl Settled {
 /// Settles a batch (`records` in any order) up to the quarantine call: see
 /// the module doc. The caller quarantines `Decision::quarantine` (if any)
 /// and then calls [`Decision::quarantined`] or [`Decision::quarantine_failed`].
-pub fn decide(mut records: Vec<Handled>) -> Decision {
+pub fn decide(mut records: Vec<Handled<'_>>) -> Decision<'_> {
     records.sort_by_key(|r| r.position);
     let mut settled = Settled::default();
 
@@ -216,7 +216,7 @@ pub fn decide(mut records: Vec<Handled>) -> Decision {
     }
 
     // Poison not stopped and before the failure is quarantined now.
-    let before_failure = |r: &Handled| match (&r.sequence_number, &settled.failed) {
+    let before_failure = |r: &Handled<'_>| match (&r.sequence_number, &settled.failed) {
         (None, _) | (Some(_), None) => true,
         (Some(seq), Some(Failed::From(failed))) => sequence::cmp(seq, failed) == Ordering::Less,
         (Some(_), Some(Failed::WholeBatch)) => false,

@@ -34,9 +34,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use model::config::Config;
-use model::record::{self, CreationTime, ParseError, Received};
+use model::record::{self, CreationTime, ParseError, RawJson, Received};
 use model::{Plan, Planner};
-use serde_json::value::RawValue;
 
 use crate::apply::{self, Applied, ApplyStats, Backoff, MutationCounts, Op};
 use crate::store::{Store, StoreError};
@@ -152,12 +151,12 @@ impl BatchOutcome {
 }
 
 /// One parsed record.
-struct Entry {
+struct Entry<'a> {
     position: usize,
     group: Option<usize>,
-    sequence_number: String,
+    sequence_number: &'a str,
     table: Option<String>,
-    raw: Box<RawValue>,
+    raw: RawJson<'a>,
     plan: Plan,
 }
 
@@ -199,11 +198,11 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as bytes.
     pub async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
         let records = record::parse_batch(payload)?;
-        Ok(self.handle_received(records).await)
+        Ok(self.handle_received(&records).await)
     }
 
     /// Handles parsed records, in stream order. See the module doc.
-    pub async fn handle_received(&self, records: Vec<Received>) -> BatchOutcome {
+    pub async fn handle_received(&self, records: &[Received<'_>]) -> BatchOutcome {
         let planner = Planner::new(&self.config);
         let mut stats = BatchStats {
             records: records.len(),
@@ -212,18 +211,14 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         let mut groups = Groups::default();
         let mut entries: Vec<Entry> = Vec::new();
         let mut handled = Vec::new();
-        for (position, received) in records.into_iter().enumerate() {
-            let Received {
-                raw,
-                sequence_number,
-                record,
-            } = received;
-            match record {
+        for (position, received) in records.iter().enumerate() {
+            let raw = received.raw_json();
+            match &received.record {
                 Err(error) => {
                     stats.unparsable += 1;
                     handled.push(Handled {
                         position,
-                        sequence_number,
+                        sequence_number: received.sequence_number.clone(),
                         table: None,
                         group: None,
                         raw,
@@ -235,19 +230,19 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                     if let Some(created) = record.created {
                         stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
                     }
-                    let plan = planner.plan(&record);
+                    let plan = planner.plan(record);
                     for mutation in &plan.mutations {
                         stats.planned.count(mutation);
                     }
                     // A record of an unknown table plans no mutation: it stands alone.
-                    let (group, table) = match planner.table_of(&record) {
-                        Ok(table) => (Some(groups.of(table, &record)), Some(table.name.clone())),
+                    let (group, table) = match planner.table_of(record) {
+                        Ok(table) => (Some(groups.of(table, record)), Some(table.name.clone())),
                         Err(_) => (None, record.table.clone()),
                     };
                     entries.push(Entry {
                         position,
                         group,
-                        sequence_number: record.sequence_number,
+                        sequence_number: &record.sequence_number,
                         table,
                         raw,
                         plan,
@@ -285,7 +280,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
 
 /// Each parsed record as the executor left it: unfinished (with the error
 /// that left it so) and poison (plan problems and refused mutations).
-fn reckon(entries: Vec<Entry>, mut applied: Applied) -> Vec<Handled> {
+fn reckon<'a>(entries: Vec<Entry<'a>>, mut applied: Applied) -> Vec<Handled<'a>> {
     let mut refusals: HashMap<usize, Vec<String>> = HashMap::new();
     for refusal in std::mem::take(&mut applied.refused) {
         refusals.entry(refusal.record).or_default().push(refusal.reason);
@@ -307,7 +302,7 @@ fn reckon(entries: Vec<Entry>, mut applied: Applied) -> Vec<Handled> {
                 (!reasons.is_empty()).then(|| format!("record {}: {}", entry.sequence_number, reasons.join("; ")));
             Handled {
                 position: entry.position,
-                sequence_number: Some(entry.sequence_number),
+                sequence_number: Some(entry.sequence_number.to_owned()),
                 table: entry.table,
                 group: entry.group,
                 raw: entry.raw,

@@ -565,7 +565,8 @@ mod tests {
         assert_eq!(json["dynamodb"]["NewImage"]["b"]["B"], "AP8=");
         assert_eq!(json["dynamodb"]["NewImage"]["l"]["L"][0]["NULL"], true);
         assert_eq!(json["dynamodb"]["SequenceNumber"], "100");
-        let parsed = model::record::parse_batch(&lambda_event(&[wire])).unwrap();
+        let payload = lambda_event(&[wire]);
+        let parsed = model::record::parse_batch(&payload).unwrap();
         let change = parsed[0].record.as_ref().unwrap();
         assert_eq!(change.table.as_deref(), Some("t"));
         assert_eq!(

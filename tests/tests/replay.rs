@@ -29,7 +29,7 @@ async fn every_batch_size_converges_to_the_recomputation() {
         let records = parse_any(&bytes).expect("parses");
         assert_eq!(records.len(), 17);
         let local = infra::runner::replay::Local::new(config.clone());
-        let summary = local.replay(records, batch_size).await;
+        let summary = local.replay(&records, batch_size).await;
         assert!(
             summary.failed.is_empty() && summary.quarantined.is_empty(),
             "batch size {batch_size}: {summary:?}"

@@ -3,9 +3,8 @@
 //! (without its images if need be).
 
 use model::event::{self, Event};
-use model::record::Received;
+use model::record::{RawJson, Received};
 use model::settlement::{Groups, Handled};
-use serde_json::value::RawValue;
 
 use super::{Pending, Router, RouterStats};
 use crate::publish::{Entry, Publisher};
@@ -13,19 +12,20 @@ use aws_kit::quarantine::Quarantine;
 
 impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     /// Every record as `Handled` (poison marked), and the events to send.
-    pub(super) fn classify(&self, records: Vec<Received>, stats: &mut RouterStats) -> (Vec<Handled>, Vec<Pending>) {
+    pub(super) fn classify<'a>(
+        &self,
+        records: &'a [Received<'_>],
+        stats: &mut RouterStats,
+    ) -> (Vec<Handled<'a>>, Vec<Pending>) {
         let config = &*self.config;
         let budget = config.events.max_request_bytes;
         let mut groups = Groups::default();
         let mut handled = Vec::with_capacity(records.len());
         let mut pending = Vec::new();
-        for (position, received) in records.into_iter().enumerate() {
-            let Received {
-                raw,
-                sequence_number,
-                record,
-            } = received;
-            let record = match record {
+        for (position, received) in records.iter().enumerate() {
+            let raw = received.raw_json();
+            let sequence_number = received.sequence_number.clone();
+            let record = match &received.record {
                 Ok(record) => record,
                 Err(error) => {
                     stats.unparsable += 1;
@@ -36,16 +36,22 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             if let Some(created) = record.created {
                 stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
             }
-            let table = match event::table_of(config, &record) {
+            let table = match event::table_of(config, record) {
                 Ok(table) => table,
                 Err(error) => {
-                    handled.push(lone(position, sequence_number, record.table, raw, error.to_string()));
+                    handled.push(lone(
+                        position,
+                        sequence_number,
+                        record.table.clone(),
+                        raw,
+                        error.to_string(),
+                    ));
                     continue;
                 }
             };
-            let group = groups.of(table, &record);
+            let group = groups.of(table, record);
             let mut poison = None;
-            match event::classify(config, table, &record) {
+            match event::classify(config, table, record) {
                 Err(error) => poison = Some(error.to_string()),
                 Ok(events) => {
                     for event in events {
@@ -69,7 +75,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             }
             handled.push(Handled {
                 position,
-                sequence_number: Some(record.sequence_number),
+                sequence_number,
                 table: Some(table.name.clone()),
                 group: Some(group),
                 raw,
@@ -86,9 +92,9 @@ fn lone(
     position: usize,
     sequence_number: Option<String>,
     table: Option<String>,
-    raw: Box<RawValue>,
+    raw: RawJson<'_>,
     reason: String,
-) -> Handled {
+) -> Handled<'_> {
     Handled {
         position,
         sequence_number,

@@ -8,7 +8,7 @@ use crate::quarantine::{Quarantine, QuarantineEntry};
 /// Settles a batch (`records` in any order): which records failed, which
 /// are quarantined now (in one call to `quarantine`, their entries naming
 /// `consumer`), and where Lambda resumes. See `model::settlement`.
-pub async fn settle<Q: Quarantine>(quarantine: &Q, consumer: &str, records: Vec<Handled>) -> Settled {
+pub async fn settle<Q: Quarantine>(quarantine: &Q, consumer: &str, records: Vec<Handled<'_>>) -> Settled {
     let decision = decide(records);
     if decision.quarantine.is_empty() {
         return decision.quarantined();
@@ -22,7 +22,7 @@ pub async fn settle<Q: Quarantine>(quarantine: &Q, consumer: &str, records: Vec<
             sequence_number: r.sequence_number.clone(),
             table: r.table.clone(),
             reason: r.poison.clone().unwrap_or_default(),
-            raw: r.raw.get().to_owned(),
+            raw: r.raw.text().into_owned(),
         })
         .collect();
     match quarantine.put(entries).await {
@@ -33,19 +33,22 @@ pub async fn settle<Q: Quarantine>(quarantine: &Q, consumer: &str, records: Vec<
 
 #[cfg(test)]
 mod tests {
+    use model::record::RawJson;
     use model::settlement::Failed;
     use serde_json::value::RawValue;
 
     use super::*;
     use crate::quarantine::memory::MemoryQuarantine;
 
-    fn poison(position: usize, seq: &str) -> Handled {
+    fn poison(position: usize, seq: &str) -> Handled<'static> {
         Handled {
             position,
             sequence_number: Some(seq.to_owned()),
             table: Some("t".to_owned()),
             group: None,
-            raw: RawValue::from_string(format!("{{\"n\":{position}}}")).expect("json"),
+            raw: RawJson::Text(Box::leak(
+                RawValue::from_string(format!("{{\"n\":{position}}}")).expect("json"),
+            )),
             poison: Some(format!("bad {position}")),
             unfinished: None,
         }

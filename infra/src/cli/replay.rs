@@ -15,20 +15,22 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::{Entry, Router};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use model::config::{self, Config};
-use model::record::parse_any;
 use serde_json::{json, Value as Json};
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
 use stream_indexer::{Indexer, MemoryQuarantine, Options};
 
 use super::exit;
 use crate::derived::derived_json;
-use crate::runner::replay::{replay_to, Local, Summary};
+use crate::runner::replay::{replay_batch_to, Local, Summary};
+
+mod source;
+
+use source::{each_batch, SourceError};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -115,27 +117,23 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         },
         None => config::parse(config::EXAMPLE_CONFIG, "the embedded example config")?,
     };
-    let mut records = Vec::new();
-    for path in &args.files {
-        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        match parse_any(&bytes) {
-            Ok(parsed) => records.extend(parsed),
-            Err(e) => {
-                writeln!(err, "{}:{}:{}: {}", path.display(), e.line, e.column, e.message)?;
-                writeln!(
-                    err,
-                    "streamdex replay: refused {}: not a stream record file",
-                    path.display()
-                )?;
-                return Ok(exit::BAD_INPUT);
-            }
-        }
-    }
     let config = Arc::new(config);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let batch_size = args.batch_size as usize;
-    let bar = progress_bar(!args.no_progress, records.len());
-    let (summary, derived) = if args.endpoint_url.is_some() || args.aws {
+    let total_bytes = args
+        .files
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    let bar = progress_bar(!args.no_progress, total_bytes);
+    let mut summary = Summary::default();
+    let derived = if args.endpoint_url.is_some() || args.aws {
+        // Real tables take writes for good: refuse a bad file before any.
+        for path in &args.files {
+            if let Err(refused) = each_batch(path, batch_size, |_, _| {}) {
+                return refuse(refused, err);
+            }
+        }
         let sdk = runtime.block_on(crate::stack::sdk_config(
             args.endpoint_url.as_deref(),
             args.region.as_deref(),
@@ -153,17 +151,40 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             MemoryQuarantine::new(),
             event_router::Options::default(),
         );
-        let summary = runtime.block_on(replay_to(&indexer, &router, records, batch_size, &bar));
-        let derived = match args.dump {
+        let mut done = 0;
+        for path in &args.files {
+            let read = each_batch(path, batch_size, |batch, bytes| {
+                runtime.block_on(replay_batch_to(&indexer, &router, batch, &mut summary));
+                bar.set_position(done + bytes);
+            });
+            if let Err(refused) = read {
+                return refuse(refused, err);
+            }
+            done += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        }
+        match args.dump {
             Some(Dump::Json) => Some(runtime.block_on(derived_json(&store, &config))?),
             None => None,
-        };
-        (summary, derived)
+        }
     } else {
-        let local = Local::new(config.clone());
-        let summary = runtime.block_on(local.replay_with(records, batch_size, &bar));
-        let derived = runtime.block_on(derived_json(local.store(), &config))?;
-        (summary, Some(derived))
+        // Nothing outlives the process here: a bad file is refused when met,
+        // and nothing of the replay so far is shown.
+        let local = Local::new(config.clone()).keep_events(args.dump.is_some());
+        let mut done = 0;
+        for path in &args.files {
+            let read = each_batch(path, batch_size, |batch, bytes| {
+                runtime.block_on(local.replay_batch(batch, &mut summary));
+                bar.set_position(done + bytes);
+            });
+            if let Err(refused) = read {
+                return refuse(refused, err);
+            }
+            done += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        }
+        match args.dump {
+            Some(Dump::Json) => Some(runtime.block_on(derived_json(local.store(), &config))?),
+            None => None,
+        }
     };
     bar.finish_and_clear();
     print_summary(&summary, &config, err)?;
@@ -180,15 +201,27 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     })
 }
 
-/// A bar of `total` records on stderr when `wanted` and stderr is a
+/// What to say of a file that cannot be replayed; the exit code.
+fn refuse(refused: SourceError, err: &mut dyn Write) -> anyhow::Result<u8> {
+    match refused {
+        SourceError::Read { .. } => Err(refused.into()),
+        SourceError::Parse { ref path, .. } => {
+            writeln!(err, "{refused}")?;
+            writeln!(err, "streamdex replay: refused {path}: not a stream record file")?;
+            Ok(exit::BAD_INPUT)
+        }
+    }
+}
+
+/// A bar of `total` bytes of input on stderr when `wanted` and stderr is a
 /// terminal (hidden otherwise, so pipes and tests see only the summary).
-fn progress_bar(wanted: bool, total: usize) -> ProgressBar {
+fn progress_bar(wanted: bool, total: u64) -> ProgressBar {
     if !wanted || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} records ({per_sec}, {eta} left)")
+        ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar

@@ -18,13 +18,11 @@
 use std::sync::Arc;
 
 use event_router::{Entry, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
-use indicatif::ProgressBar;
 use model::config::Config;
 use model::record::{ChangeRecord, EventKind, Received};
 use model::{Image, Planner};
 use serde_json::Value as Json;
 use stream_indexer::batch::Quarantined;
-use stream_indexer::store::memory::lambda_event;
 use stream_indexer::store::Store;
 use stream_indexer::{Backoff, BatchStats, Indexer, MemoryQuarantine, MemoryStore, Options};
 
@@ -48,7 +46,7 @@ pub struct Summary {
     pub quarantined: Vec<(&'static str, Quarantined)>,
     /// Where batches failed: the consumer and the sequence number.
     pub failed: Vec<(&'static str, String)>,
-    /// Every event published, in order.
+    /// Every event published, in order (unless [`Local::keep_events`] is off).
     pub events: Vec<Entry>,
 }
 
@@ -58,6 +56,7 @@ pub struct Local {
     indexer: Indexer<Arc<MemoryStore>, MemoryQuarantine>,
     router: Router<MemoryPublisher, MemoryQuarantine>,
     reaper: Reaper<StoreGraph>,
+    keep_events: bool,
 }
 
 impl Local {
@@ -77,6 +76,7 @@ impl Local {
                 event_router::Options::default(),
             ),
             reaper: Reaper::new(config, StoreGraph(store), Backoff::default()),
+            keep_events: true,
         }
     }
 
@@ -89,66 +89,69 @@ impl Local {
         self.indexer.config()
     }
 
-    /// Replays `records` in batches of `batch_size` (see the module doc).
-    pub async fn replay(&self, records: Vec<Received>, batch_size: usize) -> Summary {
-        self.replay_with(records, batch_size, &ProgressBar::hidden()).await
+    /// Keeps every event published in [`Summary::events`] (the default), or
+    /// only counts them (so a long replay's memory does not grow with them).
+    pub fn keep_events(mut self, keep: bool) -> Local {
+        self.keep_events = keep;
+        self
     }
 
-    /// [`Local::replay`], advancing `bar` by the records of each batch.
-    pub async fn replay_with(&self, records: Vec<Received>, batch_size: usize, bar: &ProgressBar) -> Summary {
-        let mut summary = Summary {
-            records: records.len(),
-            ..Summary::default()
-        };
-        let store = self.store();
-        let planner = Planner::new(self.config());
-        let mut records = records.into_iter().peekable();
-        while records.peek().is_some() {
-            let batch: Vec<Received> = records.by_ref().take(batch_size.max(1)).collect();
-            store.record_stream(false);
-            for received in &batch {
-                if let Ok(record) = &received.record {
-                    materialize(store, &planner, record);
-                }
-            }
-            // From here on the pipeline's own writes (set updates, the
-            // reaper's deletes) are recorded and fed back, as the stream would.
-            store.record_stream(true);
-            summary.batches += 1;
-            bar.inc(batch.len() as u64);
-            self.handle(batch, &mut summary).await;
-            for _ in 0..MAX_FEEDBACK_ROUNDS {
-                let written = store.take_stream();
-                if written.is_empty() {
-                    break;
-                }
-                let payload = lambda_event(written.iter().map(|e| &e.record));
-                match model::record::parse_batch(&payload) {
-                    Ok(more) => self.handle(more, &mut summary).await,
-                    Err(e) => summary
-                        .failed
-                        .push(("replay", format!("the pipeline's own records: {e}"))),
-                }
-            }
-            store.record_stream(false);
+    /// Replays `records` in batches of `batch_size` (see the module doc).
+    pub async fn replay(&self, records: &[Received<'_>], batch_size: usize) -> Summary {
+        let mut summary = Summary::default();
+        for batch in records.chunks(batch_size.max(1)) {
+            self.replay_batch(batch, &mut summary).await;
         }
         summary
     }
 
+    /// Replays one batch (see the module doc), adding to `summary`.
+    pub async fn replay_batch(&self, batch: &[Received<'_>], summary: &mut Summary) {
+        let store = self.store();
+        let planner = Planner::new(self.config());
+        summary.records += batch.len();
+        store.record_stream(false);
+        for received in batch {
+            if let Ok(record) = &received.record {
+                materialize(store, &planner, record);
+            }
+        }
+        // From here on the pipeline's own writes (set updates, the
+        // reaper's deletes) are recorded and fed back, as the stream would,
+        // as typed records (never through JSON).
+        store.record_stream(true);
+        summary.batches += 1;
+        self.handle(batch, summary).await;
+        for _ in 0..MAX_FEEDBACK_ROUNDS {
+            let written = store.take_stream();
+            if written.is_empty() {
+                break;
+            }
+            let more: Vec<Received<'static>> = written.into_iter().map(|e| Received::typed(e.record)).collect();
+            self.handle(&more, summary).await;
+        }
+        store.record_stream(false);
+    }
+
     /// One batch through both consumers; the reap events to the reaper.
-    async fn handle(&self, batch: Vec<Received>, summary: &mut Summary) {
-        let routed = self.router.handle_received(batch.clone()).await;
+    async fn handle(&self, batch: &[Received<'_>], summary: &mut Summary) {
+        let routed = self.router.handle_received(batch).await;
         let indexed = self.indexer.handle_received(batch).await;
         absorb(summary, indexed, routed);
         for entry in self.router.publisher().take() {
             // The rule of a reap route matches its detail type and table.
-            let table = serde_json::from_str::<Json>(&entry.detail)
-                .ok()
-                .and_then(|d| d["table"].as_str().map(str::to_owned));
-            let reaps =
-                self.config().routes.iter().any(|r| {
-                    r.reap && r.detail_type == entry.detail_type && table.as_deref() == Some(r.table.as_str())
-                });
+            let reap_routes = || {
+                self.config()
+                    .routes
+                    .iter()
+                    .filter(|r| r.reap && r.detail_type == entry.detail_type)
+            };
+            let reaps = reap_routes().next().is_some() && {
+                let table = serde_json::from_str::<Json>(&entry.detail)
+                    .ok()
+                    .and_then(|d| d["table"].as_str().map(str::to_owned));
+                reap_routes().any(|r| table.as_deref() == Some(r.table.as_str()))
+            };
             if reaps {
                 match self.reaper.reap(entry.delivered().as_bytes()).await {
                     Ok(reaped) => {
@@ -158,7 +161,9 @@ impl Local {
                     Err(e) => summary.failed.push(("reaper", e.to_string())),
                 }
             }
-            summary.events.push(entry);
+            if self.keep_events {
+                summary.events.push(entry);
+            }
         }
     }
 }
@@ -184,29 +189,19 @@ fn absorb(summary: &mut Summary, indexed: stream_indexer::BatchOutcome, routed: 
     );
 }
 
-/// Replays `records` in batches of `batch_size` into real tables and a real
-/// bus (nothing is materialized; no reaper runs here).
-pub async fn replay_to<S: Store, P: Publisher>(
+/// Replays one batch into real tables and a real bus (nothing is
+/// materialized; no reaper runs here), adding to `summary`.
+pub async fn replay_batch_to<S: Store, P: Publisher>(
     indexer: &Indexer<S, MemoryQuarantine>,
     router: &Router<P, MemoryQuarantine>,
-    records: Vec<Received>,
-    batch_size: usize,
-    bar: &ProgressBar,
-) -> Summary {
-    let mut summary = Summary {
-        records: records.len(),
-        ..Summary::default()
-    };
-    let mut records = records.into_iter().peekable();
-    while records.peek().is_some() {
-        let batch: Vec<Received> = records.by_ref().take(batch_size.max(1)).collect();
-        summary.batches += 1;
-        bar.inc(batch.len() as u64);
-        let routed = router.handle_received(batch.clone()).await;
-        let indexed = indexer.handle_received(batch).await;
-        absorb(&mut summary, indexed, routed);
-    }
-    summary
+    batch: &[Received<'_>],
+    summary: &mut Summary,
+) {
+    summary.records += batch.len();
+    summary.batches += 1;
+    let routed = router.handle_received(batch).await;
+    let indexed = indexer.handle_received(batch).await;
+    absorb(summary, indexed, routed);
 }
 
 /// Applies a record to the store's copy of its source table. A MODIFY whose

@@ -64,10 +64,10 @@ struct RawStreamRecord<'a> {
     view_type: Option<Text<'a>>,
 }
 
-pub(super) fn received(raw: &RawValue, position: RecordId) -> Received {
+pub(super) fn received(raw: &RawValue, position: RecordId) -> Received<'_> {
     let (sequence_number, record) = parse_raw(raw.get(), position);
     Received {
-        raw: raw.to_owned(),
+        raw: super::Raw::Json(raw),
         sequence_number,
         record,
     }

@@ -21,7 +21,7 @@ use super::{ParseError, Received, RecordId};
 /// Input that is not UTF-8 JSON, not an object, or has no `Records` array is
 /// a [`ParseError`]; otherwise every element of `Records` gives one
 /// [`Received`], in order, whether or not it is a usable record.
-pub fn parse_batch(bytes: &[u8]) -> Result<Vec<Received>, ParseError> {
+pub fn parse_batch(bytes: &[u8]) -> Result<Vec<Received<'_>>, ParseError> {
     let (text, bom) = decode(bytes)?;
     let mut de = serde_json::Deserializer::from_str(text);
     let probe = Probe::deserialize(&mut de).map_err(|e| ParseError::from_json(&e, bom))?;
@@ -46,7 +46,7 @@ pub fn parse_batch(bytes: &[u8]) -> Result<Vec<Received>, ParseError> {
 /// line number (from 1). A line that is not JSON is a [`ParseError`] with its
 /// line number; a line that is JSON but not a usable record is a [`Received`]
 /// whose `record` is the error.
-pub fn parse_json_lines(text: &str) -> Result<Vec<(usize, Received)>, ParseError> {
+pub fn parse_json_lines(text: &str) -> Result<Vec<(usize, Received<'_>)>, ParseError> {
     let (text, bom) = match text.strip_prefix('\u{feff}') {
         Some(rest) => (rest, 3),
         None => (text, 0),
@@ -59,7 +59,7 @@ pub fn parse_json_lines(text: &str) -> Result<Vec<(usize, Received)>, ParseError
 /// span lines). Empty input (or only whitespace) is no records.
 ///
 /// Errors carry the line and column of the input as a whole.
-pub fn parse_any(bytes: &[u8]) -> Result<Vec<Received>, ParseError> {
+pub fn parse_any(bytes: &[u8]) -> Result<Vec<Received<'_>>, ParseError> {
     let (text, bom) = decode(bytes)?;
     let start = text.len() - text.trim_start_matches(is_json_whitespace).len();
     if start == text.len() {
@@ -97,8 +97,8 @@ pub fn parse_any(bytes: &[u8]) -> Result<Vec<Received>, ParseError> {
     }
 }
 
-/// Parses one record's JSON (either spelling). The returned `raw` is a copy.
-pub fn parse_record(raw: &RawValue) -> Received {
+/// Parses one record's JSON (either spelling). The returned `raw` borrows `raw`.
+pub fn parse_record(raw: &RawValue) -> Received<'_> {
     received(raw, RecordId::Unidentified)
 }
 
@@ -153,27 +153,35 @@ fn line_col(bytes: &[u8], offset: usize) -> (usize, usize) {
     (line, before.len() - line_start + 1)
 }
 
-fn json_lines(text: &str, bom: usize) -> Result<Vec<(usize, Received)>, ParseError> {
+fn json_lines(text: &str, bom: usize) -> Result<Vec<(usize, Received<'_>)>, ParseError> {
     let mut out = Vec::new();
     for (index, line) in text.split('\n').enumerate() {
         let number = index + 1;
-        if line.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
-            continue;
+        let column_shift = if number == 1 { bom } else { 0 };
+        if let Some(received) = parse_json_line(line, number, column_shift)? {
+            out.push((number, received));
         }
-        let raw: &RawValue = serde_json::from_str(line).map_err(|e| {
-            let column = if number == 1 { e.column() + bom } else { e.column() };
-            ParseError {
-                line: number,
-                column,
-                message: json_message(&e),
-            }
-        })?;
-        out.push((number, received(raw, RecordId::Line(number))));
     }
     Ok(out)
 }
 
-fn received_all(records: Vec<&RawValue>) -> Vec<Received> {
+/// Parses line `number` (from 1) of a JSON Lines file, for readers that
+/// take a file a line at a time: `None` for a blank line, an error (at that
+/// line, its column moved right by `column_shift`, as for a byte-order mark
+/// the caller stripped) for a line that is not JSON, else the record.
+pub fn parse_json_line(line: &str, number: usize, column_shift: usize) -> Result<Option<Received<'_>>, ParseError> {
+    if line.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+        return Ok(None);
+    }
+    let raw: &RawValue = serde_json::from_str(line).map_err(|e| ParseError {
+        line: number,
+        column: e.column() + column_shift,
+        message: json_message(&e),
+    })?;
+    Ok(Some(received(raw, RecordId::Line(number))))
+}
+
+fn received_all(records: Vec<&RawValue>) -> Vec<Received<'_>> {
     records
         .into_iter()
         .enumerate()

@@ -16,19 +16,23 @@ fn fixture_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
-fn fixture(name: &str) -> Vec<u8> {
+/// A fixture's bytes, leaked so that records parsed from it may outlive
+/// the call (records borrow their text).
+fn fixture(name: &str) -> &'static [u8] {
     let path = fixture_path(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .leak()
 }
 
-fn ok(received: &Received) -> &ChangeRecord {
+fn ok<'r>(received: &'r Received<'_>) -> &'r ChangeRecord {
     match &received.record {
         Ok(record) => record,
         Err(e) => panic!("expected a record, got: {e}"),
     }
 }
 
-fn err(received: &Received) -> &RecordError {
+fn err<'r>(received: &'r Received<'_>) -> &'r RecordError {
     match &received.record {
         Ok(record) => panic!("expected an error, got {record:?}"),
         Err(e) => e,
@@ -67,14 +71,15 @@ fn base_record() -> serde_json::Value {
     })
 }
 
-fn parse_value(value: &serde_json::Value) -> Received {
+/// Parses `value` as one record (its text is leaked: a test's few bytes).
+fn parse_value(value: &serde_json::Value) -> Received<'static> {
     let text = value.to_string();
     let raw: Box<RawValue> = serde_json::from_str(&text).expect("test JSON");
-    parse_record(&raw)
+    parse_record(Box::leak(raw))
 }
 
 /// Parses `base_record()` with `edit` applied to its `dynamodb` part.
-fn with_dynamodb(edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>)) -> Received {
+fn with_dynamodb(edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>)) -> Received<'static> {
     let mut record = base_record();
     edit(record["dynamodb"].as_object_mut().expect("object"));
     parse_value(&record)
@@ -86,7 +91,7 @@ fn with_dynamodb(edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Valu
 
 #[test]
 fn lambda_event_graph_records_table() {
-    let received = parse_batch(&fixture("lambda-records.json")).expect("batch");
+    let received = parse_batch(fixture("lambda-records.json")).expect("batch");
     assert_eq!(received.len(), 6);
     let kinds: Vec<_> = received.iter().map(|r| ok(r).kind).collect();
     use EventKind::*;
@@ -139,7 +144,7 @@ fn lambda_event_graph_records_table() {
 
 #[test]
 fn lambda_event_issues_table_keeps_every_type_and_exact_numbers() {
-    let received = parse_batch(&fixture("lambda-issues.json")).expect("batch");
+    let received = parse_batch(fixture("lambda-issues.json")).expect("batch");
     assert_eq!(received.len(), 4);
     assert!(received.iter().all(|r| ok(r).table.as_deref() == Some("issues")));
     let insert = ok(&received[0]);
@@ -184,7 +189,7 @@ fn lambda_event_issues_table_keeps_every_type_and_exact_numbers() {
 
 #[test]
 fn lambda_event_layers_table_ttl_expiry_lower_case_identity() {
-    let received = parse_batch(&fixture("lambda-layers.json")).expect("batch");
+    let received = parse_batch(fixture("lambda-layers.json")).expect("batch");
     let ttl: Vec<_> = received.iter().map(|r| ok(r).ttl_expiry).collect();
     assert_eq!(ttl, [false, false, true]);
     let expired = ok(&received[2]);
@@ -196,7 +201,7 @@ fn lambda_event_layers_table_ttl_expiry_lower_case_identity() {
 
 #[test]
 fn getrecords_response_fractions_and_capitalised_identity() {
-    let received = parse_batch(&fixture("getrecords-records.json")).expect("batch");
+    let received = parse_batch(fixture("getrecords-records.json")).expect("batch");
     assert_eq!(received.len(), 3);
     let created: Vec<_> = received.iter().map(|r| ok(r).created).collect();
     assert_eq!(
@@ -214,7 +219,7 @@ fn getrecords_response_fractions_and_capitalised_identity() {
     assert!(ok(&received[1]).ttl_expiry);
     assert!(!ok(&received[0]).ttl_expiry);
 
-    let issues = parse_batch(&fixture("getrecords-issues.json")).expect("batch");
+    let issues = parse_batch(fixture("getrecords-issues.json")).expect("batch");
     assert_eq!(ok(&issues[0]).created, time(1763734800, 125_000));
     assert_eq!(ok(&issues[1]).created, time(1763734861, 0));
     assert_eq!(
@@ -222,7 +227,7 @@ fn getrecords_response_fractions_and_capitalised_identity() {
         Some(&Value::M(Image::new()))
     );
 
-    let layers = parse_batch(&fixture("getrecords-layers.json")).expect("batch");
+    let layers = parse_batch(fixture("getrecords-layers.json")).expect("batch");
     assert_eq!(ok(&layers[0]).created, time(1763735110, 250_731_000));
     assert!(ok(&layers[0]).ttl_expiry);
     assert_eq!(ok(&layers[1]).created, time(1763735170, 500_000_000));
@@ -230,25 +235,25 @@ fn getrecords_response_fractions_and_capitalised_identity() {
 
 #[test]
 fn json_lines_with_blank_lines_and_both_spellings() {
-    let text = String::from_utf8(fixture("records.jsonl")).expect("utf-8");
+    let text = String::from_utf8(fixture("records.jsonl").to_vec()).expect("utf-8");
     let lines = parse_json_lines(&text).expect("lines");
     let numbers: Vec<_> = lines.iter().map(|(line, _)| *line).collect();
     assert_eq!(numbers, [1, 2, 4, 5, 7]);
     let ttl: Vec<_> = lines.iter().map(|(_, r)| ok(r).ttl_expiry).collect();
     assert_eq!(ttl, [false, false, false, true, false]);
     // The same records as the batches they were taken from.
-    let lambda = parse_batch(&fixture("lambda-records.json")).expect("batch");
-    let get = parse_batch(&fixture("getrecords-records.json")).expect("batch");
+    let lambda = parse_batch(fixture("lambda-records.json")).expect("batch");
+    let get = parse_batch(fixture("getrecords-records.json")).expect("batch");
     assert_eq!(ok(&lines[0].1), ok(&lambda[0]));
     assert_eq!(ok(&lines[2].1), ok(&get[0]));
     assert_eq!(ok(&lines[3].1), ok(&get[1]));
 
-    let issues = String::from_utf8(fixture("issues.jsonl")).expect("utf-8");
+    let issues = String::from_utf8(fixture("issues.jsonl").to_vec()).expect("utf-8");
     let issues = parse_json_lines(&issues).expect("lines");
     assert_eq!(issues.iter().map(|(line, _)| *line).collect::<Vec<_>>(), [1, 3, 4, 5]);
     assert_eq!(ok(&issues[1].1).created, time(1763734800, 125_000));
 
-    let layers = String::from_utf8(fixture("layers.jsonl")).expect("utf-8");
+    let layers = String::from_utf8(fixture("layers.jsonl").to_vec()).expect("utf-8");
     let layers = parse_json_lines(&layers).expect("lines");
     assert_eq!(layers.iter().map(|(line, _)| *line).collect::<Vec<_>>(), [2, 3, 5, 6]);
     assert_eq!(layers.iter().filter(|(_, r)| ok(r).ttl_expiry).count(), 2);
@@ -281,21 +286,21 @@ fn parse_any_detects_every_shape() {
     ];
     for (name, count) in files {
         let bytes = fixture(name);
-        let any = parse_any(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let any = parse_any(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(any.len(), count, "{name}");
         let specific: Vec<Received> = if name.ends_with(".jsonl") {
-            let text = std::str::from_utf8(&bytes).expect("utf-8");
+            let text = std::str::from_utf8(bytes).expect("utf-8");
             parse_json_lines(text)
                 .expect("lines")
                 .into_iter()
                 .map(|(_, r)| r)
                 .collect()
         } else {
-            parse_batch(&bytes).expect("batch")
+            parse_batch(bytes).expect("batch")
         };
         for (a, b) in any.iter().zip(&specific) {
             assert_eq!(ok(a), ok(b), "{name}");
-            assert_eq!(a.raw.get(), b.raw.get(), "{name}");
+            assert_eq!(a.raw_json().text(), b.raw_json().text(), "{name}");
             assert_eq!(a.sequence_number, b.sequence_number, "{name}");
         }
     }
@@ -308,7 +313,8 @@ fn parse_any_detects_every_shape() {
 fn parse_any_single_record_even_pretty_printed() {
     let record = base_record();
     for text in [record.to_string(), serde_json::to_string_pretty(&record).expect("json")] {
-        let received = parse_any(format!("\n{text}\n").as_bytes()).expect("one record");
+        let text = format!("\n{text}\n");
+        let received = parse_any(text.as_bytes()).expect("one record");
         assert_eq!(received.len(), 1);
         assert_eq!(ok(&received[0]).sequence_number, "777000000000000000001");
     }
@@ -317,20 +323,23 @@ fn parse_any_single_record_even_pretty_printed() {
 #[test]
 fn raw_text_is_kept_exactly() {
     let bytes = fixture("lambda-issues.json");
-    let text = std::str::from_utf8(&bytes).expect("utf-8");
-    for r in parse_batch(&bytes).expect("batch") {
-        assert!(r.raw.get().starts_with("{\n      \"eventID\""));
-        assert!(text.contains(r.raw.get()));
+    let text = std::str::from_utf8(bytes).expect("utf-8");
+    for r in parse_batch(bytes).expect("batch") {
+        let Raw::Json(raw) = r.raw else {
+            panic!("a parsed record borrows its text");
+        };
+        assert!(raw.get().starts_with("{\n      \"eventID\""));
+        assert!(text.contains(raw.get()));
         // The raw text parses again to the same record.
-        assert_eq!(parse_record(&r.raw).record, r.record);
+        assert_eq!(parse_record(raw).record, r.record);
     }
-    let lines = String::from_utf8(fixture("issues.jsonl")).expect("utf-8");
+    let lines = String::from_utf8(fixture("issues.jsonl").to_vec()).expect("utf-8");
     for ((line, r), text) in parse_json_lines(&lines)
         .expect("lines")
         .iter()
         .zip(lines.lines().filter(|l| !l.is_empty()))
     {
-        assert_eq!(r.raw.get(), text, "line {line}");
+        assert_eq!(r.raw_json().text(), text, "line {line}");
     }
 }
 
@@ -490,8 +499,8 @@ fn creation_time_rejects_garbage() {
 // ---------------------------------------------------------------------------
 
 /// Parses a one-record file of the broken set.
-fn broken(name: &str) -> Received {
-    let mut received = parse_any(&fixture(&format!("broken/{name}"))).expect("JSON");
+fn broken(name: &str) -> Received<'static> {
+    let mut received = parse_any(fixture(&format!("broken/{name}"))).expect("JSON");
     assert_eq!(received.len(), 1, "{name}");
     received.remove(0)
 }
@@ -672,7 +681,7 @@ fn view_type_message_asks_for_new_and_old_images() {
 
 #[test]
 fn a_bad_record_among_good_ones() {
-    let received = parse_batch(&fixture("broken/bad-among-good.json")).expect("batch");
+    let received = parse_batch(fixture("broken/bad-among-good.json")).expect("batch");
     assert_eq!(received.len(), 7);
     for i in [0, 2, 6] {
         assert!(received[i].record.is_ok(), "record {i}");
@@ -690,7 +699,7 @@ fn a_bad_record_among_good_ones() {
             record: RecordId::Index(4)
         }
     );
-    assert_eq!(received[4].raw.get(), "42");
+    assert_eq!(received[4].raw_json().text(), "42");
     assert!(err(&received[4]).to_string().contains("Records[4]"));
     assert!(matches!(
         err(&received[5]),
@@ -700,7 +709,7 @@ fn a_bad_record_among_good_ones() {
     ));
     assert_eq!(received[5].sequence_number, None);
     // The same through parse_any.
-    let any = parse_any(&fixture("broken/bad-among-good.json")).expect("batch");
+    let any = parse_any(fixture("broken/bad-among-good.json")).expect("batch");
     assert_eq!(
         any.iter().map(|r| r.record.is_ok()).collect::<Vec<_>>(),
         [true, false, true, false, false, false, true]
@@ -724,7 +733,8 @@ fn record_position_names_records_without_sequence_number_or_event_id() {
         }
     );
     assert!(err(&received[1]).to_string().contains("Records[1]"));
-    let lines = parse_json_lines(&format!("{record}\n\n{record}\n")).expect("lines");
+    let text = format!("{record}\n\n{record}\n");
+    let lines = parse_json_lines(&text).expect("lines");
     assert_eq!(
         err(&lines[1].1),
         &RecordError::MissingSequenceNumber {
@@ -981,7 +991,8 @@ fn other_record_errors() {
 
     // A whole batch where a record was expected.
     let batch = serde_json::json!({"Records": [base_record()]});
-    let lines = parse_json_lines(&format!("{batch}\n")).expect("lines");
+    let text = format!("{batch}\n");
+    let lines = parse_json_lines(&text).expect("lines");
     assert!(err(&lines[0].1).to_string().contains("whole batch"));
 
     // JSON that only the second pass rejects (a lone surrogate in a string).
@@ -1015,23 +1026,20 @@ fn other_record_errors() {
 
 #[test]
 fn unparsable_documents_give_line_and_column() {
-    let e = parse_batch(&fixture("broken/not-json.json")).expect_err("syntax error");
+    let e = parse_batch(fixture("broken/not-json.json")).expect_err("syntax error");
     assert_eq!((e.line, e.column), (45, 11), "{e}");
-    assert_eq!(
-        parse_any(&fixture("broken/not-json.json")).expect_err("syntax error"),
-        e
-    );
+    assert_eq!(parse_any(fixture("broken/not-json.json")).expect_err("syntax error"), e);
 
-    let e = parse_batch(&fixture("broken/no-records.json")).expect_err("no Records");
+    let e = parse_batch(fixture("broken/no-records.json")).expect_err("no Records");
     assert_eq!((e.line, e.column), (1, 1));
     assert!(e.message.contains("without a `Records` array"), "{e}");
 
-    let e = parse_batch(&fixture("broken/records-not-array.json")).expect_err("Records not an array");
+    let e = parse_batch(fixture("broken/records-not-array.json")).expect_err("Records not an array");
     assert!(e.message.contains("an array of records, found an object"), "{e}");
     // Where the parser noticed: just inside the object.
     assert!((2..=3).contains(&e.line), "{e}");
 
-    let text = String::from_utf8(fixture("broken/bad-line.jsonl")).expect("utf-8");
+    let text = String::from_utf8(fixture("broken/bad-line.jsonl").to_vec()).expect("utf-8");
     let e = parse_json_lines(&text).expect_err("line 3");
     assert_eq!(e.line, 3, "{e}");
     assert!(e.to_string().starts_with("line 3, column "), "{e}");
@@ -1072,7 +1080,7 @@ fn invalid_utf8_is_a_parse_error_with_position() {
     }
     // A byte-order mark is skipped.
     let mut bytes = b"\xEF\xBB\xBF".to_vec();
-    bytes.extend_from_slice(&fixture("lambda-layers.json"));
+    bytes.extend_from_slice(fixture("lambda-layers.json"));
     assert_eq!(parse_batch(&bytes).expect("batch").len(), 3);
     assert_eq!(parse_any(&bytes).expect("batch").len(), 3);
 }
@@ -1123,8 +1131,8 @@ fn from_aws_lambda_events_matches_the_raw_parser() {
     use aws_lambda_events::event::dynamodb::Event;
     for name in ["lambda-records.json", "lambda-issues.json", "lambda-layers.json"] {
         let bytes = fixture(name);
-        let event: Event = serde_json::from_slice(&bytes).expect("aws_lambda_events");
-        let raw = parse_batch(&bytes).expect("batch");
+        let event: Event = serde_json::from_slice(bytes).expect("aws_lambda_events");
+        let raw = parse_batch(bytes).expect("batch");
         for (record, received) in event.records.into_iter().zip(&raw) {
             let converted = ChangeRecord::try_from(record).expect("record");
             assert_eq!(&converted, ok(received), "{name}");
@@ -1132,12 +1140,12 @@ fn from_aws_lambda_events_matches_the_raw_parser() {
     }
     // A fraction is dropped rather than mis-read.
     let bytes = fixture("getrecords-records.json");
-    let event: Event = serde_json::from_slice(&bytes).expect("aws_lambda_events");
+    let event: Event = serde_json::from_slice(bytes).expect("aws_lambda_events");
     let converted = ChangeRecord::try_from(event.records[0].clone()).expect("record");
     assert_eq!(converted.created, time(1763733010, 0));
     // Errors are the raw parser's.
     let bytes = fixture("broken/bad-among-good.json");
-    let mut value: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).expect("json");
     let bad = value["Records"][3].take();
     let record: aws_lambda_events::event::dynamodb::EventRecord = serde_json::from_value(bad).expect("record");
     let e = ChangeRecord::try_from(record).expect_err("FOO");
@@ -1222,7 +1230,7 @@ proptest! {
         insert in "[ -~\\n]{0,8}",
     ) {
         let name = ["lambda-issues.json", "getrecords-records.json", "layers.jsonl", "broken/bad-among-good.json"][file];
-        let mut bytes = fixture(name);
+        let mut bytes = fixture(name).to_vec();
         let start = at.index(bytes.len());
         let end = (start + len).min(bytes.len());
         bytes.splice(start..end, insert.bytes());

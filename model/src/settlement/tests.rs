@@ -1,18 +1,22 @@
+use serde_json::value::RawValue;
+
 use super::*;
 
-fn record(position: usize, seq: &str, group: Option<usize>) -> Handled {
+fn record(position: usize, seq: &str, group: Option<usize>) -> Handled<'static> {
     Handled {
         position,
         sequence_number: Some(seq.to_owned()),
         table: Some("t".to_owned()),
         group,
-        raw: RawValue::from_string(format!("{{\"n\":{position}}}")).expect("json"),
+        raw: RawJson::Text(Box::leak(
+            RawValue::from_string(format!("{{\"n\":{position}}}")).expect("json"),
+        )),
         poison: None,
         unfinished: None,
     }
 }
 
-fn poison_of(decision: &Decision) -> Vec<String> {
+fn poison_of(decision: &Decision<'_>) -> Vec<String> {
     decision
         .quarantine
         .iter()

@@ -321,7 +321,8 @@ mod tests {
         let wire = lambda_record(&record, arn).unwrap();
         assert_eq!(wire.created_ms, Some(1_763_733_010_482));
         assert!(wire.json.contains("\"ApproximateCreationDateTime\":1763733010.482913,"));
-        let parsed = model::record::parse_batch(format!("{{\"Records\":[{}]}}", wire.json).as_bytes()).unwrap();
+        let payload = format!("{{\"Records\":[{}]}}", wire.json);
+        let parsed = model::record::parse_batch(payload.as_bytes()).unwrap();
         let change = parsed[0].record.as_ref().unwrap();
         assert_eq!(change.table.as_deref(), Some("records"));
         assert!(change.ttl_expiry, "the TTL identity reads in the Lambda spelling");

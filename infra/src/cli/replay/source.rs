@@ -1,0 +1,297 @@
+//! Reading a recorded stream file a batch at a time, so that replay's
+//! memory is bounded by a batch, not by the file.
+//!
+//! - JSON Lines (one record per line: what `streamdex record` and the
+//!   history generator write) is streamed: `batch_size` records are read into
+//!   one buffer, parsed into records that borrow from it, handed over, and
+//!   the buffer is reused.
+//! - A document (a Lambda event or a `GetRecords` response, or one record,
+//!   perhaps pretty-printed) is read whole and parsed with
+//!   [`model::record::parse_any`]; those are a few MB at most.
+//!
+//! Which one a file is: its first non-blank line is a JSON value on its own
+//! and not an object with `Records` → JSON Lines; anything else → a
+//! document (so errors in it are reported exactly as `parse_any` reports
+//! them).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use model::record::{parse_any, parse_json_line, ParseError, Received};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// The read buffer: large enough that a read costs little against parsing.
+const READ_BUFFER: usize = 1 << 20;
+
+/// Why a file could not be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("cannot read {path}")]
+    Read { path: String, source: std::io::Error },
+    /// Not a stream record file: where, and why.
+    #[error("{path}:{}:{}: {}", .error.line, .error.column, .error.message)]
+    Parse { path: String, error: ParseError },
+}
+
+/// Calls `each` with the records of `path`, at most `batch_size` at a time,
+/// in file order, and the bytes of the file read so far. A line that is
+/// not JSON stops the reading there with [`SourceError::Parse`] (the
+/// batches before it have been handed over).
+pub fn each_batch(
+    path: &Path,
+    batch_size: usize,
+    mut each: impl FnMut(&[Received<'_>], u64),
+) -> Result<(), SourceError> {
+    let read_error = |source| SourceError::Read {
+        path: path.display().to_string(),
+        source,
+    };
+    let parse_error = |error| SourceError::Parse {
+        path: path.display().to_string(),
+        error,
+    };
+    let batch_size = batch_size.max(1);
+    let mut reader = BufReader::with_capacity(READ_BUFFER, File::open(path).map_err(read_error)?);
+    let mut lines = Lines::default();
+    if !lines.starts_json_lines(&mut reader).map_err(read_error)? {
+        // A document: read it whole (the part already read is in `lines`).
+        let mut bytes = std::mem::take(&mut lines.text);
+        reader.read_to_end(&mut bytes).map_err(read_error)?;
+        let records = parse_any(&bytes).map_err(parse_error)?;
+        let total = bytes.len() as u64;
+        for batch in records.chunks(batch_size) {
+            each(batch, total);
+        }
+        return Ok(());
+    }
+    loop {
+        let more = lines.fill(&mut reader, batch_size).map_err(read_error)?;
+        let records = lines.parse().map_err(parse_error)?;
+        if !records.is_empty() {
+            each(&records, lines.consumed);
+        }
+        if !more {
+            return Ok(());
+        }
+        drop(records);
+        lines.clear();
+    }
+}
+
+/// One batch of JSON Lines: the text of its lines, back to back, and where
+/// each line is.
+#[derive(Default)]
+struct Lines {
+    text: Vec<u8>,
+    /// `(start, end, line number from 1)` of each line in `text`.
+    spans: Vec<(usize, usize, usize)>,
+    /// Lines of the file read so far.
+    line: usize,
+    /// Bytes of the file read so far.
+    consumed: u64,
+    /// The file starts with a byte-order mark (stripped; columns on line 1 move by 3).
+    bom: bool,
+}
+
+impl Lines {
+    /// Reads the file's first non-blank line and says whether the file is
+    /// JSON Lines. What was read stays in the batch either way.
+    fn starts_json_lines(&mut self, reader: &mut impl BufRead) -> std::io::Result<bool> {
+        loop {
+            let Some((start, end)) = self.read_line(reader)? else {
+                return Ok(true); // empty: no records either way
+            };
+            let line = self.text.get(start..end).unwrap_or_default();
+            let Ok(line) = std::str::from_utf8(line) else {
+                return Ok(false);
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            #[derive(Deserialize)]
+            struct Document<'a> {
+                #[serde(rename = "Records", borrow)]
+                records: Option<&'a RawValue>,
+            }
+            return Ok(match serde_json::from_str::<&RawValue>(line) {
+                Err(_) => false,
+                Ok(value) => !serde_json::from_str::<Document<'_>>(value.get()).is_ok_and(|d| d.records.is_some()),
+            });
+        }
+    }
+
+    /// Reads lines until the batch holds `batch_size` non-blank ones;
+    /// `false` when the file has ended.
+    fn fill(&mut self, reader: &mut impl BufRead, batch_size: usize) -> std::io::Result<bool> {
+        let mut records = self.spans.iter().filter(|&&(s, e, _)| !blank(&self.text[s..e])).count();
+        while records < batch_size {
+            let Some((start, end)) = self.read_line(reader)? else {
+                return Ok(false);
+            };
+            records += usize::from(!blank(&self.text[start..end]));
+        }
+        Ok(true)
+    }
+
+    /// Reads one line (without its `\n`) onto the end of the batch.
+    fn read_line(&mut self, reader: &mut impl BufRead) -> std::io::Result<Option<(usize, usize)>> {
+        let start = self.text.len();
+        let read = reader.read_until(b'\n', &mut self.text)?;
+        if read == 0 {
+            return Ok(None);
+        }
+        self.consumed += read as u64;
+        self.line += 1;
+        let mut start = start;
+        if self.line == 1 && self.text.get(start..start + 3) == Some(b"\xEF\xBB\xBF".as_slice()) {
+            self.bom = true;
+            start += 3;
+        }
+        let end = if self.text.last() == Some(&b'\n') {
+            self.text.len() - 1
+        } else {
+            self.text.len()
+        };
+        self.spans.push((start, end, self.line));
+        Ok(Some((start, end)))
+    }
+
+    /// The batch's records, borrowing its text.
+    fn parse(&self) -> Result<Vec<Received<'_>>, ParseError> {
+        let mut out = Vec::with_capacity(self.spans.len());
+        for &(start, end, number) in &self.spans {
+            let bytes = self.text.get(start..end).unwrap_or_default();
+            let shift = if number == 1 && self.bom { 3 } else { 0 };
+            let line = std::str::from_utf8(bytes).map_err(|e| ParseError {
+                line: number,
+                column: e.valid_up_to() + 1 + shift,
+                message: "not valid UTF-8".to_owned(),
+            })?;
+            if let Some(received) = parse_json_line(line, number, shift)? {
+                out.push(received);
+            }
+        }
+        Ok(out)
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.spans.clear();
+    }
+}
+
+fn blank(line: &[u8]) -> bool {
+    line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn file(text: &[u8]) -> tempfile::NamedTempFile {
+        let mut file = tempfile::NamedTempFile::new().expect("a temporary file");
+        file.write_all(text).expect("write it");
+        file
+    }
+
+    fn record(seq: u32) -> String {
+        format!(
+            r#"{{"eventName":"INSERT","dynamodb":{{"Keys":{{"id":{{"S":"a{seq}"}}}},"NewImage":{{"id":{{"S":"a{seq}"}}}},"SequenceNumber":"{seq}","StreamViewType":"NEW_AND_OLD_IMAGES"}}}}"#
+        )
+    }
+
+    /// Every batch's sequence numbers, as read.
+    fn batches(path: &Path, size: usize) -> Result<Vec<Vec<String>>, SourceError> {
+        let mut out = Vec::new();
+        each_batch(path, size, |batch, _| {
+            out.push(
+                batch
+                    .iter()
+                    .map(|r| r.sequence_number.clone().unwrap_or_default())
+                    .collect(),
+            );
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn json_lines_come_in_batches_of_the_size_asked_with_blank_lines_skipped() {
+        let mut text = Vec::new();
+        for seq in 1..=7 {
+            writeln!(text, "{}", record(seq)).unwrap();
+            if seq == 3 {
+                writeln!(text, "   ").unwrap();
+            }
+        }
+        let path = file(&text);
+        let got = batches(path.path(), 3).unwrap();
+        assert_eq!(got, vec![vec!["1", "2", "3"], vec!["4", "5", "6"], vec!["7"]]);
+    }
+
+    #[test]
+    fn the_same_records_as_parse_any_whatever_the_batch_size() {
+        let text = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/example-history.jsonl"
+        ))
+        .expect("the example history fixture");
+        let whole: Vec<String> = parse_any(&text)
+            .unwrap()
+            .iter()
+            .map(|r| r.sequence_number.clone().unwrap_or_default())
+            .collect();
+        let path = file(&text);
+        for size in [1, 7, 100, 10_000] {
+            let got: Vec<String> = batches(path.path(), size).unwrap().concat();
+            assert_eq!(got, whole, "batch size {size}");
+        }
+    }
+
+    #[test]
+    fn a_lambda_event_is_read_whole_and_cut_into_batches() {
+        let records: Vec<String> = (1..=5).map(record).collect();
+        let text = format!("{{\"Records\": [{}]}}", records.join(",\n"));
+        let path = file(text.as_bytes());
+        assert_eq!(
+            batches(path.path(), 2).unwrap(),
+            vec![vec!["1", "2"], vec!["3", "4"], vec!["5"]]
+        );
+    }
+
+    #[test]
+    fn a_bad_line_names_its_line_in_the_file_not_in_its_batch() {
+        let text = format!("{}\n{}\n{}\n{{oops\n", record(1), record(2), record(3));
+        let path = file(text.as_bytes());
+        let mut seen = 0;
+        let error = each_batch(path.path(), 2, |batch, _| seen += batch.len()).unwrap_err();
+        match error {
+            SourceError::Parse { error, .. } => assert_eq!((error.line, error.column), (4, 2)),
+            other => panic!("{other}"),
+        }
+        assert_eq!(seen, 2, "the first batch was handed over before the bad line");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_counted_in_columns() {
+        let text = format!("\u{feff}{}\n", record(1));
+        let path = file(text.as_bytes());
+        assert_eq!(batches(path.path(), 10).unwrap(), vec![vec!["1"]]);
+        let path = file("\u{feff}{oops\n".as_bytes());
+        match batches(path.path(), 10).unwrap_err() {
+            SourceError::Parse { error, .. } => assert_eq!((error.line, error.column), (1, 5)),
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn an_empty_file_has_no_batches_and_a_missing_one_is_a_read_error() {
+        let path = file(b"");
+        assert!(batches(path.path(), 10).unwrap().is_empty());
+        let missing = std::env::temp_dir().join("streamdex-source-no-such-file.jsonl");
+        assert!(matches!(batches(&missing, 10), Err(SourceError::Read { .. })));
+    }
+}
