@@ -60,4 +60,4 @@ pub use config::Config;
 pub use fault::{Class, Fault};
 pub use plan::{Mutation, Plan, PlanError, Planner};
 pub use record::{ChangeRecord, EventKind};
-pub use value::{Image, Value};
+pub use value::{Image, Projection, Value};

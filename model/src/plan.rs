@@ -28,7 +28,7 @@ use crate::config::{Config, EdgeSetConfig, IndexConfig, TableConfig, TableLookup
 use crate::edge::{self, EdgeError, GraphItem};
 use crate::index::{self, IndexError, RowKey};
 use crate::record::{ChangeRecord, EventKind};
-use crate::value::Image;
+use crate::value::{Image, Projection};
 
 mod mutation;
 
@@ -291,10 +291,11 @@ fn diff_rows(
     projection: impl FnOnce() -> Image,
     out: &mut Vec<Mutation>,
 ) {
-    let mut attributes: Option<Image> = None;
+    // One projection, shared by every row put.
+    let mut attributes: Option<Projection> = None;
     let mut projection = Some(projection);
     let mut put = |key: RowKey, out: &mut Vec<Mutation>| {
-        let attributes = attributes.get_or_insert_with(|| projection.take().map(|p| p()).unwrap_or_default());
+        let attributes = attributes.get_or_insert_with(|| Projection::new(projection.take().map(|p| p()).unwrap_or_default()));
         out.push(Mutation::PutRow {
             index: i,
             key,

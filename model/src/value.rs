@@ -12,6 +12,10 @@ pub type Value = serde_dynamo::AttributeValue;
 /// An item image (or a key): attribute name → value.
 pub type Image = HashMap<String, Value>;
 
+/// The non-key attributes of an index row, shared by every row one item
+/// produces (an item with ten map entries has ten rows and one projection).
+pub type Projection = std::sync::Arc<Image>;
+
 /// The DynamoDB type tag of a value (`S`, `N`, `B`, `BOOL`, `NULL`, `M`, `L`, `SS`, `NS`, `BS`),
 /// for error messages.
 pub fn type_name(value: &Value) -> &'static str {

@@ -33,6 +33,19 @@ pub fn write_history(store: &MemoryStore, records: usize, seed: u64) {
 /// [`write_history`], and with `node_deletes` one change in a hundred
 /// deletes a node (its edges stay: what a TTL expiry leaves for the reaper).
 pub fn write_mix(store: &MemoryStore, records: usize, seed: u64, node_deletes: bool) {
+    mix(store, records, records, usize::MAX, seed, node_deletes);
+}
+
+/// [`write_mix`] over the keys of a `keyspace`-change history: its nodes
+/// (`keyspace / 20`), issues (`keyspace / 10`) and at most `keyspace / 4`
+/// live edges (at the cap, an edge is deleted instead of added). A history
+/// longer than its key space changes the same items again, so its tables
+/// stop growing: what a long-lived table's stream looks like.
+pub fn write_mix_over(store: &MemoryStore, records: usize, keyspace: usize, seed: u64, node_deletes: bool) {
+    mix(store, records, keyspace, (keyspace / 4).max(1), seed, node_deletes);
+}
+
+fn mix(store: &MemoryStore, records: usize, keyspace: usize, max_edges: usize, seed: u64, node_deletes: bool) {
     let mut rng = fastrand::Rng::with_seed(seed);
     let uuid = |rng: &mut fastrand::Rng| {
         format!(
@@ -44,7 +57,7 @@ pub fn write_mix(store: &MemoryStore, records: usize, seed: u64, node_deletes: b
             rng.u64(..1 << 48)
         )
     };
-    let nodes: Vec<String> = (0..records.div_ceil(20).max(4))
+    let nodes: Vec<String> = (0..keyspace.div_ceil(20).max(4))
         .map(|i| match i % 3 {
             0 => format!("GOAL-{}", uuid(&mut rng)),
             1 => format!("TEAM-{}", uuid(&mut rng)),
@@ -52,7 +65,7 @@ pub fn write_mix(store: &MemoryStore, records: usize, seed: u64, node_deletes: b
         })
         .collect();
     let users: Vec<String> = (0..50).map(|_| uuid(&mut rng)).collect();
-    let issues: Vec<String> = (0..records.div_ceil(10).max(2))
+    let issues: Vec<String> = (0..keyspace.div_ceil(10).max(2))
         .map(|i| format!("issue-{i:05x}"))
         .collect();
     let mut edges: Vec<(String, String)> = Vec::new();
@@ -89,6 +102,13 @@ pub fn write_mix(store: &MemoryStore, records: usize, seed: u64, node_deletes: b
                 ]);
                 store.put_item("records", item).is_ok()
             }
+            // an edge is deleted (or one is, instead of an add, at the cap)
+            8..=34 | 50..=55 if !edges.is_empty() && (roll >= 50 || edges.len() >= max_edges) => {
+                let (node, target) = edges.swap_remove(rng.usize(..edges.len()));
+                store
+                    .delete_item("records", &image(vec![("source", s(node)), ("target", s(target))]))
+                    .is_ok()
+            }
             // a membership edge is added
             8..=34 => {
                 let node = nodes[rng.usize(..nodes.len())].clone();
@@ -122,13 +142,6 @@ pub fn write_mix(store: &MemoryStore, records: usize, seed: u64, node_deletes: b
                     }
                     _ => false,
                 }
-            }
-            // an edge is deleted
-            50..=55 if !edges.is_empty() => {
-                let (node, target) = edges.swap_remove(rng.usize(..edges.len()));
-                store
-                    .delete_item("records", &image(vec![("source", s(node)), ("target", s(target))]))
-                    .is_ok()
             }
             // an issue is created
             56..=65 => {

@@ -5,7 +5,12 @@
 //! node or a layer is marked as the TTL service's (`userIdentity`), so the
 //! routes of the example config fire and the reaper has nodes to reap.
 //!
-//! `cargo run --release -p streamdex-tests --features testing --example make_history -- RECORDS [SEED] > history.jsonl`
+//! `cargo run --release -p streamdex-tests --features testing --example make_history -- RECORDS [SEED] [KEYSPACE] > history.jsonl`
+//!
+//! KEYSPACE (default: RECORDS) sizes the tables: the nodes, issues and
+//! live edges of a KEYSPACE-change history. A history longer than its key
+//! space changes the same items again, so its tables stop growing (see
+//! `workload::write_mix_over`).
 //!
 //! The history holds only the users' writes: replay feeds the pipeline's own
 //! writes (edge-set updates, the reaper's deletes) back through the
@@ -16,20 +21,24 @@ use std::sync::Arc;
 
 use model::delivery::lambda_record;
 use model::EventKind;
-use stream_indexer::workload::write_mix;
+use stream_indexer::workload::{write_mix, write_mix_over};
 use stream_indexer::MemoryStore;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: make_history RECORDS [SEED]";
+    let usage = "usage: make_history RECORDS [SEED] [KEYSPACE]";
     let records: usize = args.next().ok_or_else(|| anyhow::anyhow!(usage))?.parse()?;
     let seed: u64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(7);
+    let keyspace: Option<usize> = args.next().map(|s| s.parse()).transpose()?;
     let config = Arc::new(model::config::parse(
         model::config::EXAMPLE_CONFIG,
         "streamdex.example.toml",
     )?);
     let store = MemoryStore::new(config);
-    write_mix(&store, records, seed, true);
+    match keyspace {
+        None => write_mix(&store, records, seed, true),
+        Some(keyspace) => write_mix_over(&store, records, keyspace, seed, true),
+    }
     let mut out = BufWriter::new(std::io::stdout().lock());
     for entry in store.take_stream() {
         let mut record = entry.record;

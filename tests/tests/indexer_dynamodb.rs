@@ -721,7 +721,7 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
                 partition: format!("p{}", k % 3),
                 sort: format!("s{k:02}"),
             },
-            put: Some(attributes.clone()),
+            put: Some(attributes.clone().into()),
         })
         .collect();
     ensure!(
@@ -767,7 +767,7 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
             partition: "p".into(),
             sort: "x".repeat(1100),
         },
-        put: Some(attributes.clone()),
+        put: Some(attributes.clone().into()),
     };
     match store.write_rows(vec![long]).await {
         Err(e) if e.class() == model::Class::Refused => {

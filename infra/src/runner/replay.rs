@@ -20,7 +20,7 @@ use std::sync::Arc;
 use event_router::{Entry, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
 use model::config::Config;
 use model::record::{ChangeRecord, EventKind, Received};
-use model::{Image, Planner};
+use model::Planner;
 use serde_json::Value as Json;
 use stream_indexer::batch::Quarantined;
 use stream_indexer::store::Store;
@@ -215,25 +215,21 @@ fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord
             let _ = store.delete_item(&table.name, &record.keys);
         }
         (_, Some(new)) => {
-            let mut item: Image = new.clone();
+            let mut keep: [&str; 2] = ["", ""];
+            let mut kept = 0;
             if let Some(set) = planner.config().edge_sets.iter().find(|e| e.table == table.name) {
-                let owned = [&set.attribute, &set.complete_attribute];
+                let owned = [set.attribute.as_str(), set.complete_attribute.as_str()];
                 let old_has = record
                     .old
                     .as_ref()
                     .is_some_and(|o| owned.iter().any(|a| o.contains_key(*a)));
                 let new_has = owned.iter().any(|a| new.contains_key(*a));
                 if !old_has && !new_has {
-                    if let Ok(Some(stored)) = store.get_item(&table.name, &record.keys) {
-                        for a in owned {
-                            if let Some(v) = stored.get(a) {
-                                item.insert(a.clone(), v.clone());
-                            }
-                        }
-                    }
+                    keep = owned;
+                    kept = keep.len();
                 }
             }
-            let _ = store.put_item(&table.name, item);
+            let _ = store.put_item_keeping(&table.name, new.clone(), &keep[..kept]);
         }
         (_, None) => {}
     }

@@ -49,7 +49,7 @@ pub fn compare_row(
             Mutation::PutRow {
                 index,
                 key: key.clone(),
-                attributes: e.clone(),
+                attributes: crate::Projection::new(e.clone()),
             },
         )),
         (None, Some(_)) => Some((
@@ -64,7 +64,7 @@ pub fn compare_row(
             Mutation::PutRow {
                 index,
                 key: key.clone(),
-                attributes: e.clone(),
+                attributes: crate::Projection::new(e.clone()),
             },
         )),
         (Some(_), Some(_)) => None,

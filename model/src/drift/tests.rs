@@ -107,7 +107,7 @@ impl World {
         for m in planner.plan(&record).mutations {
             match m {
                 Mutation::PutRow { index, key, attributes } => {
-                    self.rows.insert((index, key), attributes);
+                    self.rows.insert((index, key), Image::clone(&attributes));
                 }
                 Mutation::DeleteRow { index, key } => {
                     self.rows.remove(&(index, key));
@@ -133,7 +133,7 @@ impl World {
     fn correct(&mut self, c: &Mutation) {
         match c {
             Mutation::PutRow { index, key, attributes } => {
-                self.rows.insert((*index, key.clone()), attributes.clone());
+                self.rows.insert((*index, key.clone()), Image::clone(attributes));
             }
             Mutation::DeleteRow { index, key } => {
                 self.rows.remove(&(*index, key.clone()));

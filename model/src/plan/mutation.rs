@@ -5,7 +5,7 @@
 //! mutation too. One executor carries out both.
 
 use crate::index::RowKey;
-use crate::value::Image;
+use crate::value::Projection;
 
 /// One change to derived data. `index` and `edge_set` are positions in the
 /// config's `indexes` and `edge_sets`.
@@ -16,7 +16,7 @@ pub enum Mutation {
     PutRow {
         index: usize,
         key: RowKey,
-        attributes: Image,
+        attributes: Projection,
     },
     /// Delete the index row.
     DeleteRow { index: usize, key: RowKey },

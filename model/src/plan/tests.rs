@@ -175,6 +175,7 @@ impl<'c> Sim<'c> {
     fn apply(&mut self, m: Mutation) {
         match m {
             Mutation::PutRow { index, key, attributes } => {
+                let attributes = Image::clone(&attributes);
                 let before = self.rows.insert((index, key.clone()), attributes.clone());
                 assert_ne!(
                     before.as_ref(),
@@ -392,7 +393,7 @@ proptest! {
                     // Replays may rewrite rows; they must not change the final state
                     // beyond what the later records set again.
                     match m {
-                        Mutation::PutRow { index, key, attributes } => { sim.rows.insert((index, key), attributes); }
+                        Mutation::PutRow { index, key, attributes } => { sim.rows.insert((index, key), Image::clone(&attributes)); }
                         Mutation::DeleteRow { index, key } => { sim.rows.remove(&(index, key)); }
                         other => sim.apply(other),
                     }

@@ -35,7 +35,7 @@ fn put(record: usize, p: &str) -> Op {
         mutation: Mutation::PutRow {
             index: 0,
             key: key(p),
-            attributes: Image::new(),
+            attributes: Image::new().into(),
         },
     }
 }

@@ -147,7 +147,7 @@ fn corrupt(store: &MemoryStore, c: &Corruption) -> Option<(Vec<DriftKind>, Targe
             write(RowWrite {
                 index: 0,
                 key: key.clone(),
-                put: Some(Image::from([("name".to_owned(), s("ghost"))])),
+                put: Some(Image::from([("name".to_owned(), s("ghost"))]).into()),
             });
             (vec![DriftKind::ExtraRow], row(&key))
         }
@@ -158,7 +158,7 @@ fn corrupt(store: &MemoryStore, c: &Corruption) -> Option<(Vec<DriftKind>, Targe
             write(RowWrite {
                 index: 0,
                 key: key.clone(),
-                put: Some(attributes),
+                put: Some(attributes.into()),
             });
             (vec![DriftKind::WrongProjection], row(&key))
         }

@@ -25,7 +25,7 @@ use model::edge::{self, GraphItem};
 use model::index::{self, RowKey, MAX_PARTITION_BYTES};
 use model::record::{ChangeRecord, EventKind, ViewType};
 use model::sortkey::{self, MAX_KEY_BYTES};
-use model::{Image, Value};
+use model::{Image, Projection, Value};
 
 use super::scan::{Page, RowsRead, Scan, Segment, MAX_BATCH_READS};
 use super::{RowWrite, SetChange, SetOutcome, Store, StoreError, MAX_BATCH_WRITES};
@@ -95,7 +95,7 @@ pub struct NodeSet {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Derived {
     /// `(index position, row key)` → the row's non-key attributes.
-    pub rows: BTreeMap<(usize, RowKey), Image>,
+    pub rows: BTreeMap<(usize, RowKey), Projection>,
     /// `(edge set position, node id)` → the node's set, for every node item.
     pub sets: BTreeMap<(usize, String), NodeSet>,
 }
@@ -114,7 +114,8 @@ struct State {
     /// Per table: the items by sort key value (what a GSI keyed by the sort
     /// key, like an edge set's `target_index`, finds without a scan).
     by_sort: BTreeMap<String, BTreeSet<(KeyValue, ItemKey)>>,
-    rows: BTreeMap<(usize, RowKey), Image>,
+    /// Rows of one item share their projection.
+    rows: BTreeMap<(usize, RowKey), Projection>,
     stream: Option<Vec<StreamEntry>>,
     next_sequence: u128,
     /// Each sequence number is the last plus `last >> shift` (at least 1).
@@ -203,21 +204,40 @@ impl MemoryStore {
 
     /// PutItem: replaces the whole item. Returns the old item.
     pub fn put_item(&self, table: &str, item: Image) -> Result<Option<Image>, MemoryError> {
+        self.put_item_keeping(table, item, &[])
+    }
+
+    /// PutItem that keeps the stored values of the `keep` attributes the
+    /// item lacks (as an UpdateItem of the item's other attributes would).
+    /// Returns the old item.
+    pub fn put_item_keeping(&self, table: &str, mut item: Image, keep: &[&str]) -> Result<Option<Image>, MemoryError> {
         let t = self.table(table)?;
         let key = item_key(t, &item)?;
-        let keys = key_image(t, &item);
         let mut state = self.lock();
+        let state = &mut *state;
         if let Some(sort) = &key.sort {
+            let index = table_entry(&mut state.by_sort, table);
             let entry = (sort.clone(), key.clone());
-            state.by_sort.entry(table.to_owned()).or_default().insert(entry);
+            if !index.contains(&entry) {
+                index.insert(entry);
+            }
         }
-        let old = state
-            .tables
-            .entry(table.to_owned())
-            .or_default()
-            .insert(key, item.clone());
-        if old.as_ref() != Some(&item) {
-            state.record(table, keys, old.clone(), Some(item), Origin::User);
+        let items = table_entry(&mut state.tables, table);
+        if let Some(stored) = items.get(&key) {
+            for name in keep {
+                if let (false, Some(value)) = (item.contains_key(*name), stored.get(*name)) {
+                    item.insert((*name).to_owned(), value.clone());
+                }
+            }
+        }
+        if state.stream.is_none() {
+            return Ok(items.insert(key, item));
+        }
+        let keys = key_image(t, &item);
+        let new = item.clone();
+        let old = items.insert(key, item);
+        if old.as_ref() != Some(&new) {
+            state.record(table, keys, old.clone(), Some(new), Origin::User);
         }
         Ok(old)
     }
@@ -227,14 +247,15 @@ impl MemoryStore {
     pub fn delete_item(&self, table: &str, key: &Image) -> Result<Option<Image>, MemoryError> {
         let t = self.table(table)?;
         let item_key = item_key(t, key)?;
-        let keys = key_image(t, key);
         let mut state = self.lock();
         let old = state.tables.get_mut(table).and_then(|items| items.remove(&item_key));
         if old.is_some() {
-            if let (Some(sort), Some(index)) = (&item_key.sort, state.by_sort.get_mut(table)) {
-                index.remove(&(sort.clone(), item_key.clone()));
+            if let (Some(sort), Some(index)) = (item_key.sort.clone(), state.by_sort.get_mut(table)) {
+                index.remove(&(sort, item_key));
             }
-            state.record(table, keys, old.clone(), None, Origin::User);
+            if state.stream.is_some() {
+                state.record(table, key_image(t, key), old.clone(), None, Origin::User);
+            }
         }
         Ok(old)
     }
@@ -357,6 +378,15 @@ fn item_key(table: &TableConfig, item: &Image) -> Result<ItemKey, MemoryError> {
         partition: part(&table.partition_key)?,
         sort: table.sort_key.as_ref().map(part).transpose()?,
     })
+}
+
+/// The map of one table's name, made on first use (without allocating the
+/// name again on every call).
+fn table_entry<'a, T: Default>(map: &'a mut BTreeMap<String, T>, table: &str) -> &'a mut T {
+    if !map.contains_key(table) {
+        map.insert(table.to_owned(), T::default());
+    }
+    map.get_mut(table).unwrap_or_else(|| unreachable!("inserted above"))
 }
 
 fn key_image(table: &TableConfig, item: &Image) -> Image {

@@ -28,7 +28,7 @@ pub struct RowWrite {
     pub index: usize,
     pub key: RowKey,
     /// `Some(attributes)` puts the row, `None` deletes it.
-    pub put: Option<Image>,
+    pub put: Option<model::Projection>,
 }
 
 /// A change to one node's edge set.

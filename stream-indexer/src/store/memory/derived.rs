@@ -18,7 +18,7 @@ impl MemoryStore {
             .rows
             .range(from..)
             .take_while(|((i, _), _)| *i == index)
-            .map(|((_, key), row)| (key.clone(), row.clone()))
+            .map(|((_, key), row)| (key.clone(), Image::clone(row)))
             .collect()
     }
 
@@ -85,8 +85,9 @@ impl MemoryStore {
                 .flat_map(|items| items.values())
             {
                 let rows = index::rows(index, table, item).unwrap_or_default();
+                let projection = Projection::new(rows.projection);
                 for key in rows.keys {
-                    derived.rows.insert((i, key), rows.projection.clone());
+                    derived.rows.insert((i, key), projection.clone());
                 }
             }
         }

@@ -86,53 +86,80 @@ impl Store for MemoryStore {
             partition: KeyValue::S(node.to_owned()),
             sort: Some(KeyValue::S(node.to_owned())),
         };
-        let Some(item) = state.tables.get(&set.table).and_then(|items| items.get(&key)) else {
+        let state = &mut *state;
+        let recording = state.stream.is_some();
+        let Some(item) = state.tables.get_mut(&set.table).and_then(|items| items.get_mut(&key)) else {
             // ConditionalCheckFailed: no node, nothing created.
             return Ok(SetOutcome::NodeMissing);
         };
-        let mut current: BTreeSet<String> = match item.get(&set.attribute) {
-            None => BTreeSet::new(),
-            Some(Value::Ss(m)) => m.iter().cloned().collect(),
+        // The stored set, sorted and distinct (a set's order means nothing
+        // to DynamoDB; keeping it sorted makes each member a binary search).
+        let current: &[String] = match item.get_mut(&set.attribute) {
+            None => &[],
+            Some(Value::Ss(m)) => {
+                if !m.is_sorted() {
+                    m.sort_unstable();
+                    m.dedup();
+                }
+                m
+            }
             Some(_) => {
                 return Err(StoreError::refused(
                     "ValidationException: An operand in the update expression has an incorrect data type".to_owned(),
                 ))
             }
         };
-        let mut new = item.clone();
-        let mut outcome = SetOutcome::Applied;
-        match change {
+        let present = |m: &String| current.binary_search(m).is_ok();
+        let (outcome, add, members) = match change {
             SetChange::Add(members) => {
-                let after = current.len() + members.iter().filter(|m| !current.contains(*m)).count();
-                if after > set.max_members {
-                    outcome = SetOutcome::Flagged;
+                let fresh: Vec<String> = members.into_iter().filter(|m| !present(m)).collect();
+                if current.len() + fresh.len() > set.max_members {
+                    (SetOutcome::Flagged, true, Vec::new())
                 } else {
-                    current.extend(members);
+                    (SetOutcome::Applied, true, fresh)
                 }
             }
-            SetChange::Remove(members) => {
-                for m in &members {
-                    current.remove(m);
+            SetChange::Remove(members) => (
+                SetOutcome::Applied,
+                false,
+                members.into_iter().filter(|m| present(m)).collect(),
+            ),
+        };
+        let marker = Value::Bool(outcome != SetOutcome::Flagged);
+        let marker_changes = match item.get(&set.complete_attribute) {
+            None => true,
+            Some(_) if outcome == SetOutcome::Applied => false,
+            Some(stored) => *stored != marker,
+        };
+        if members.is_empty() && !marker_changes {
+            return Ok(outcome);
+        }
+        let old = recording.then(|| item.clone());
+        if !members.is_empty() {
+            let set_value = item
+                .entry(set.attribute.clone())
+                .or_insert_with(|| Value::Ss(Vec::new()));
+            if let Value::Ss(stored) = set_value {
+                for member in members {
+                    match (stored.binary_search(&member), add) {
+                        (Err(at), true) => stored.insert(at, member),
+                        (Ok(at), false) => {
+                            stored.remove(at);
+                        }
+                        _ => {}
+                    }
+                }
+                if stored.is_empty() {
+                    item.remove(&set.attribute);
                 }
             }
         }
-        if current.is_empty() {
-            new.remove(&set.attribute);
-        } else {
-            new.insert(set.attribute.clone(), Value::Ss(current.into_iter().collect()));
+        if marker_changes {
+            item.insert(set.complete_attribute.clone(), marker);
         }
-        if outcome == SetOutcome::Flagged {
-            new.insert(set.complete_attribute.clone(), Value::Bool(false));
-        } else {
-            new.entry(set.complete_attribute.clone()).or_insert(Value::Bool(true));
-        }
-        if &new != item {
-            let keys = key_image(table, &new);
-            let old = state
-                .tables
-                .get_mut(&set.table)
-                .and_then(|items| items.insert(key, new.clone()));
-            state.record(&set.table, keys, old, Some(new), Origin::Pipeline);
+        if let Some(old) = old {
+            let (keys, new) = (key_image(table, item), item.clone());
+            state.record(&set.table, keys, Some(old), Some(new), Origin::Pipeline);
         }
         Ok(outcome)
     }
@@ -178,18 +205,19 @@ impl Store for MemoryStore {
             partition: KeyValue::S(node.to_owned()),
             sort: Some(KeyValue::S(node.to_owned())),
         };
-        let Some(item) = state.tables.get(&set.table).and_then(|items| items.get(&key)) else {
+        let state = &mut *state;
+        let recording = state.stream.is_some();
+        let Some(item) = state.tables.get_mut(&set.table).and_then(|items| items.get_mut(&key)) else {
             return Ok(SetOutcome::NodeMissing);
         };
-        let mut new = item.clone();
-        new.insert(set.complete_attribute.clone(), Value::Bool(complete));
-        if &new != item {
-            let keys = key_image(table, &new);
-            let old = state
-                .tables
-                .get_mut(&set.table)
-                .and_then(|items| items.insert(key, new.clone()));
-            state.record(&set.table, keys, old, Some(new), Origin::Pipeline);
+        let marker = Value::Bool(complete);
+        if item.get(&set.complete_attribute) != Some(&marker) {
+            let old = recording.then(|| item.clone());
+            item.insert(set.complete_attribute.clone(), marker);
+            if let Some(old) = old {
+                let (keys, new) = (key_image(table, item), item.clone());
+                state.record(&set.table, keys, Some(old), Some(new), Origin::Pipeline);
+            }
         }
         Ok(if complete {
             SetOutcome::Applied

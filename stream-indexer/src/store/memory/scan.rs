@@ -129,7 +129,7 @@ impl Scan for MemoryStore {
             range,
             segment,
             limit,
-            |k, v| (k.clone(), v.clone()),
+            |k, v| (k.clone(), Image::clone(v)),
             |k| {
                 Image::from([
                     (config.partition_key.clone(), Value::S(k.partition.clone())),
@@ -159,7 +159,7 @@ impl Scan for MemoryStore {
         let state = self.lock();
         let found = keys
             .into_iter()
-            .filter_map(|k| state.rows.get(&(index, k.clone())).map(|row| (k, row.clone())))
+            .filter_map(|k| state.rows.get(&(index, k.clone())).map(|row| (k, Image::clone(row))))
             .collect();
         Ok(RowsRead {
             found,

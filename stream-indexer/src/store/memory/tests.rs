@@ -118,7 +118,7 @@ fn rows_checks_and_queries() {
     let put = |k: RowKey| RowWrite {
         index: 0,
         key: k,
-        put: Some(Image::new()),
+        put: Some(Image::new().into()),
     };
     assert_eq!(
         block(store.write_rows(vec![put(key("a", "1")), put(key("b", "1"))])),
