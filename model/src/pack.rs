@@ -60,8 +60,10 @@ pub struct Packer {
     calls: Vec<Packed>,
     /// Per key: the call holding its latest item.
     last: HashMap<u64, usize>,
-    /// Every call before this one is full by count.
-    first_open: usize,
+    /// The room each call has left, to find the first that fits in
+    /// O(log calls) (a scan would make packing quadratic when calls fill
+    /// by bytes rather than by count).
+    rooms: Rooms,
     pushed: usize,
 }
 
@@ -74,7 +76,7 @@ impl Packer {
             },
             calls: Vec::new(),
             last: HashMap::new(),
-            first_open: 0,
+            rooms: Rooms::default(),
             pushed: 0,
         }
     }
@@ -90,20 +92,18 @@ impl Packer {
         self.pushed += 1;
         let previous = self.last.get(&key).copied();
         let floor = match (previous, same_key) {
-            (Some(p), SameKey::LaterCall) => (p + 1).max(self.first_open),
-            (Some(p), SameKey::SameOrLater) => p.max(self.first_open),
-            (None, _) => self.first_open,
+            (Some(p), SameKey::LaterCall) => p + 1,
+            (Some(p), SameKey::SameOrLater) => p,
+            (None, _) => 0,
         };
-        let calls = &mut self.calls;
-        let fits = |c: &Packed| c.items.len() < max_items && c.bytes.saturating_add(size) <= max_bytes;
-        let at = match (floor..calls.len()).find(|&c| fits(&calls[c])) {
+        let at = match self.rooms.first_fit(floor, size) {
             Some(at) => at,
             None => {
-                calls.push(Packed::default());
-                calls.len() - 1
+                self.calls.push(Packed::default());
+                self.rooms.push(Some(max_bytes))
             }
         };
-        let call = &mut calls[at];
+        let call = &mut self.calls[at]; // a room for every call, a call for every room
         call.items.push(position);
         call.bytes = call.bytes.saturating_add(size);
         if let Some(p) = previous.filter(|&p| p != at) {
@@ -111,10 +111,9 @@ impl Packer {
                 call.after.push(p);
             }
         }
+        let room = (call.items.len() < max_items).then(|| max_bytes.saturating_sub(call.bytes));
+        self.rooms.set(at, room);
         self.last.insert(key, at);
-        while calls.get(self.first_open).is_some_and(|c| c.items.len() >= max_items) {
-            self.first_open += 1;
-        }
         at
     }
 
@@ -140,6 +139,66 @@ pub fn pack(items: impl IntoIterator<Item = (u64, usize)>, limits: Limits) -> Ve
         packer.push(key, size);
     }
     packer.finish()
+}
+
+/// The room left in each call (`None`: full by count), in a max-tree over
+/// the calls: [`Rooms::first_fit`] finds the first call from a position
+/// with room for a size in O(log calls).
+#[derive(Debug, Default)]
+struct Rooms {
+    /// Leaves from `width`: `1 + room` per call (0: full, or no call yet);
+    /// each inner node, the larger of its two children.
+    tree: Vec<usize>,
+    width: usize,
+    calls: usize,
+}
+
+impl Rooms {
+    /// Adds a call with `room`; returns its position.
+    fn push(&mut self, room: Option<usize>) -> usize {
+        if self.calls == self.width {
+            let leaves: Vec<usize> = self.tree.get(self.width..).unwrap_or_default().to_vec();
+            self.width = (self.width * 2).max(8);
+            self.tree = vec![0; 2 * self.width];
+            for (i, leaf) in leaves.into_iter().enumerate() {
+                self.tree[self.width + i] = leaf;
+            }
+            for node in (1..self.width).rev() {
+                self.tree[node] = self.tree[2 * node].max(self.tree[2 * node + 1]);
+            }
+        }
+        self.calls += 1;
+        self.set(self.calls - 1, room);
+        self.calls - 1
+    }
+
+    fn set(&mut self, call: usize, room: Option<usize>) {
+        let mut node = self.width + call;
+        self.tree[node] = room.map_or(0, |r| r.saturating_add(1));
+        while node > 1 {
+            node /= 2;
+            self.tree[node] = self.tree[2 * node].max(self.tree[2 * node + 1]);
+        }
+    }
+
+    /// The first call at or after `from` with room for `size` bytes.
+    fn first_fit(&self, from: usize, size: usize) -> Option<usize> {
+        let need = size.saturating_add(1);
+        self.descend(1, 0, self.width, from, need)
+    }
+
+    /// Within `node`, which covers calls `lo..hi`.
+    fn descend(&self, node: usize, lo: usize, hi: usize, from: usize, need: usize) -> Option<usize> {
+        if hi <= from || self.tree.get(node).is_none_or(|&room| room < need) {
+            return None;
+        }
+        if hi - lo == 1 {
+            return Some(lo);
+        }
+        let mid = lo + (hi - lo) / 2;
+        self.descend(2 * node, lo, mid, from, need)
+            .or_else(|| self.descend(2 * node + 1, mid, hi, from, need))
+    }
 }
 
 #[cfg(test)]

@@ -295,7 +295,8 @@ fn diff_rows(
     let mut attributes: Option<Projection> = None;
     let mut projection = Some(projection);
     let mut put = |key: RowKey, out: &mut Vec<Mutation>| {
-        let attributes = attributes.get_or_insert_with(|| Projection::new(projection.take().map(|p| p()).unwrap_or_default()));
+        let attributes =
+            attributes.get_or_insert_with(|| Projection::new(projection.take().map(|p| p()).unwrap_or_default()));
         out.push(Mutation::PutRow {
             index: i,
             key,

@@ -238,24 +238,51 @@ pub fn decide(mut records: Vec<Handled<'_>>) -> Decision<'_> {
 /// Numbers the partition-key groups of a batch in order of appearance.
 #[derive(Debug, Default)]
 pub struct Groups {
-    numbers: HashMap<(String, Option<String>), usize>,
+    /// `table \0 typed partition key text` → group number.
+    numbers: HashMap<String, usize>,
+    /// The key being looked up (reused, so a record of a known group costs
+    /// no allocation).
+    scratch: String,
 }
 
 impl Groups {
     /// The group of a record of `table`: its table and partition key value
     /// (from its keys, else its images; `None` when it has none).
     pub fn of(&mut self, table: &TableConfig, record: &ChangeRecord) -> usize {
+        use std::fmt::Write;
         let pk = &table.partition_key;
         let value = record
             .keys
             .get(pk)
             .or_else(|| record.new.as_ref().and_then(|i| i.get(pk)))
             .or_else(|| record.old.as_ref().and_then(|i| i.get(pk)));
+        let key = &mut self.scratch;
+        key.clear();
+        key.push_str(&table.name);
+        key.push('\0');
+        match value {
+            None => {}
+            Some(Value::S(s)) => {
+                key.push_str("S:");
+                key.push_str(s);
+            }
+            Some(Value::N(n)) => {
+                key.push_str("N:");
+                match crate::sortkey::canonical_number(n) {
+                    Ok(canonical) => key.push_str(&canonical),
+                    Err(_) => key.push_str(n),
+                }
+            }
+            Some(other) => {
+                let _ = write!(key, "{other:?}");
+            }
+        }
+        if let Some(&number) = self.numbers.get(key.as_str()) {
+            return number;
+        }
         let next = self.numbers.len();
-        *self
-            .numbers
-            .entry((table.name.clone(), value.map(partition_text)))
-            .or_insert(next)
+        self.numbers.insert(key.clone(), next);
+        next
     }
 
     /// Groups numbered so far.
@@ -265,18 +292,6 @@ impl Groups {
 
     pub fn is_empty(&self) -> bool {
         self.numbers.is_empty()
-    }
-}
-
-/// A partition key value as text, typed, numbers canonical (`1.0` = `1`).
-fn partition_text(value: &Value) -> String {
-    match value {
-        Value::S(s) => format!("S:{s}"),
-        Value::N(n) => format!(
-            "N:{}",
-            crate::sortkey::canonical_number(n).unwrap_or_else(|_| n.clone())
-        ),
-        other => format!("{other:?}"),
     }
 }
 

@@ -110,11 +110,16 @@ fn lone(
 /// if need be; an error naming the sizes when not even that fits.
 fn fit(event: Event, budget: usize, stats: &mut RouterStats) -> Result<(Entry, usize), String> {
     let mut event = event;
-    let mut size = event::entry_size(&event);
+    // Serialized once (and once more only when the images must go); the
+    // size is what `event::entry_size` counts, from the text itself.
+    let size_of = |event: &Event, detail: &str| event.source.len() + event.detail_type.len() + detail.len();
+    let mut detail = event.detail_json();
+    let mut size = size_of(&event, &detail);
     if size > budget {
         let full = size;
         event = event::without_images(event);
-        size = event::entry_size(&event);
+        detail = event.detail_json();
+        size = size_of(&event, &detail);
         if size > budget {
             return Err(format!(
                 "its `{}` event is {size} bytes even without its images ({full} with them), over the PutEvents budget of {budget} bytes",
@@ -124,7 +129,6 @@ fn fit(event: Event, budget: usize, stats: &mut RouterStats) -> Result<(Entry, u
         stats.images_omitted += 1;
         tracing::info!(sequence_number = %event.detail.sequence_number, detail_type = %event.detail_type, bytes = full, budget, "event sent without its images");
     }
-    let detail = event.detail_json();
     Ok((
         Entry {
             source: event.source,

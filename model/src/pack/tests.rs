@@ -103,3 +103,66 @@ fn with_later_call_a_key_never_shares_a_call() {
     assert_eq!(calls[1].after, [0]);
     assert_eq!(calls[2].after, [1]);
 }
+
+/// First fit by a scan of every call from the key's floor: the definition
+/// the packer's tree of rooms must reproduce exactly.
+fn first_fit_by_scan(items: &[(u64, usize)], limits: Limits) -> Vec<Packed> {
+    let max_items = limits.max_items.max(1);
+    let mut calls: Vec<Packed> = Vec::new();
+    let mut last: HashMap<u64, usize> = HashMap::new();
+    for (position, &(key, size)) in items.iter().enumerate() {
+        let previous = last.get(&key).copied();
+        let floor = match (previous, limits.same_key) {
+            (Some(p), SameKey::LaterCall) => p + 1,
+            (Some(p), SameKey::SameOrLater) => p,
+            (None, _) => 0,
+        };
+        let fits = |c: &Packed| c.items.len() < max_items && c.bytes + size <= limits.max_bytes;
+        let at = (floor..calls.len()).find(|&c| fits(&calls[c])).unwrap_or_else(|| {
+            calls.push(Packed::default());
+            calls.len() - 1
+        });
+        let call = &mut calls[at];
+        call.items.push(position);
+        call.bytes += size;
+        if let Some(p) = previous.filter(|&p| p != at) {
+            if !call.after.contains(&p) {
+                call.after.push(p);
+            }
+        }
+        last.insert(key, at);
+    }
+    calls
+}
+
+proptest! {
+    #[test]
+    fn the_packer_is_first_fit(
+        items in proptest::collection::vec((0u64..8, 0usize..=1000), 0..300),
+        max_items in 1usize..=25,
+        max_bytes in 1000usize..=5000,
+        later in any::<bool>(),
+    ) {
+        let limits = Limits {
+            max_items,
+            max_bytes,
+            same_key: if later { SameKey::LaterCall } else { SameKey::SameOrLater },
+        };
+        prop_assert_eq!(pack(items.iter().copied(), limits), first_fit_by_scan(&items, limits));
+    }
+}
+
+#[test]
+fn calls_that_fill_by_bytes_pack_to_their_budget() {
+    // Every call is full by bytes after two items and never by count: the
+    // case where a scan from the first open call was quadratic.
+    let limits = Limits {
+        max_items: 1_000,
+        max_bytes: 10,
+        same_key: SameKey::SameOrLater,
+    };
+    let items: Vec<(u64, usize)> = (0..20_000).map(|i| (i, 5)).collect();
+    let calls = pack(items.iter().copied(), limits);
+    assert_eq!(calls.len(), 10_000);
+    assert!(calls.iter().all(|c| c.bytes == 10 && c.items.len() == 2));
+}
