@@ -15,7 +15,7 @@
 //! What the consumers did is summed up in a [`Summary`]; the command
 //! (`cli::replay`) prints it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use event_router::{Entry, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
 use model::config::Config;
@@ -23,6 +23,7 @@ use model::record::{ChangeRecord, EventKind, Received};
 use model::Planner;
 use serde_json::Value as Json;
 use stream_indexer::batch::Quarantined;
+use stream_indexer::store::memory::StreamEntry;
 use stream_indexer::store::Store;
 use stream_indexer::{Backoff, BatchStats, Indexer, MemoryQuarantine, MemoryStore, Options};
 
@@ -57,6 +58,9 @@ pub struct Local {
     router: Router<MemoryPublisher, MemoryQuarantine>,
     reaper: Reaper<StoreGraph>,
     keep_events: bool,
+    /// Buffers for the pipeline's own writes fed back after a batch, kept
+    /// from batch to batch so a replay does not allocate them anew.
+    feedback: Mutex<(Vec<StreamEntry>, Vec<Received<'static>>)>,
 }
 
 impl Local {
@@ -77,6 +81,7 @@ impl Local {
             ),
             reaper: Reaper::new(config, StoreGraph(store), Backoff::default()),
             keep_events: true,
+            feedback: Mutex::default(),
         }
     }
 
@@ -122,15 +127,23 @@ impl Local {
         store.record_stream(true);
         summary.batches += 1;
         self.handle(batch, summary).await;
+        let (mut written, mut more) = std::mem::take(&mut *self.lock_feedback());
         for _ in 0..MAX_FEEDBACK_ROUNDS {
-            let written = store.take_stream();
+            store.take_stream_into(&mut written);
             if written.is_empty() {
                 break;
             }
-            let more: Vec<Received<'static>> = written.into_iter().map(|e| Received::typed(e.record)).collect();
+            more.clear();
+            more.extend(written.drain(..).map(|e| Received::typed(e.record)));
             self.handle(&more, summary).await;
         }
+        more.clear();
+        *self.lock_feedback() = (written, more);
         store.record_stream(false);
+    }
+
+    fn lock_feedback(&self) -> std::sync::MutexGuard<'_, (Vec<StreamEntry>, Vec<Received<'static>>)> {
+        self.feedback.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// One batch through both consumers; the reap events to the reaper.

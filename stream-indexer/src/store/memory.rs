@@ -186,6 +186,15 @@ impl MemoryStore {
         self.lock().stream.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
+    /// Moves the recorded stream records not yet taken onto the end of
+    /// `out`, oldest first (both buffers keep their capacity: a replay
+    /// takes the stream after every batch).
+    pub fn take_stream_into(&self, out: &mut Vec<StreamEntry>) {
+        if let Some(stream) = self.lock().stream.as_mut() {
+            out.append(stream);
+        }
+    }
+
     /// How many requests the store answered, by kind.
     pub fn requests(&self) -> MemoryRequests {
         self.lock().requests
