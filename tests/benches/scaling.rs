@@ -6,7 +6,10 @@
 //!
 //! Both batches run against tables of the same size: the batch is the last
 //! part of a history over a fixed key space ([`TABLES`] changes made before
-//! it), so what grows is the batch, not the tables.
+//! it), so what grows is the batch, not the tables. And the 10,000 records
+//! are handled once more as ten batches of 1,000 (`..._in_1000s`): the same
+//! records and work, so the ratio of the two is what the batch's size alone
+//! costs.
 //!
 //! `cargo bench -p streamdex-tests --features testing --bench scaling`
 
@@ -31,7 +34,7 @@ const TABLES: usize = 20_000;
 /// A store holding the final tables of a history of `TABLES + records`
 /// changes over a `TABLES` key space, and its last `records` changes as one
 /// Lambda payload (expiries marked).
-fn history(config: &Arc<Config>, records: usize) -> (Arc<MemoryStore>, Vec<u8>, usize) {
+fn history(config: &Arc<Config>, records: usize) -> (Arc<MemoryStore>, Vec<u8>, Vec<Vec<u8>>, usize) {
     let store = MemoryStore::new(config.clone());
     write_mix_over(&store, TABLES + records, TABLES, 7, true);
     let mut stream: Vec<_> = store.take_stream().into_iter().map(|e| e.record).collect();
@@ -45,7 +48,8 @@ fn history(config: &Arc<Config>, records: usize) -> (Arc<MemoryStore>, Vec<u8>, 
         }
     }
     let n = stream.len();
-    (Arc::new(store), lambda_event(stream.iter()), n)
+    let in_1000s = stream.chunks(1_000).map(|c| lambda_event(c.iter())).collect();
+    (Arc::new(store), lambda_event(stream.iter()), in_1000s, n)
 }
 
 fn bench(c: &mut Criterion) {
@@ -57,7 +61,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("scaling");
     group.sample_size(10);
     for size in [1_000, 10_000] {
-        let (store, payload, records) = history(&config, size);
+        let (store, payload, in_1000s, records) = history(&config, size);
         group.throughput(Throughput::Elements(records as u64));
 
         let indexer = Indexer::new(
@@ -69,6 +73,15 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("indexer_{size}"), |b| {
             b.iter(|| runtime.block_on(indexer.handle(&payload)).expect("handled"))
         });
+        if in_1000s.len() > 1 {
+            group.bench_function(format!("indexer_{size}_in_1000s"), |b| {
+                b.iter(|| {
+                    for payload in &in_1000s {
+                        runtime.block_on(indexer.handle(payload)).expect("handled");
+                    }
+                })
+            });
+        }
 
         let router = || {
             Router::new(
@@ -85,6 +98,19 @@ fn bench(c: &mut Criterion) {
                 BatchSize::SmallInput,
             )
         });
+        if in_1000s.len() > 1 {
+            group.bench_function(format!("router_{size}_in_1000s"), |b| {
+                b.iter_batched(
+                    router,
+                    |r| {
+                        for payload in &in_1000s {
+                            runtime.block_on(r.handle(payload)).expect("routed");
+                        }
+                    },
+                    BatchSize::SmallInput,
+                )
+            });
+        }
 
         // The reaper: every `Node Expired` event of the batch, over the
         // final tables (a reap deletes edges, so each run starts from a copy).
