@@ -17,6 +17,7 @@
 //! A std [`Mutex`] guards the state; no lock is held across an `.await`
 //! (every method does its work synchronously).
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -224,30 +225,45 @@ impl MemoryStore {
         let key = item_key(t, &item)?;
         let mut state = self.lock();
         let state = &mut *state;
-        if let Some(sort) = &key.sort {
-            let index = table_entry(&mut state.by_sort, table);
-            let entry = (sort.clone(), key.clone());
-            if !index.contains(&entry) {
-                index.insert(entry);
-            }
-        }
-        let items = table_entry(&mut state.tables, table);
-        if let Some(stored) = items.get(&key) {
-            for name in keep {
-                if let (false, Some(value)) = (item.contains_key(*name), stored.get(*name)) {
-                    item.insert((*name).to_owned(), value.clone());
+        let recording = state.stream.is_some();
+        let keys = recording.then(|| key_image(t, &item));
+        let new = recording.then(|| item.clone());
+        let sort = key.sort.clone();
+        // One lookup: the entry, whether the item is new or replaced.
+        let old = match table_entry(&mut state.tables, table).entry(key) {
+            Entry::Occupied(mut stored) => {
+                let stored_item = stored.get();
+                let mut new = new;
+                for name in keep {
+                    if let (false, Some(value)) = (item.contains_key(*name), stored_item.get(*name)) {
+                        item.insert((*name).to_owned(), value.clone());
+                        if let Some(new) = new.as_mut() {
+                            new.insert((*name).to_owned(), value.clone());
+                        }
+                    }
                 }
+                let old = std::mem::replace(stored.get_mut(), item);
+                if let (Some(keys), Some(new)) = (keys, new) {
+                    if old != new {
+                        state.record(table, keys, Some(old.clone()), Some(new), Origin::User);
+                    }
+                }
+                Some(old)
             }
-        }
-        if state.stream.is_none() {
-            return Ok(items.insert(key, item));
-        }
-        let keys = key_image(t, &item);
-        let new = item.clone();
-        let old = items.insert(key, item);
-        if old.as_ref() != Some(&new) {
-            state.record(table, keys, old.clone(), Some(new), Origin::User);
-        }
+            Entry::Vacant(vacant) => {
+                // A new item: the sort-key index learns it (a replaced one
+                // is there already).
+                if let Some(sort) = sort {
+                    let by_sort = table_entry(&mut state.by_sort, table);
+                    by_sort.insert((sort, vacant.key().clone()));
+                }
+                vacant.insert(item);
+                if let (Some(keys), Some(new)) = (keys, new) {
+                    state.record(table, keys, None, Some(new), Origin::User);
+                }
+                None
+            }
+        };
         Ok(old)
     }
 
