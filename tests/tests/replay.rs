@@ -95,6 +95,44 @@ fn a_file_that_does_not_parse_is_refused_with_its_line() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn files_that_cannot_be_a_stream_of_the_configs_tables_are_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let good = std::fs::read_to_string(fixture("example-history.jsonl")).expect("fixture");
+    let first = good.lines().next().expect("a line");
+    let undeclared = first.replace("table/records/", "table/elsewhere/");
+    assert_ne!(undeclared, first, "the fixture's first record names the records table");
+    let cases = [
+        ("empty.jsonl", String::new(), "no records"),
+        ("foo.jsonl", "{\"foo\": 1}\n".to_owned(), "none of its 1 JSON values"),
+        ("elsewhere.jsonl", format!("{undeclared}\n"), "elsewhere (1 record)"),
+    ];
+    for (name, text, expected) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = replay::run_with(&args(vec![path], 10), &mut out, &mut err).expect("runs");
+        let message = String::from_utf8(err).expect("utf-8");
+        assert_eq!(code, 2, "{name}: {message}");
+        assert!(
+            message.contains(&format!("refused {}", dir.path().join(name).display())),
+            "{message}"
+        );
+        assert!(message.contains(expected), "{name}: {message}");
+    }
+    // A mix replays, and says how many records matched nothing.
+    let mix = dir.path().join("mix.jsonl");
+    std::fs::write(&mix, format!("{first}\n{undeclared}\n")).expect("write");
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = replay::run_with(&args(vec![mix], 10), &mut out, &mut err).expect("runs");
+    let message = String::from_utf8(err).expect("utf-8");
+    assert_eq!(code, 0, "{message}");
+    assert!(
+        message.contains("matched no declared table: 1 records (of elsewhere (1 record))"),
+        "{message}"
+    );
+}
+
 /// A JSON Lines record of the example `records` table.
 fn graph_line(seq: u32, event: &str, source: &str, target: &str, ttl: bool) -> String {
     let keys = serde_json::json!({"source": {"S": source}, "target": {"S": target}});

@@ -29,8 +29,10 @@ use crate::derived::derived_json;
 use crate::runner::replay::{replay_batch_to, Local, Summary};
 
 mod source;
+mod tally;
 
 use source::{each_batch, SourceError};
+use tally::Tally;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
@@ -127,12 +129,18 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         .sum();
     let bar = progress_bar(!args.no_progress, total_bytes);
     let mut summary = Summary::default();
+    let mut tally = Tally::default();
     let derived = if args.endpoint_url.is_some() || args.aws {
         // Real tables take writes for good: refuse a bad file before any.
         for path in &args.files {
-            if let Err(refused) = each_batch(path, batch_size, |_, _| {}) {
+            let mut file = Tally::default();
+            if let Err(refused) = each_batch(path, batch_size, |batch, _| file.count(batch, &config)) {
                 return refuse(refused, err);
             }
+            if let Some(reason) = file.refusal(&config) {
+                return refuse_file(path, &reason, err);
+            }
+            tally.add(&file);
         }
         let sdk = runtime.block_on(crate::stack::sdk_config(
             args.endpoint_url.as_deref(),
@@ -172,13 +180,20 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         let local = Local::new(config.clone()).keep_events(args.dump.is_some());
         let mut done = 0;
         for path in &args.files {
+            let mut file = Tally::default();
             let read = each_batch(path, batch_size, |batch, bytes| {
+                file.count(batch, &config);
                 runtime.block_on(local.replay_batch(batch, &mut summary));
                 bar.set_position(done + bytes);
             });
             if let Err(refused) = read {
                 return refuse(refused, err);
             }
+            if let Some(reason) = file.refusal(&config) {
+                bar.finish_and_clear();
+                return refuse_file(path, &reason, err);
+            }
+            tally.add(&file);
             done += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         }
         match args.dump {
@@ -188,6 +203,23 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     };
     bar.finish_and_clear();
     print_summary(&summary, &config, err)?;
+    if tally.unmatched_records() + tally.not_stream > 0 {
+        writeln!(
+            err,
+            "  matched no declared table: {} records{}{}",
+            tally.unmatched_records() + tally.not_stream,
+            if tally.unmatched.is_empty() {
+                String::new()
+            } else {
+                format!(" (of {})", tally.unmatched_text())
+            },
+            if tally.not_stream > 0 {
+                format!(", {} not stream records", tally.not_stream)
+            } else {
+                String::new()
+            }
+        )?;
+    }
     if args.dump == Some(Dump::Json) {
         let mut whole = derived.unwrap_or_else(|| json!({}));
         whole["events"] = events_json(&summary.events);
@@ -211,6 +243,12 @@ fn refuse(refused: SourceError, err: &mut dyn Write) -> anyhow::Result<u8> {
             Ok(exit::BAD_INPUT)
         }
     }
+}
+
+/// A file that parses but cannot be a stream of the config's tables.
+fn refuse_file(path: &std::path::Path, reason: &str, err: &mut dyn Write) -> anyhow::Result<u8> {
+    writeln!(err, "streamdex replay: refused {}: {reason}", path.display())?;
+    Ok(exit::BAD_INPUT)
 }
 
 /// A bar of `total` bytes of input on stderr when `wanted` and stderr is a
