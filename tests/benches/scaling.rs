@@ -77,7 +77,7 @@ fn bench(c: &mut Criterion) {
             group.bench_function(format!("indexer_{size}_in_1000s"), |b| {
                 b.iter(|| {
                     for payload in &in_1000s {
-                        runtime.block_on(indexer.handle(payload)).expect("handled");
+                        let _ = runtime.block_on(indexer.handle(payload)).expect("handled");
                     }
                 })
             });
@@ -104,7 +104,7 @@ fn bench(c: &mut Criterion) {
                     router,
                     |r| {
                         for payload in &in_1000s {
-                            runtime.block_on(r.handle(payload)).expect("routed");
+                            let _ = runtime.block_on(r.handle(payload)).expect("routed");
                         }
                     },
                     BatchSize::SmallInput,
