@@ -26,6 +26,7 @@ pub mod replay;
 pub mod run;
 pub mod seed;
 pub mod show;
+pub mod signal;
 pub mod sortkey;
 pub mod stack;
 pub mod template;

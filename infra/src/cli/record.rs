@@ -27,7 +27,7 @@ pub enum From {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Stops on Ctrl-C, after --max-records records, or after --idle-exit seconds without \
+    after_help = "Stops on Ctrl-C or SIGTERM, after --max-records records, or after --idle-exit seconds without \
 a new record; what was read is always written whole.\n\n\
 Exit codes: 0 stopped, 1 an AWS or I/O failure (a table without a stream: run `streamdex up`), 2 a bad \
 config or an unknown --table.\n\n\
@@ -130,12 +130,7 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
             let _ = writeln!(err, "streamdex record: {e}");
             return exit::FAILURE;
         }
-        let (stop_tx, mut stop) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = stop_tx.send(true);
-            }
-        });
+        let mut stop = super::signal::stop_watch();
         let mut written = 0u64;
         let mut last_record = Instant::now();
         loop {

@@ -1,5 +1,5 @@
 //! `streamdex run CONFIG`: the local stand-in for Lambda's event source
-//! mappings (see [`crate::runner`]), until Ctrl-C (or, with
+//! mappings (see [`crate::runner`]), until Ctrl-C or SIGTERM (or, with
 //! `--exit-when-idle`, until every shard is caught up).
 //!
 //! stdout: one CloudWatch EMF line per invocation, as the Lambdas print.
@@ -30,7 +30,7 @@ invokes the indexer or the router in process with the mapping's batch size and b
 the reported failure, bisects failing batches, sends the range of records it gives up on (retries or record \
 age exhausted) to the consumer's on-failure queue, and feeds the reaper the events its rules route. Iterator \
 age alarms are logged at the config's [alarms] thresholds.\n\n\
-Exit codes: 0 stopped (Ctrl-C, or idle with --exit-when-idle), 1 an AWS or I/O failure (the endpoint is \
+Exit codes: 0 stopped (Ctrl-C or SIGTERM, or idle with --exit-when-idle), 1 an AWS or I/O failure (the endpoint is \
 unreachable, the stack is missing: run `streamdex up` first), 2 a bad config or checkpoints file.\n\n\
 Examples:\n  \
     streamdex run streamdex.example.toml --endpoint-url http://127.0.0.1:5005\n  \
@@ -57,9 +57,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub discover_every: u64,
     /// Overrides every mapping's batching window, in milliseconds (0: invoke
-    /// with whatever each poll read). Default: the mappings' own, 1 s as in
-    /// the AWS template, so a lone write reaches the index after about 1.3 s
-    /// against moto; with 0, after about 50 ms (median).
+    /// with whatever each poll read). Default: the mappings' own, 0 as in
+    /// the AWS template (a lone write reaches the index after about 50 ms
+    /// against moto, at the median); a larger window trades that latency
+    /// for fuller batches.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=300_000))]
     pub batching_window_ms: Option<u64>,
     /// Do not poll the reap rules' queues (the reaper then gets nothing).
@@ -146,7 +147,7 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
         };
         let _ = writeln!(
             err,
-            "streamdex run: {} mappings ({}); checkpoints in {}; Ctrl-C stops",
+            "streamdex run: {} mappings ({}); checkpoints in {}; Ctrl-C or SIGTERM stops",
             runner.mappings().len(),
             runner
                 .mappings()
@@ -167,12 +168,7 @@ async fn drive(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    let (stop_tx, mut stop) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            let _ = stop_tx.send(true);
-        }
-    });
+    let mut stop = super::signal::stop_watch();
     let pause = Duration::from_millis(args.poll_interval_ms);
     let mut problems_in_a_row = 0u32;
     loop {
