@@ -59,7 +59,7 @@ pub struct ReplayArgs {
     pub dump: Option<Dump>,
     /// Replay into DynamoDB and EventBridge at this endpoint (e.g. a local
     /// moto server, after `streamdex up`) instead of the embedded store.
-    #[arg(long, value_name = "URL", conflicts_with = "aws")]
+    #[arg(long, value_name = "URL", conflicts_with = "aws", value_parser = super::stack::endpoint_url)]
     pub endpoint_url: Option<String>,
     /// Replay into AWS as the environment configures it (AWS_REGION,
     /// AWS_PROFILE, AWS_ENDPOINT_URL, ...) instead of the embedded store.

@@ -22,11 +22,27 @@ use crate::stack::{self, StackError};
 pub struct Endpoint {
     /// The endpoint of every AWS service (a moto server:
     /// `http://127.0.0.1:5005`). Default: `AWS_ENDPOINT_URL`, else AWS itself.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = endpoint_url)]
     pub endpoint_url: Option<String>,
     /// The region. Default: `AWS_REGION`, else the profile's.
     #[arg(long, value_name = "REGION")]
     pub region: Option<String>,
+}
+
+/// Checks an `--endpoint-url` value: an `http` or `https` URL with a host
+/// (a bad one is a usage error, exit 2, before anything is tried).
+pub fn endpoint_url(value: &str) -> Result<String, String> {
+    let url = url::Url::parse(value).map_err(|e| format!("not a URL ({e}); expected e.g. http://127.0.0.1:5005"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "the scheme is `{}`; expected http or https, e.g. http://127.0.0.1:5005",
+            url.scheme()
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("no host; expected e.g. http://127.0.0.1:5005".to_owned());
+    }
+    Ok(value.to_owned())
 }
 
 #[derive(Debug, Args)]
@@ -164,5 +180,23 @@ pub fn down_with(args: &DownArgs, out: &mut dyn Write, err: &mut dyn Write) -> u
             exit::OK
         }
         Err(e) => failed("down", &e, err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::endpoint_url;
+
+    #[test]
+    fn endpoint_urls_are_http_urls_with_a_host() {
+        assert_eq!(
+            endpoint_url("http://127.0.0.1:5005").as_deref(),
+            Ok("http://127.0.0.1:5005")
+        );
+        assert!(endpoint_url("https://dynamodb.eu-west-1.amazonaws.com").is_ok());
+        for bad in ["not a url", "127.0.0.1:5005", "ftp://host", "http://", ""] {
+            let error = endpoint_url(bad).expect_err(bad);
+            assert!(error.contains("expected"), "{bad}: {error}");
+        }
     }
 }
