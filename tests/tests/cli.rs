@@ -170,3 +170,41 @@ fn seed_lag_run_record_replay_through_the_command_line() -> Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+/// A config naming tables that were never created (`up` not run): `run`
+/// stops at once with one line naming the table and `streamdex up`,
+/// instead of saying so every round forever.
+#[test]
+#[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
+fn run_stops_on_a_table_that_does_not_exist() -> Result<()> {
+    let setup = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let moto = setup.block_on(Moto::connect("run_stops_on_a_table_that_does_not_exist"));
+    drop(setup);
+    let prefix = unique_prefix("cli-missing");
+    let dir = tempfile::tempdir()?;
+    let config_path = dir.path().join("streamdex.toml");
+    std::fs::write(&config_path, prefixed_toml(&prefix))?;
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
+    let (cfg, state) = (text(&config_path), text(&dir.path().join("state.json")));
+    let (code, out, err) = streamdex(&[
+        "run",
+        &cfg,
+        "--state",
+        &state,
+        "--exit-when-idle",
+        "--no-emf",
+        "--endpoint-url",
+        &moto.endpoint,
+        "--region",
+        &region,
+    ])?;
+    ensure!(code == 1, "run: exit {code}\n{out}\n{err}");
+    let stopped: Vec<&str> = err.lines().filter(|l| l.contains("does not exist")).collect();
+    ensure!(stopped.len() == 1, "one line about the missing table:\n{err}");
+    ensure!(
+        stopped[0].contains(&format!("`{prefix}")) && stopped[0].contains("streamdex up"),
+        "names the table and the fix: {}",
+        stopped[0]
+    );
+    Ok(())
+}

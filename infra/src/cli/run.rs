@@ -189,6 +189,11 @@ async fn drive(
                 return exit::FAILURE;
             }
         }
+        if let Some(missing) = round.missing.first() {
+            let _ = runner.checkpoints().save(path);
+            let _ = writeln!(err, "streamdex run: stopped: {missing}");
+            return exit::FAILURE;
+        }
         if *stop.borrow() {
             break;
         }

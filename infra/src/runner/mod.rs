@@ -223,6 +223,9 @@ pub struct Round {
     pub events: Vec<RunEvent>,
     /// Whether there may be more to do right away.
     pub busy: bool,
+    /// Tables or streams the config names that are not there (also among
+    /// the events, as problems): what only `streamdex up` fixes.
+    pub missing: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -360,6 +363,10 @@ impl Runner {
             }
             let arn = match self.source.stream_arn(&table).await {
                 Ok(arn) => arn,
+                Err(e) if e.is_missing_resource() => {
+                    round.missing.push(e.to_string());
+                    continue;
+                }
                 Err(e) => {
                     round.events.push(RunEvent::Problem {
                         context: format!("table {table}"),

@@ -64,6 +64,8 @@ pub struct Page {
 pub enum StreamError {
     #[error("table `{table}`: {reason}")]
     Table { table: String, reason: String },
+    #[error("table `{table}` does not exist; `streamdex up CONFIG` creates it")]
+    NoTable { table: String },
     #[error("table `{table}` has no stream; `streamdex up CONFIG` enables it (NEW_AND_OLD_IMAGES)")]
     NoStream { table: String },
     #[error("DescribeStream {stream}: {reason}")]
@@ -86,6 +88,14 @@ pub enum StreamError {
     Read { shard: String, reason: String },
     #[error("record of shard {shard}: {reason}")]
     Record { shard: String, reason: String },
+}
+
+impl StreamError {
+    /// A table or stream the config names is not there: nothing but
+    /// `streamdex up` (or a fixed config) helps, so waiting is pointless.
+    pub fn is_missing_resource(&self) -> bool {
+        matches!(self, StreamError::NoTable { .. } | StreamError::NoStream { .. })
+    }
 }
 
 /// Reads streams.

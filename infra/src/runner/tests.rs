@@ -418,3 +418,27 @@ async fn the_iterator_age_alarm_is_raised_and_cleared() {
         "ALARM (warn) iterator age of t indexer shard s: 5 min 1 s ≥ 5 min 0 s (was OK)"
     );
 }
+
+#[tokio::test]
+async fn a_table_without_a_stream_is_reported_missing_not_retried_as_a_problem() {
+    let rig = Rig::new();
+    // No shard was ever added for table `t`: the source knows no stream of it.
+    let mut runner = rig.runner(settings(10), Vec::new(), Checkpoints::default());
+    let round = runner.round().await;
+    assert_eq!(round.missing.len(), 1, "{round:?}");
+    assert!(
+        round.missing[0].contains("`t`"),
+        "names the table: {}",
+        round.missing[0]
+    );
+    assert!(
+        round.missing[0].contains("streamdex up"),
+        "says what fixes it: {}",
+        round.missing[0]
+    );
+    assert!(
+        !round.events.iter().any(|e| matches!(e, RunEvent::Problem { .. })),
+        "not a problem to retry: {:?}",
+        round.events
+    );
+}

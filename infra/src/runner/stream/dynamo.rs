@@ -44,13 +44,17 @@ impl StreamSource for DynamoStreams {
                 .table_name(table)
                 .send()
                 .await
-                .map_err(|e| StreamError::Table {
-                    table: table.to_owned(),
-                    reason: if e.code() == Some("ResourceNotFoundException") {
-                        "no such table; `streamdex up CONFIG` creates it".to_owned()
+                .map_err(|e| {
+                    if e.code() == Some("ResourceNotFoundException") {
+                        StreamError::NoTable {
+                            table: table.to_owned(),
+                        }
                     } else {
-                        reason(&e)
-                    },
+                        StreamError::Table {
+                            table: table.to_owned(),
+                            reason: reason(&e),
+                        }
+                    }
                 })?;
             let description = output.table;
             let enabled = description
