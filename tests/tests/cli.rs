@@ -45,6 +45,7 @@ fn streamdex(args: &[&str]) -> Result<(u8, String, String)> {
         Command::Record(a) => cli::record::run_with(a, &mut err),
         Command::Replay(a) => cli::replay::run_with(a, &mut out, &mut err)?,
         Command::Show(a) => cli::show::run_with(a, &mut out, &mut err),
+        Command::Up(a) => cli::stack::up_with(a, &mut out, &mut err),
         other => bail!("not a command this test drives: {other:?}"),
     };
     Ok((code, String::from_utf8(out)?, String::from_utf8(err)?))
@@ -206,5 +207,62 @@ fn run_stops_on_a_table_that_does_not_exist() -> Result<()> {
         "names the table and the fix: {}",
         stopped[0]
     );
+    Ok(())
+}
+
+/// Every command that talks to AWS, against a port where nothing listens:
+/// exit 1 and one line in the CLI's own words (no `Debug` of SDK types);
+/// and a bad `--endpoint-url` is a usage error before anything is tried.
+#[test]
+fn a_closed_port_and_a_bad_url_are_one_line_each() -> Result<()> {
+    let closed = {
+        let socket = std::net::TcpListener::bind("127.0.0.1:0")?;
+        format!("http://{}", socket.local_addr()?)
+    }; // the listener is dropped: nothing listens there now
+    let dir = tempfile::tempdir()?;
+    let cfg = text(&dir.path().join("streamdex.toml"));
+    std::fs::write(&cfg, EXAMPLE_CONFIG)?;
+    let state = text(&dir.path().join("state.json"));
+    let out_file = text(&dir.path().join("recorded.jsonl"));
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/example-history.jsonl");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["up", &cfg],
+        vec!["lag", &cfg, "--state", &state],
+        vec!["seed", &cfg],
+        vec!["run", &cfg, "--state", &state, "--exit-when-idle", "--no-emf"],
+        vec!["record", &cfg, "--out", &out_file, "--idle-exit", "1"],
+        vec!["show", &cfg],
+        vec!["replay", "--config", &cfg, "--no-progress", fixture],
+    ];
+    for command in &commands {
+        let mut line = command.clone();
+        line.extend(["--endpoint-url", &closed, "--region", "us-east-1"]);
+        let (code, _out, err) = streamdex(&line)?;
+        let name = command[0];
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        let last = lines.last().copied().unwrap_or_default();
+        ensure!(code == 1, "{name}: exit {code}\n{err}");
+        ensure!(
+            !err.contains("DispatchFailure") && !err.contains("ConnectorError") && !err.contains(" { "),
+            "{name}: an SDK dump:\n{err}"
+        );
+        ensure!(
+            last.starts_with(&format!("streamdex {name}")),
+            "{name}: ends with its own line:\n{err}"
+        );
+        if name != "replay" {
+            ensure!(lines.len() == 1, "{name}: one line, got:\n{err}");
+        }
+        let mut bad = command.clone();
+        bad.extend(["--endpoint-url", "not a url"]);
+        let parsed = Cli::try_parse_from(std::iter::once("streamdex").chain(bad.iter().copied()));
+        match parsed {
+            Err(e) => ensure!(
+                e.kind() == clap::error::ErrorKind::ValueValidation && e.exit_code() == 2,
+                "{name}: {e}"
+            ),
+            Ok(_) => bail!("{name}: `--endpoint-url 'not a url'` was accepted"),
+        }
+    }
     Ok(())
 }

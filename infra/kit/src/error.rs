@@ -10,7 +10,7 @@
 use std::error::Error as StdError;
 
 use aws_sdk_dynamodb::config::http::HttpResponse;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use model::fault::{Class, Fault};
 
 /// The class of an error an AWS service answered with: by its error code,
@@ -84,8 +84,15 @@ fn chain<'a>(err: &'a (dyn StdError + 'static)) -> impl Iterator<Item = &'a (dyn
     std::iter::successors(Some(err), |&e| e.source())
 }
 
+/// The messages of an error and its sources, joined on one line (some SDK
+/// messages, such as the credential chain's, span several).
 fn chain_text(err: &(dyn StdError + 'static)) -> String {
-    chain(err).map(ToString::to_string).collect::<Vec<_>>().join(": ")
+    let text = chain(err).map(ToString::to_string).collect::<Vec<_>>().join(": ");
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A failed DynamoDB call naming the operation and the table(s).
@@ -107,6 +114,19 @@ where
 {
     let fault = describe(context, &err);
     fault.with_source(err)
+}
+
+/// One line for a failed AWS SDK call, as [`sdk_fault`] words it (the
+/// error code and message, or why the request was not delivered), for
+/// errors that are reported rather than classified: never the SDK's
+/// `Debug` dump.
+pub fn sdk_message<E, R>(err: &SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    let fault = describe("", err);
+    fault.message().trim_start_matches(": ").to_owned()
 }
 
 fn describe<E, R>(context: &str, err: &SdkError<E, R>) -> Fault
@@ -152,14 +172,14 @@ where
             let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
             Fault::new(
                 class,
-                format!("{context}: unreadable response{status}: {}", DisplayErrorContext(err)),
+                format!("{context}: unreadable response{status}: {}", chain_text(err)),
             )
         }
         SdkError::ConstructionFailure(_) => Fault::deployment(format!(
             "{context}: the request could not be built: {}",
-            DisplayErrorContext(err)
+            chain_text(err)
         )),
-        _ => Fault::transient(format!("{context}: {}", DisplayErrorContext(err))),
+        _ => Fault::transient(format!("{context}: {}", chain_text(err))),
     }
 }
 

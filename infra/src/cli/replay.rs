@@ -11,6 +11,7 @@
 //! prints what it did.
 
 use std::io::{IsTerminal, Write};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -134,7 +135,11 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         // Real tables take writes for good: refuse a bad file before any.
         for path in &args.files {
             let mut file = Tally::default();
-            if let Err(refused) = each_batch(path, batch_size, |batch, _| file.count(batch, &config)) {
+            let read = each_batch(path, batch_size, |batch, _| {
+                file.count(batch, &config);
+                ControlFlow::Continue(())
+            });
+            if let Err(refused) = read {
                 return refuse(refused, err);
             }
             if let Some(reason) = file.refusal(&config) {
@@ -164,11 +169,15 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             let read = each_batch(path, batch_size, |batch, bytes| {
                 runtime.block_on(replay_batch_to(&indexer, &router, batch, &mut summary));
                 bar.set_position(done + bytes);
+                go_on(&summary)
             });
             if let Err(refused) = read {
                 return refuse(refused, err);
             }
             done += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            if !summary.failed.is_empty() {
+                break;
+            }
         }
         match args.dump {
             Some(Dump::Json) => Some(runtime.block_on(derived_json(&store, &config))?),
@@ -185,6 +194,7 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                 file.count(batch, &config);
                 runtime.block_on(local.replay_batch(batch, &mut summary));
                 bar.set_position(done + bytes);
+                go_on(&summary)
             });
             if let Err(refused) = read {
                 return refuse(refused, err);
@@ -195,6 +205,9 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             }
             tally.add(&file);
             done += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            if !summary.failed.is_empty() {
+                break;
+            }
         }
         match args.dump {
             Some(Dump::Json) => Some(runtime.block_on(derived_json(local.store(), &config))?),
@@ -226,11 +239,14 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         serde_json::to_writer_pretty(&mut *out, &whole)?;
         writeln!(out)?;
     }
-    Ok(if summary.failed.is_empty() {
-        exit::OK
-    } else {
-        exit::FAILURE
-    })
+    if summary.failed.is_empty() {
+        return Ok(exit::OK);
+    }
+    writeln!(
+        err,
+        "streamdex replay: stopped at the first failed batch; the records after it were not replayed"
+    )?;
+    Ok(exit::FAILURE)
 }
 
 /// What to say of a file that cannot be replayed; the exit code.
@@ -242,6 +258,16 @@ fn refuse(refused: SourceError, err: &mut dyn Write) -> anyhow::Result<u8> {
             writeln!(err, "streamdex replay: refused {path}: not a stream record file")?;
             Ok(exit::BAD_INPUT)
         }
+    }
+}
+
+/// Replay stops at the first failed batch: what comes after it would land
+/// out of order (Lambda, too, retries a failed batch before going on).
+fn go_on(summary: &Summary) -> ControlFlow<()> {
+    if summary.failed.is_empty() {
+        ControlFlow::Continue(())
+    } else {
+        ControlFlow::Break(())
     }
 }
 
@@ -327,7 +353,7 @@ fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std
         )?;
     }
     for (consumer, failed) in &summary.failed {
-        writeln!(err, "  FAILED ({consumer}): from sequence number {failed}")?;
+        writeln!(err, "  FAILED ({consumer}): {failed}")?;
     }
     Ok(())
 }

@@ -6,7 +6,6 @@
 
 use std::sync::Mutex;
 
-use aws_sdk_sqs::error::DisplayErrorContext;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::{json, Value as Json};
@@ -103,7 +102,7 @@ impl OnFailure for SqsOnFailure {
                     shard: notice.shard_id.clone(),
                     start: notice.start_sequence_number.clone(),
                     end: notice.end_sequence_number.clone(),
-                    reason: DisplayErrorContext(&e).to_string(),
+                    reason: aws_kit::error::sdk_message(&e),
                 })
         }
         .boxed()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use aws_kit::clients::sqs_client;
 use aws_kit::quarantine::sqs::SqsQuarantine;
-use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_sqs::error::ProvideErrorMetadata;
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::reaper::dynamo::DynamoGraph;
 use event_router::{Reaper, Router};
@@ -58,7 +58,7 @@ async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> Result<String, Setu
         }
         Err(e) => Err(SetupError::Queue {
             name: name.to_owned(),
-            reason: DisplayErrorContext(&e).to_string(),
+            reason: aws_kit::error::sdk_message(&e),
         }),
     }
 }

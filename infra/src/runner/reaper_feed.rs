@@ -11,7 +11,6 @@
 
 use std::sync::Arc;
 
-use aws_sdk_sqs::error::DisplayErrorContext;
 use event_router::reaper::{Graph, ReaperError};
 use event_router::{Reaped, Reaper};
 use futures::future::BoxFuture;
@@ -78,7 +77,7 @@ impl ReaperFeed {
                 Ok(output) => output.messages.unwrap_or_default(),
                 Err(e) => {
                     fed.events
-                        .push(problem(format!("ReceiveMessage: {}", DisplayErrorContext(&e))));
+                        .push(problem(format!("ReceiveMessage: {}", aws_kit::error::sdk_message(&e))));
                     continue;
                 }
             };
@@ -120,7 +119,7 @@ impl ReaperFeed {
                         .await
                     {
                         fed.events
-                            .push(problem(format!("DeleteMessage: {}", DisplayErrorContext(&e))));
+                            .push(problem(format!("DeleteMessage: {}", aws_kit::error::sdk_message(&e))));
                     }
                 }
             }
@@ -158,7 +157,7 @@ impl ReaperFeed {
                     error: format!(
                         "{error}; sending it to {} failed: {}",
                         dlq.name,
-                        DisplayErrorContext(&e)
+                        aws_kit::error::sdk_message(&e)
                     ),
                 });
                 false

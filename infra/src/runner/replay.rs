@@ -45,7 +45,8 @@ pub struct Summary {
     pub reaper_deletes: usize,
     /// Records quarantined, with the consumer that did.
     pub quarantined: Vec<(&'static str, Quarantined)>,
-    /// Where batches failed: the consumer and the sequence number.
+    /// Where batches failed and why: the consumer, and "from sequence
+    /// number N: the fault".
     pub failed: Vec<(&'static str, String)>,
     /// Every event published, in order (unless [`Local::keep_events`] is off).
     pub events: Vec<Entry>,
@@ -193,13 +194,25 @@ fn absorb(summary: &mut Summary, indexed: stream_indexer::BatchOutcome, routed: 
     summary.failed.extend(
         indexed
             .failed
-            .map(|f| ("stream-indexer", f.sequence_number().unwrap_or_default().to_owned())),
+            .map(|f| ("stream-indexer", failure_text(&f, &indexed.failures))),
     );
     summary.failed.extend(
         routed
             .failed
-            .map(|f| ("event-router", f.sequence_number().unwrap_or_default().to_owned())),
+            .map(|f| ("event-router", failure_text(&f, &routed.failures))),
     );
+}
+
+/// "from sequence number N: why" (the first failure's fault).
+fn failure_text(failed: &model::settlement::Failed, failures: &[model::settlement::Failure]) -> String {
+    let from = match failed.sequence_number() {
+        Some(seq) => format!("from sequence number {seq}"),
+        None => "the whole batch".to_owned(),
+    };
+    match failures.first() {
+        Some(failure) => format!("{from}: {}", failure.fault),
+        None => from,
+    }
 }
 
 /// Replays one batch into real tables and a real bus (nothing is

@@ -20,7 +20,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
     GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType, PointInTimeRecoverySpecification, Projection,
@@ -193,16 +193,35 @@ impl StackError {
     }
 }
 
-fn aws_error<E>(operation: &'static str, kind: &'static str, name: &str) -> impl FnOnce(E) -> StackError
-where
-    E: std::error::Error,
-{
+fn aws_error<E: OneLine>(operation: &'static str, kind: &'static str, name: &str) -> impl FnOnce(E) -> StackError {
     let name = name.to_owned();
     move |e| StackError::Aws {
         operation,
         kind,
         name,
-        message: DisplayErrorContext(&e).to_string(),
+        message: e.one_line(),
+    }
+}
+
+/// An error of a request, or of building one, in one line (never the SDK's
+/// `Debug` dump).
+trait OneLine {
+    fn one_line(&self) -> String;
+}
+
+impl<E, R> OneLine for SdkError<E, R>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    fn one_line(&self) -> String {
+        aws_kit::error::sdk_message(self)
+    }
+}
+
+impl OneLine for aws_sdk_dynamodb::error::BuildError {
+    fn one_line(&self) -> String {
+        self.to_string()
     }
 }
 

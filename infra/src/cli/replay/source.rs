@@ -16,6 +16,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use model::record::{parse_any, parse_json_line, ParseError, Received};
@@ -36,13 +37,13 @@ pub enum SourceError {
 }
 
 /// Calls `each` with the records of `path`, at most `batch_size` at a time,
-/// in file order, and the bytes of the file read so far. A line that is
-/// not JSON stops the reading there with [`SourceError::Parse`] (the
-/// batches before it have been handed over).
+/// in file order, and the bytes of the file read so far, until it answers
+/// [`ControlFlow::Break`]. A line that is not JSON stops the reading there
+/// with [`SourceError::Parse`] (the batches before it have been handed over).
 pub fn each_batch(
     path: &Path,
     batch_size: usize,
-    mut each: impl FnMut(&[Received<'_>], u64),
+    mut each: impl FnMut(&[Received<'_>], u64) -> ControlFlow<()>,
 ) -> Result<(), SourceError> {
     let read_error = |source| SourceError::Read {
         path: path.display().to_string(),
@@ -62,15 +63,17 @@ pub fn each_batch(
         let records = parse_any(&bytes).map_err(parse_error)?;
         let total = bytes.len() as u64;
         for batch in records.chunks(batch_size) {
-            each(batch, total);
+            if each(batch, total).is_break() {
+                break;
+            }
         }
         return Ok(());
     }
     loop {
         let more = lines.fill(&mut reader, batch_size).map_err(read_error)?;
         let records = lines.parse().map_err(parse_error)?;
-        if !records.is_empty() {
-            each(&records, lines.consumed);
+        if !records.is_empty() && each(&records, lines.consumed).is_break() {
+            return Ok(());
         }
         if !more {
             return Ok(());
@@ -214,6 +217,7 @@ mod tests {
                     .map(|r| r.sequence_number.clone().unwrap_or_default())
                     .collect(),
             );
+            ControlFlow::Continue(())
         })?;
         Ok(out)
     }
@@ -267,7 +271,11 @@ mod tests {
         let text = format!("{}\n{}\n{}\n{{oops\n", record(1), record(2), record(3));
         let path = file(text.as_bytes());
         let mut seen = 0;
-        let error = each_batch(path.path(), 2, |batch, _| seen += batch.len()).unwrap_err();
+        let error = each_batch(path.path(), 2, |batch, _| {
+            seen += batch.len();
+            ControlFlow::Continue(())
+        })
+        .unwrap_err();
         match error {
             SourceError::Parse { error, .. } => assert_eq!((error.line, error.column), (4, 2)),
             other => panic!("{other}"),

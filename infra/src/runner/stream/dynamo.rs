@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use aws_config::SdkConfig;
-use aws_sdk_dynamodbstreams::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodbstreams::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, ShardIteratorType};
 use base64::Engine as _;
 use futures::future::BoxFuture;
@@ -31,8 +31,12 @@ impl DynamoStreams {
     }
 }
 
-fn reason<E: std::error::Error + 'static, R: std::fmt::Debug>(e: &SdkError<E, R>) -> String {
-    DisplayErrorContext(e).to_string()
+fn reason<E, R>(e: &SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    aws_kit::error::sdk_message(e)
 }
 
 impl StreamSource for DynamoStreams {
