@@ -32,12 +32,27 @@ pub struct SampleItem {
 
 /// Why seeding stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("PutItem into `{table}` (item {position} of {total}): {reason}")]
-pub struct SeedError {
-    pub table: String,
-    pub position: usize,
-    pub total: usize,
-    pub reason: String,
+pub enum SeedError {
+    /// Before anything was written: a table is not there (or could not be
+    /// looked up).
+    #[error("{reason}; nothing was written")]
+    Table { table: String, reason: String },
+    #[error("PutItem into `{table}` (item {position} of {total}): {reason}")]
+    Put {
+        table: String,
+        position: usize,
+        total: usize,
+        reason: String,
+    },
+}
+
+impl SeedError {
+    /// A table the config names does not exist (`streamdex up` creates it).
+    pub fn is_missing_table(&self) -> bool {
+        match self {
+            SeedError::Table { reason, .. } | SeedError::Put { reason, .. } => reason.contains("ResourceNotFound"),
+        }
+    }
 }
 
 fn s(v: impl Into<String>) -> Value {
@@ -193,13 +208,33 @@ pub fn sample(config: &Config, size: usize, now_secs: u64) -> Vec<SampleItem> {
     items
 }
 
-/// Puts every item, in order, calling `progress` after each; stops at the
-/// first failure. Each PutItem goes through the one retry driver
-/// (`aws_kit::retry`: throttling and 5xx retried with backoff), on the
-/// kit's client (no SDK retries underneath, bounded timeouts).
+/// Checks that every table of `items` exists (DescribeTable), then puts
+/// every item, in order, calling `progress` after each; stops at the first
+/// failure. Each call goes through the one retry driver (`aws_kit::retry`:
+/// throttling and 5xx retried with backoff), on the kit's client (no SDK
+/// retries underneath, bounded timeouts).
 pub async fn write(sdk: &SdkConfig, items: &[SampleItem], progress: &dyn Fn(usize)) -> Result<(), SeedError> {
     let client = aws_kit::clients::dynamodb_client(sdk);
     let backoff = model::Backoff::default();
+    let mut tables: Vec<&str> = items.iter().map(|i| i.table.as_str()).collect();
+    tables.sort_unstable();
+    tables.dedup();
+    for table in tables {
+        aws_kit::retry::call(&backoff, |_| async {
+            client
+                .describe_table()
+                .table_name(table)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| aws_kit::error::table_fault("DescribeTable", table, e))
+        })
+        .await
+        .map_err(|fault| SeedError::Table {
+            table: table.to_owned(),
+            reason: fault.message().to_owned(),
+        })?;
+    }
     for (position, item) in items.iter().enumerate() {
         aws_kit::retry::call(&backoff, |_| async {
             client
@@ -212,7 +247,7 @@ pub async fn write(sdk: &SdkConfig, items: &[SampleItem], progress: &dyn Fn(usiz
                 .map_err(|e| aws_kit::error::table_fault("PutItem", &item.table, e))
         })
         .await
-        .map_err(|fault| SeedError {
+        .map_err(|fault| SeedError::Put {
             table: item.table.clone(),
             position: position + 1,
             total: items.len(),

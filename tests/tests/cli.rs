@@ -266,3 +266,31 @@ fn a_closed_port_and_a_bad_url_are_one_line_each() -> Result<()> {
     }
     Ok(())
 }
+
+/// `seed` into tables that were never created writes nothing and says so
+/// in one line, naming the table and `streamdex up`.
+#[test]
+#[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
+fn seed_checks_its_tables_before_it_writes() -> Result<()> {
+    let setup = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let moto = setup.block_on(Moto::connect("seed_checks_its_tables_before_it_writes"));
+    drop(setup);
+    let prefix = unique_prefix("cli-seed");
+    let dir = tempfile::tempdir()?;
+    let config_path = dir.path().join("streamdex.toml");
+    std::fs::write(&config_path, prefixed_toml(&prefix))?;
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
+    let cfg = text(&config_path);
+    let (code, out, err) = streamdex(&["seed", &cfg, "--endpoint-url", &moto.endpoint, "--region", &region])?;
+    ensure!(code == 1, "seed: exit {code}\n{out}\n{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    ensure!(lines.len() == 1, "one line:\n{err}");
+    ensure!(
+        lines[0].contains(&format!("`{prefix}"))
+            && lines[0].contains("nothing was written")
+            && lines[0].contains("streamdex up"),
+        "names the table, says nothing was written and what fixes it: {}",
+        lines[0]
+    );
+    Ok(())
+}

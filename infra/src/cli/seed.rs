@@ -89,13 +89,14 @@ pub fn run_with(args: &SeedArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8
             exit::OK
         }
         Err(e) => {
-            let _ = writeln!(err, "streamdex seed: {e}");
-            if e.reason.contains("ResourceNotFound") {
+            if e.is_missing_table() {
                 let _ = writeln!(
                     err,
-                    "streamdex seed: run `streamdex up {}` first",
+                    "streamdex seed: {e}; run `streamdex up {}` first",
                     args.config.display()
                 );
+            } else {
+                let _ = writeln!(err, "streamdex seed: {e}");
             }
             exit::FAILURE
         }
