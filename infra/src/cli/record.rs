@@ -54,7 +54,8 @@ pub struct RecordArgs {
     /// Stop after this many records.
     #[arg(long, value_name = "N")]
     pub max_records: Option<u64>,
-    /// Stop after this many seconds without a new record.
+    /// Stop after this many seconds without a new record (exit 0; exit 1,
+    /// saying why, if reading failed in that time).
     #[arg(long, value_name = "SECONDS")]
     pub idle_exit: Option<u64>,
     /// How long to wait between polls of an idle stream, in milliseconds.
@@ -133,12 +134,16 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
         let mut stop = super::signal::stop_watch();
         let mut written = 0u64;
         let mut last_record = Instant::now();
+        // A problem since the last record: an idle exit after one is a
+        // failure (the quiet may be the endpoint's, not the table's).
+        let mut problem_since: Option<String> = None;
         loop {
             let polled = tail.poll().await;
             for problem in &polled.problems {
                 bar.suspend(|| {
                     let _ = writeln!(err, "streamdex record: {problem}; trying again");
                 });
+                problem_since = Some(problem.to_string());
             }
             let got = !polled.records.is_empty();
             for (_, record) in polled.records {
@@ -155,6 +160,7 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
             }
             if got {
                 last_record = Instant::now();
+                problem_since = None;
                 if let Err(e) = writer.flush() {
                     bar.finish_and_clear();
                     let _ = writeln!(err, "streamdex record: writing {}: {e}", args.out.display());
@@ -164,10 +170,17 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
             if args.max_records.is_some_and(|max| written >= max) || *stop.borrow() {
                 break;
             }
-            if args
-                .idle_exit
-                .is_some_and(|secs| last_record.elapsed() >= Duration::from_secs(secs))
-            {
+            if let Some(secs) = args.idle_exit.filter(|secs| last_record.elapsed() >= Duration::from_secs(*secs)) {
+                if let Some(problem) = problem_since.take() {
+                    bar.finish_and_clear();
+                    let _ = writer.flush();
+                    let _ = writeln!(
+                        err,
+                        "streamdex record: gave up: no record in {secs} s while reading failed (the last problem: {problem}); wrote {written} records to {}",
+                        args.out.display()
+                    );
+                    return exit::FAILURE;
+                }
                 break;
             }
             if !got {

@@ -18,6 +18,7 @@ use super::exit;
 use super::stack::{load, Endpoint};
 use crate::runner::checkpoint::{default_path, Checkpoints};
 use crate::runner::clock::SystemClock;
+use crate::runner::function::Response;
 use crate::runner::local::{self, Wiring};
 use crate::runner::{RunEvent, Runner};
 use crate::stack;
@@ -73,6 +74,11 @@ pub struct RunArgs {
     /// do and the reaper's queues are empty (for scripts and tests).
     #[arg(long)]
     pub exit_when_idle: bool,
+    /// With --exit-when-idle: give up (exit 1, saying what it waited on)
+    /// when no checkpoint has moved for this long and it is still not idle,
+    /// rather than wait forever on a stuck shard or a failing function.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400), requires = "exit_when_idle")]
+    pub give_up_after: u64,
 }
 
 /// Runs `streamdex run`.
@@ -161,6 +167,23 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
     })
 }
 
+/// The shards not idle (their backlog), for the give-up message.
+fn waiting_on(runner: &Runner) -> String {
+    let busy: Vec<String> = runner
+        .shards()
+        .into_iter()
+        .filter(|(_, _, _, _, backlog)| *backlog > 0)
+        .map(|(table, consumer, shard, _, backlog)| {
+            format!("{table} {consumer} shard {shard} ({backlog} records read, not done)")
+        })
+        .collect();
+    if busy.is_empty() {
+        "shards not yet at their tip, or the reaper's queues".to_owned()
+    } else {
+        busy.join(", ")
+    }
+}
+
 async fn drive(
     runner: &mut Runner,
     args: &RunArgs,
@@ -171,8 +194,19 @@ async fn drive(
     let mut stop = super::signal::stop_watch();
     let pause = Duration::from_millis(args.poll_interval_ms);
     let mut problems_in_a_row = 0u32;
+    let give_up_after = Duration::from_secs(args.give_up_after);
+    let mut last_progress = tokio::time::Instant::now();
+    let mut last_problem: Option<String> = None;
     loop {
         let round = runner.round().await;
+        let failed = |e: &&RunEvent| match e {
+            RunEvent::Problem { .. } => true,
+            RunEvent::Invoked { invocation, .. } => invocation.response != Response::Success,
+            _ => false,
+        };
+        if let Some(problem) = round.events.iter().rev().find(failed) {
+            last_problem = Some(problem.to_string());
+        }
         let had_problem = round.events.iter().any(|e| matches!(e, RunEvent::Problem { .. }));
         problems_in_a_row = if had_problem {
             problems_in_a_row.saturating_add(1)
@@ -184,6 +218,7 @@ async fn drive(
         }
         let _ = out.flush();
         if runner.take_changed() {
+            last_progress = tokio::time::Instant::now();
             if let Err(e) = runner.checkpoints().save(path) {
                 let _ = writeln!(err, "streamdex run: {e}");
                 return exit::FAILURE;
@@ -201,6 +236,19 @@ async fn drive(
             let _ = writeln!(err, "streamdex run: every shard is caught up");
             break;
         }
+        if args.exit_when_idle && last_progress.elapsed() >= give_up_after {
+            let _ = runner.checkpoints().save(path);
+            let _ = writeln!(
+                err,
+                "streamdex run: gave up: no checkpoint moved in {} s and not idle; waiting on {}{}",
+                give_up_after.as_secs(),
+                waiting_on(runner),
+                last_problem
+                    .map(|p| format!("; the last problem: {p}"))
+                    .unwrap_or_default()
+            );
+            return exit::FAILURE;
+        }
         if !round.busy {
             // Back off while something keeps failing (up to 32 polls), so a dead endpoint is not hammered.
             let wait = pause.saturating_mul(1 << problems_in_a_row.min(5));
@@ -216,4 +264,111 @@ async fn drive(
     }
     let _ = writeln!(err, "streamdex run: stopped; checkpoints saved in {}", path.display());
     exit::OK
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::future::BoxFuture;
+    use futures::FutureExt;
+    use model::filter::Consumer;
+
+    use super::*;
+    use crate::runner::age::Thresholds;
+    use crate::runner::failure::MemoryOnFailure;
+    use crate::runner::function::{Function, Invocation};
+    use crate::runner::mapping::Settings;
+    use crate::runner::stream::memory::{stream_arn, MemoryStreams};
+    use crate::runner::{MappingSpec, RunnerOptions};
+
+    /// A function that fails every batch, as one whose store is unreachable.
+    struct Failing;
+
+    impl Function for Failing {
+        fn name(&self) -> &str {
+            "failing"
+        }
+
+        fn invoke<'a>(&'a self, _payload: &'a [u8], _now_ms: u64) -> BoxFuture<'a, Invocation> {
+            async {
+                Invocation {
+                    response: Response::Error("the store is unreachable".to_owned()),
+                    emf: None,
+                    failures: Vec::new(),
+                    quarantined: 0,
+                }
+            }
+            .boxed()
+        }
+    }
+
+    #[tokio::test]
+    async fn exit_when_idle_gives_up_when_nothing_moves_and_says_on_what() {
+        let streams = Arc::new(MemoryStreams::new());
+        streams.add_shard("t", "s", None);
+        let record = serde_json::json!({
+            "eventName": "INSERT",
+            "eventSourceARN": stream_arn("t"),
+            "dynamodb": {"Keys": {"pk": {"S": "a"}}, "NewImage": {"pk": {"S": "a"}}, "SequenceNumber": "1"},
+        });
+        streams.push("s", "1", None, record.to_string());
+        let mut runner = Runner::new(
+            streams,
+            Arc::new(SystemClock),
+            RunnerOptions {
+                discover_every_ms: 10_000,
+                thresholds: Thresholds {
+                    warn_ms: 300_000,
+                    page_ms: 3_600_000,
+                },
+            },
+            Checkpoints::default(),
+        );
+        runner.add_mapping(MappingSpec {
+            table: "t".to_owned(),
+            consumer: Consumer::Indexer,
+            settings: Settings {
+                batch_size: 10,
+                window_ms: 0,
+                max_retry_attempts: None,
+                max_record_age_ms: None,
+                bisect_on_error: false,
+            },
+            filters: Vec::new(),
+            function: Arc::new(Failing),
+            on_failure: Arc::new(MemoryOnFailure::new()),
+        });
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("state.json");
+        let args = RunArgs {
+            config: PathBuf::from("unused.toml"),
+            endpoint: Endpoint::default(),
+            state: None,
+            poll_interval_ms: 10,
+            discover_every: 10,
+            batching_window_ms: None,
+            no_reaper: true,
+            no_emf: true,
+            exit_when_idle: true,
+            give_up_after: 1,
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = tokio::time::timeout(
+            Duration::from_secs(60),
+            drive(&mut runner, &args, &path, &mut out, &mut err),
+        )
+        .await
+        .expect("drive gave up within a minute");
+        let err = String::from_utf8(err).expect("utf-8");
+        assert_eq!(code, exit::FAILURE, "{err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(last.contains("gave up"), "{err}");
+        assert!(
+            last.contains("t indexer shard s (1 records read, not done)"),
+            "says on what: {last}"
+        );
+        assert!(
+            last.contains("the store is unreachable"),
+            "and the last problem: {last}"
+        );
+    }
 }
