@@ -45,19 +45,53 @@ mod tests {
 
     use super::*;
 
-    #[tokio::test]
-    async fn sigterm_stops_like_ctrl_c() {
-        let mut stop = std::pin::pin!(stop_requested());
-        // Poll once so that the handlers are installed before the signal
-        // is sent (an uncaught SIGTERM would end the test process).
-        assert!(futures::poll!(stop.as_mut()).is_pending());
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &std::process::id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(sent.success());
-        tokio::time::timeout(Duration::from_secs(10), stop)
-            .await
-            .expect("SIGTERM was not seen within 10 s");
+    /// Set in the child process that the test starts: SIGTERM goes to the
+    /// whole process, so it is sent in a process of its own, not beside the
+    /// other tests (whose `run` loops would stop).
+    const CHILD: &str = "STREAMDEX_SIGTERM_TEST_CHILD";
+
+    #[test]
+    fn sigterm_stops_like_ctrl_c() {
+        if std::env::var_os(CHILD).is_some() {
+            return sigterm_in_this_process();
+        }
+        let exe = std::env::current_exe().expect("the test binary");
+        let output = std::process::Command::new(exe)
+            .args([
+                "cli::signal::tests::sigterm_stops_like_ctrl_c",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .expect("run the test binary again");
+        assert!(
+            output.status.success(),
+            "the child test failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert!(String::from_utf8_lossy(&output.stdout).contains("1 passed"));
+    }
+
+    fn sigterm_in_this_process() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let mut stop = std::pin::pin!(stop_requested());
+            // Poll once so that the handlers are installed before the signal
+            // is sent (an uncaught SIGTERM would end the process).
+            assert!(futures::poll!(stop.as_mut()).is_pending());
+            let sent = std::process::Command::new("kill")
+                .args(["-TERM", &std::process::id().to_string()])
+                .status()
+                .expect("run kill");
+            assert!(sent.success());
+            tokio::time::timeout(Duration::from_secs(10), stop)
+                .await
+                .expect("SIGTERM was not seen within 10 s");
+        });
     }
 }
