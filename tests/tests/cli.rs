@@ -119,7 +119,16 @@ fn seed_lag_run_record_replay_through_the_command_line() -> Result<()> {
     ensure!(backlog(&lag) > 0, "a backlog before run: {lag}");
     ensure!(lag["lagging"] == false, "{lag}");
 
-    let (code, out, err) = run_line(with(&["run", &cfg, "--state", &state, "--exit-when-idle", "--no-emf"]))?;
+    let (code, out, err) = run_line(with(&[
+        "run",
+        &cfg,
+        "--state",
+        &state,
+        "--exit-when-idle",
+        "--give-up-after",
+        "120",
+        "--no-emf",
+    ]))?;
     ensure!(code == 0, "run: {code}\n{out}\n{err}");
 
     let (code, out, err) = run_line(with(&["lag", &cfg, "--state", &state, "--output", "json"]))?;
