@@ -53,6 +53,7 @@ pub mod sortkey;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod time;
+pub mod validate;
 pub mod value;
 
 pub use backoff::Backoff;

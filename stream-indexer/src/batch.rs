@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use model::config::Config;
 use model::record::{self, CreationTime, ParseError, RawJson, Received};
-use model::{Plan, Planner};
+use model::{validate, Plan, Planner};
 
 use crate::apply::{self, Applied, ApplyStats, Backoff, MutationCounts, Op};
 use crate::store::{Store, StoreError};
@@ -227,6 +227,23 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                     });
                 }
                 Ok(record) => {
+                    // What DynamoDB never streams is poison, refused as the
+                    // router refuses it (`model::validate`).
+                    if let Ok(table) = planner.table_of(record) {
+                        if let Err(invalid) = validate::check(record, table) {
+                            stats.unparsable += 1;
+                            handled.push(Handled {
+                                position,
+                                sequence_number: received.sequence_number.clone(),
+                                table: Some(table.name.clone()),
+                                group: None,
+                                raw,
+                                poison: Some(format!("record {}: {invalid}", record.sequence_number)),
+                                unfinished: None,
+                            });
+                            continue;
+                        }
+                    }
                     if let Some(created) = record.created {
                         stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
                     }

@@ -5,6 +5,7 @@
 use model::event::{self, Event};
 use model::record::{RawJson, Received};
 use model::settlement::{Groups, Handled};
+use model::validate;
 
 use super::{Pending, Router, RouterStats};
 use crate::publish::{Entry, Publisher};
@@ -49,6 +50,17 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                     continue;
                 }
             };
+            if let Err(invalid) = validate::check(record, table) {
+                stats.unparsable += 1;
+                handled.push(lone(
+                    position,
+                    sequence_number,
+                    Some(table.name.clone()),
+                    raw,
+                    format!("record {}: {invalid}", record.sequence_number),
+                ));
+                continue;
+            }
             let group = groups.of(table, record);
             let mut poison = None;
             match event::classify(config, table, record) {

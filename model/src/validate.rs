@@ -1,0 +1,237 @@
+//! What DynamoDB itself never puts on a stream, checked once, for both
+//! consumers, before any plan or event: a record that fails is poison, and
+//! both the indexer and the router quarantine it with the same reason.
+//!
+//! - numbers DynamoDB can hold (38 significant digits, magnitude 1E-130 to
+//!   9.99…E+125), anywhere in an image or the keys;
+//! - sets non-empty, without duplicate members (numbers by value: `1` and
+//!   `1.0` are one member);
+//! - `NULL` only as `true`;
+//! - `Keys` holding exactly the table's key attributes, and each image
+//!   agreeing with them;
+//! - a TTL deletion (`userIdentity`) only on a REMOVE;
+//! - `ApproximateCreationDateTime` in seconds, between 2014 (streams began)
+//!   and 2100 (a time in milliseconds would be the year 48,000 or so);
+//! - each image within DynamoDB's 400 KB item limit.
+
+use std::collections::HashSet;
+
+use crate::config::TableConfig;
+use crate::record::{ChangeRecord, EventKind};
+use crate::sortkey;
+use crate::value::{Image, Value};
+
+/// 2014-01-01T00:00:00Z: nothing on a stream is older.
+pub const MIN_CREATION_SECONDS: i64 = 1_388_534_400;
+/// 2100-01-01T00:00:00Z.
+pub const MAX_CREATION_SECONDS: i64 = 4_102_444_800;
+/// DynamoDB's item size limit.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+
+/// Why a record cannot be what DynamoDB streamed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    #[error(
+        "`{path}`: {number:?} is not a number DynamoDB can hold (at most 38 significant digits, \
+         magnitude 1E-130 to 9.99…E+125)"
+    )]
+    Number { path: String, number: String },
+    #[error("`{path}`: an empty set")]
+    EmptySet { path: String },
+    #[error("`{path}`: the set holds {member:?} twice")]
+    DuplicateMember { path: String, member: String },
+    #[error("`{path}`: NULL is false; DynamoDB's NULL is always true")]
+    NullFalse { path: String },
+    #[error("`Keys` lacks `{attribute}`, a key attribute of table `{table}`")]
+    MissingKey { table: String, attribute: String },
+    #[error("`Keys` holds `{attribute}`, not a key attribute of table `{table}`")]
+    ExtraKey { table: String, attribute: String },
+    #[error("`{image}` disagrees with `Keys` on key attribute `{attribute}`")]
+    KeyMismatch { image: &'static str, attribute: String },
+    #[error("a TTL deletion (`userIdentity`) on a record whose eventName is {kind}: only a REMOVE can be one")]
+    TtlNotRemove { kind: &'static str },
+    #[error(
+        "ApproximateCreationDateTime {seconds} is not a time in seconds between 2014 and 2100 \
+         (a time in milliseconds?)"
+    )]
+    CreationTime { seconds: i64 },
+    #[error("`{image}` is about {bytes} bytes, over DynamoDB's item limit of 400 KB")]
+    TooLarge { image: &'static str, bytes: usize },
+}
+
+/// Checks a record of `table` (see the module doc).
+pub fn check(record: &ChangeRecord, table: &TableConfig) -> Result<(), Invalid> {
+    if record.ttl_expiry && record.kind != EventKind::Remove {
+        return Err(Invalid::TtlNotRemove {
+            kind: record.kind.as_str(),
+        });
+    }
+    if let Some(created) = &record.created {
+        if !(MIN_CREATION_SECONDS..=MAX_CREATION_SECONDS).contains(&created.seconds) {
+            return Err(Invalid::CreationTime {
+                seconds: created.seconds,
+            });
+        }
+    }
+    values(&record.keys, "Keys")?;
+    let key_names = table.primary_key();
+    for name in &key_names {
+        if !record.keys.contains_key(*name) {
+            return Err(Invalid::MissingKey {
+                table: table.name.clone(),
+                attribute: (*name).to_owned(),
+            });
+        }
+    }
+    if let Some(extra) = record.keys.keys().find(|k| !key_names.contains(&k.as_str())) {
+        return Err(Invalid::ExtraKey {
+            table: table.name.clone(),
+            attribute: extra.clone(),
+        });
+    }
+    for (part, image) in [("NewImage", &record.new), ("OldImage", &record.old)] {
+        let Some(image) = image else { continue };
+        values(image, part)?;
+        for name in &key_names {
+            let agrees = match (image.get(*name), record.keys.get(*name)) {
+                (Some(a), Some(b)) => same_key(a, b),
+                _ => false,
+            };
+            if !agrees {
+                return Err(Invalid::KeyMismatch {
+                    image: part,
+                    attribute: (*name).to_owned(),
+                });
+            }
+        }
+        let bytes = item_bytes(image);
+        if bytes > MAX_ITEM_BYTES {
+            return Err(Invalid::TooLarge { image: part, bytes });
+        }
+    }
+    Ok(())
+}
+
+/// Key values compare as DynamoDB compares them: numbers by value.
+fn same_key(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::N(x), Value::N(y)) => x == y || sortkey::canonical_number(x).ok() == sortkey::canonical_number(y).ok(),
+        _ => a == b,
+    }
+}
+
+/// Checks every value of an image. With several bad ones, the error is
+/// that of the first by attribute name, whatever the map's order (both
+/// consumers then give the same reason).
+fn values(image: &Image, part: &str) -> Result<(), Invalid> {
+    if image.values().all(|value| value_ok(value, &mut String::new).is_ok()) {
+        return Ok(());
+    }
+    let mut names: Vec<&String> = image.keys().collect();
+    names.sort_unstable();
+    for name in names {
+        if let Some(value) = image.get(name) {
+            value_ok(value, &mut || format!("{part}.{name}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks one value; `path` names it (built only for an error).
+fn value_ok(value: &Value, path: &mut dyn FnMut() -> String) -> Result<(), Invalid> {
+    match value {
+        Value::N(n) => number_ok(n, path),
+        Value::Null(false) => Err(Invalid::NullFalse { path: path() }),
+        Value::Ss(members) => distinct(members.iter().map(|m| (m.clone(), m.clone())), members.len(), path),
+        Value::Bs(members) => distinct(
+            members
+                .iter()
+                .map(|m| (String::from_utf8_lossy(m).into_owned(), format!("{m:?}"))),
+            members.len(),
+            path,
+        ),
+        Value::Ns(members) => {
+            for n in members {
+                number_ok(n, path)?;
+            }
+            let canonical = members
+                .iter()
+                .map(|n| (sortkey::canonical_number(n).unwrap_or_else(|_| n.clone()), n.clone()));
+            distinct(canonical, members.len(), path)
+        }
+        Value::L(items) => {
+            for (i, item) in items.iter().enumerate() {
+                value_ok(item, &mut || format!("{}[{i}]", path()))?;
+            }
+            Ok(())
+        }
+        Value::M(map) => {
+            if map.values().all(|item| value_ok(item, &mut String::new).is_ok()) {
+                return Ok(());
+            }
+            // The first bad entry by key, whatever the map's order.
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            for key in keys {
+                if let Some(item) = map.get(key) {
+                    value_ok(item, &mut || format!("{}.{key}", path()))?;
+                }
+            }
+            Ok(())
+        }
+        Value::S(_) | Value::B(_) | Value::Bool(_) | Value::Null(true) => Ok(()),
+    }
+}
+
+fn number_ok(n: &str, path: &mut dyn FnMut() -> String) -> Result<(), Invalid> {
+    if sortkey::is_number(n) {
+        return Ok(());
+    }
+    let mut number: String = n.chars().take(48).collect();
+    if number.len() < n.len() {
+        number.push('…');
+    }
+    Err(Invalid::Number { path: path(), number })
+}
+
+/// A set's members, each as `(identity, as shown)`: non-empty and distinct.
+fn distinct(
+    members: impl Iterator<Item = (String, String)>,
+    len: usize,
+    path: &mut dyn FnMut() -> String,
+) -> Result<(), Invalid> {
+    if len == 0 {
+        return Err(Invalid::EmptySet { path: path() });
+    }
+    let mut seen = HashSet::with_capacity(len);
+    for (identity, shown) in members {
+        if !seen.insert(identity) {
+            return Err(Invalid::DuplicateMember {
+                path: path(),
+                member: shown,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// An item's size as DynamoDB counts it, near enough to hold it to the
+/// 400 KB limit: attribute names and values, numbers by their text.
+fn item_bytes(image: &Image) -> usize {
+    image.iter().map(|(name, value)| name.len() + value_bytes(value)).sum()
+}
+
+fn value_bytes(value: &Value) -> usize {
+    match value {
+        Value::S(s) | Value::N(s) => s.len(),
+        Value::B(b) => b.len(),
+        Value::Bool(_) | Value::Null(_) => 1,
+        Value::Ss(m) | Value::Ns(m) => m.iter().map(String::len).sum(),
+        Value::Bs(m) => m.iter().map(Vec::len).sum(),
+        Value::L(items) => 3 + items.iter().map(|v| 1 + value_bytes(v)).sum::<usize>(),
+        Value::M(map) => 3 + map.iter().map(|(k, v)| 1 + k.len() + value_bytes(v)).sum::<usize>(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
