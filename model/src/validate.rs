@@ -74,8 +74,9 @@ pub fn check(record: &ChangeRecord, table: &TableConfig) -> Result<(), Invalid> 
         }
     }
     values(&record.keys, "Keys")?;
-    let key_names = table.primary_key();
-    for name in &key_names {
+    let key_names: [Option<&str>; 2] = [Some(table.partition_key.as_str()), table.sort_key.as_deref()];
+    let key_names = key_names.iter().flatten();
+    for name in key_names.clone() {
         if !record.keys.contains_key(*name) {
             return Err(Invalid::MissingKey {
                 table: table.name.clone(),
@@ -83,7 +84,7 @@ pub fn check(record: &ChangeRecord, table: &TableConfig) -> Result<(), Invalid> 
             });
         }
     }
-    if let Some(extra) = record.keys.keys().find(|k| !key_names.contains(&k.as_str())) {
+    if let Some(extra) = record.keys.keys().find(|k| !key_names.clone().any(|n| n == k)) {
         return Err(Invalid::ExtraKey {
             table: table.name.clone(),
             attribute: extra.clone(),
@@ -92,7 +93,7 @@ pub fn check(record: &ChangeRecord, table: &TableConfig) -> Result<(), Invalid> 
     for (part, image) in [("NewImage", &record.new), ("OldImage", &record.old)] {
         let Some(image) = image else { continue };
         values(image, part)?;
-        for name in &key_names {
+        for name in key_names.clone() {
             let agrees = match (image.get(*name), record.keys.get(*name)) {
                 (Some(a), Some(b)) => same_key(a, b),
                 _ => false,
@@ -142,22 +143,18 @@ fn value_ok(value: &Value, path: &mut dyn FnMut() -> String) -> Result<(), Inval
     match value {
         Value::N(n) => number_ok(n, path),
         Value::Null(false) => Err(Invalid::NullFalse { path: path() }),
-        Value::Ss(members) => distinct(members.iter().map(|m| (m.clone(), m.clone())), members.len(), path),
-        Value::Bs(members) => distinct(
-            members
-                .iter()
-                .map(|m| (String::from_utf8_lossy(m).into_owned(), format!("{m:?}"))),
-            members.len(),
-            path,
-        ),
+        Value::Ss(members) => set_ok(members, members, |i| members[i].clone(), path),
+        Value::Bs(members) => set_ok(members, members, |i| format!("{:?}", members[i]), path),
         Value::Ns(members) => {
             for n in members {
                 number_ok(n, path)?;
             }
-            let canonical = members
+            // Members are one when equal by value (`1` and `1.0`).
+            let canonical: Vec<String> = members
                 .iter()
-                .map(|n| (sortkey::canonical_number(n).unwrap_or_else(|_| n.clone()), n.clone()));
-            distinct(canonical, members.len(), path)
+                .map(|n| sortkey::canonical_number(n).unwrap_or_else(|_| n.clone()))
+                .collect();
+            set_ok(members, &canonical, |i| members[i].clone(), path)
         }
         Value::L(items) => {
             for (i, item) in items.iter().enumerate() {
@@ -194,25 +191,31 @@ fn number_ok(n: &str, path: &mut dyn FnMut() -> String) -> Result<(), Invalid> {
     Err(Invalid::Number { path: path(), number })
 }
 
-/// A set's members, each as `(identity, as shown)`: non-empty and distinct.
-fn distinct(
-    members: impl Iterator<Item = (String, String)>,
-    len: usize,
+/// A set: non-empty, and its members distinct by `identity` (one per
+/// member, in order; a sorted set, as DynamoDB and the pipeline write them,
+/// is checked without hashing). `shown(i)` words member `i` for the error.
+fn set_ok<T, K: Ord + std::hash::Hash>(
+    members: &[T],
+    identity: &[K],
+    shown: impl Fn(usize) -> String,
     path: &mut dyn FnMut() -> String,
 ) -> Result<(), Invalid> {
-    if len == 0 {
+    if members.is_empty() {
         return Err(Invalid::EmptySet { path: path() });
     }
-    let mut seen = HashSet::with_capacity(len);
-    for (identity, shown) in members {
-        if !seen.insert(identity) {
-            return Err(Invalid::DuplicateMember {
-                path: path(),
-                member: shown,
-            });
-        }
+    let duplicate = if identity.is_sorted() {
+        identity.windows(2).position(|w| w[0] == w[1]).map(|i| i + 1)
+    } else {
+        let mut seen = HashSet::with_capacity(identity.len());
+        identity.iter().position(|k| !seen.insert(k))
+    };
+    match duplicate {
+        Some(i) => Err(Invalid::DuplicateMember {
+            path: path(),
+            member: shown(i),
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// An item's size as DynamoDB counts it, near enough to hold it to the

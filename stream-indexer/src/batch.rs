@@ -228,8 +228,11 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                 }
                 Ok(record) => {
                     // What DynamoDB never streams is poison, refused as the
-                    // router refuses it (`model::validate`).
-                    if let Ok(table) = planner.table_of(record) {
+                    // router refuses it (`model::validate`). Records made in
+                    // process (replay's feedback of the pipeline's own
+                    // writes) come from the store's own items.
+                    let delivered = !matches!(received.raw, record::Raw::Typed);
+                    if let Some(table) = planner.table_of(record).ok().filter(|_| delivered) {
                         if let Err(invalid) = validate::check(record, table) {
                             stats.unparsable += 1;
                             handled.push(Handled {
