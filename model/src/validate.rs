@@ -121,18 +121,23 @@ fn same_key(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Checks every value of an image. With several bad ones, the error is
-/// that of the first by attribute name, whatever the map's order (both
-/// consumers then give the same reason).
+/// Checks every value of an image.
 fn values(image: &Image, part: &str) -> Result<(), Invalid> {
-    if image.values().all(|value| value_ok(value, &mut String::new).is_ok()) {
+    entries_ok(image, &mut |name| format!("{part}.{name}"))
+}
+
+/// Checks every value of a map (an image, or an `M`). With several bad
+/// ones, the error is that of the first by key, whatever the map's order
+/// (both consumers then give the same reason).
+fn entries_ok(map: &Image, path: &mut dyn FnMut(&str) -> String) -> Result<(), Invalid> {
+    if map.values().all(|value| value_ok(value, &mut String::new).is_ok()) {
         return Ok(());
     }
-    let mut names: Vec<&String> = image.keys().collect();
-    names.sort_unstable();
-    for name in names {
-        if let Some(value) = image.get(name) {
-            value_ok(value, &mut || format!("{part}.{name}"))?;
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort_unstable();
+    for key in keys {
+        if let Some(value) = map.get(key) {
+            value_ok(value, &mut || path(key))?;
         }
     }
     Ok(())
@@ -162,20 +167,7 @@ fn value_ok(value: &Value, path: &mut dyn FnMut() -> String) -> Result<(), Inval
             }
             Ok(())
         }
-        Value::M(map) => {
-            if map.values().all(|item| value_ok(item, &mut String::new).is_ok()) {
-                return Ok(());
-            }
-            // The first bad entry by key, whatever the map's order.
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            for key in keys {
-                if let Some(item) = map.get(key) {
-                    value_ok(item, &mut || format!("{}.{key}", path()))?;
-                }
-            }
-            Ok(())
-        }
+        Value::M(map) => entries_ok(map, &mut |key| format!("{}.{key}", path())),
         Value::S(_) | Value::B(_) | Value::Bool(_) | Value::Null(true) => Ok(()),
     }
 }
