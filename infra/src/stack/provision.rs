@@ -225,10 +225,24 @@ impl OneLine for aws_sdk_dynamodb::error::BuildError {
     }
 }
 
+/// How long one request of a `streamdex` command may take (an attempt), and
+/// the whole call with the SDK's retries: no command waits forever on a
+/// server that accepted the connection and went quiet. (The consumers' own
+/// clients, `aws_kit::clients`, bound their requests more tightly.)
+pub const COMMAND_ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+pub const COMMAND_OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// An SDK config from the environment (region, credentials, `AWS_ENDPOINT_URL`),
-/// with `endpoint` and `region` overriding it when given.
+/// with `endpoint` and `region` overriding it when given, and every request
+/// bounded ([`COMMAND_ATTEMPT_TIMEOUT`], [`COMMAND_OPERATION_TIMEOUT`], and
+/// the kit's connect timeout).
 pub async fn sdk_config(endpoint: Option<&str>, region: Option<&str>) -> SdkConfig {
-    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(aws_kit::clients::CONNECT_TIMEOUT)
+        .operation_attempt_timeout(COMMAND_ATTEMPT_TIMEOUT)
+        .operation_timeout(COMMAND_OPERATION_TIMEOUT)
+        .build();
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts);
     if let Some(endpoint) = endpoint {
         loader = loader.endpoint_url(endpoint);
     }
