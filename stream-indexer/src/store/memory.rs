@@ -116,7 +116,7 @@ struct State {
     /// key, like an edge set's `target_index`, finds without a scan).
     by_sort: BTreeMap<String, BTreeSet<(KeyValue, ItemKey)>>,
     /// Rows of one item share their projection.
-    rows: BTreeMap<(usize, RowKey), Projection>,
+    rows: rows::Rows,
     stream: Option<Vec<StreamEntry>>,
     next_sequence: u128,
     /// Each sequence number is the last plus `last >> shift` (at least 1).
@@ -426,6 +426,7 @@ pub use model::delivery::{lambda_event, lambda_record};
 
 mod derived;
 mod requests;
+mod rows;
 mod scan;
 
 #[cfg(test)]

@@ -6,19 +6,11 @@ use super::*;
 impl MemoryStore {
     /// The rows of one index, in key order: the key and the non-key attributes.
     pub fn rows(&self, index: usize) -> Vec<(RowKey, Image)> {
-        let state = self.lock();
-        let from = (
-            index,
-            RowKey {
-                partition: String::new(),
-                sort: String::new(),
-            },
-        );
+        let mut state = self.lock();
         state
             .rows
-            .range(from..)
-            .take_while(|((i, _), _)| *i == index)
-            .map(|((_, key), row)| (key.clone(), Image::clone(row)))
+            .after(index, None)
+            .map(|(key, row)| (key.clone(), Image::clone(row)))
             .collect()
     }
 
@@ -55,7 +47,7 @@ impl MemoryStore {
 
     /// The derived data as stored: every index row and every node's set.
     pub fn snapshot(&self) -> Derived {
-        let rows = self.lock().rows.clone();
+        let rows = self.lock().rows.sorted();
         let mut sets = BTreeMap::new();
         for e in 0..self.config.edge_sets.len() {
             for (node, set) in self.node_sets(e) {

@@ -53,9 +53,9 @@ impl Store for MemoryStore {
         }
         for write in writes {
             match write.put {
-                Some(attributes) => state.rows.insert((write.index, write.key), attributes),
-                None => state.rows.remove(&(write.index, write.key)),
-            };
+                Some(attributes) => state.rows.put(write.index, write.key, attributes),
+                None => state.rows.delete(write.index, write.key),
+            }
         }
         Ok(Vec::new())
     }

@@ -109,22 +109,8 @@ impl Scan for MemoryStore {
                 }
             },
         };
-        let state = self.lock();
-        let from = match after {
-            Some(k) => std::ops::Bound::Excluded((index, k)),
-            None => std::ops::Bound::Included((
-                index,
-                RowKey {
-                    partition: String::new(),
-                    sort: String::new(),
-                },
-            )),
-        };
-        let range = state
-            .rows
-            .range((from, std::ops::Bound::Unbounded))
-            .take_while(|((i, _), _)| *i == index)
-            .map(|((_, k), v)| (k, v));
+        let mut state = self.lock();
+        let range = state.rows.after(index, after.as_ref());
         Ok(page_of(
             range,
             segment,
@@ -159,7 +145,7 @@ impl Scan for MemoryStore {
         let state = self.lock();
         let found = keys
             .into_iter()
-            .filter_map(|k| state.rows.get(&(index, k.clone())).map(|row| (k, Image::clone(row))))
+            .filter_map(|k| state.rows.get(index, k.clone()).map(|row| (k, Image::clone(row))))
             .collect();
         Ok(RowsRead {
             found,
