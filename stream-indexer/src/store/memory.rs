@@ -17,7 +17,6 @@
 //! A std [`Mutex`] guards the state; no lock is held across an `.await`
 //! (every method does its work synchronously).
 
-use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -111,7 +110,7 @@ pub struct MemoryRequests {
 
 #[derive(Default)]
 struct State {
-    tables: BTreeMap<String, BTreeMap<ItemKey, Image>>,
+    tables: BTreeMap<String, table::Table>,
     /// Per table: the items by sort key value (what a GSI keyed by the sort
     /// key, like an edge set's `target_index`, finds without a scan).
     by_sort: BTreeMap<String, BTreeSet<(KeyValue, ItemKey)>>,
@@ -228,11 +227,11 @@ impl MemoryStore {
         let recording = state.stream.is_some();
         let keys = recording.then(|| key_image(t, &item));
         let new = recording.then(|| item.clone());
-        let sort = key.sort.clone();
+        let full_key = key.clone();
         // One lookup: the entry, whether the item is new or replaced.
-        let old = match table_entry(&mut state.tables, table).entry(key) {
-            Entry::Occupied(mut stored) => {
-                let stored_item = stored.get();
+        let old = match table_entry(&mut state.tables, table).slot(key) {
+            table::Slot::Occupied(stored) => {
+                let stored_item = &*stored;
                 let mut new = new;
                 for name in keep {
                     if let (false, Some(value)) = (item.contains_key(*name), stored_item.get(*name)) {
@@ -242,7 +241,7 @@ impl MemoryStore {
                         }
                     }
                 }
-                let old = std::mem::replace(stored.get_mut(), item);
+                let old = std::mem::replace(stored, item);
                 if let (Some(keys), Some(new)) = (keys, new) {
                     if old != new {
                         state.record(table, keys, Some(old.clone()), Some(new), Origin::User);
@@ -250,12 +249,12 @@ impl MemoryStore {
                 }
                 Some(old)
             }
-            Entry::Vacant(vacant) => {
+            table::Slot::Vacant(vacant) => {
                 // A new item: the sort-key index learns it (a replaced one
                 // is there already).
-                if let Some(sort) = sort {
+                if let Some(sort) = full_key.sort.clone() {
                     let by_sort = table_entry(&mut state.by_sort, table);
-                    by_sort.insert((sort, vacant.key().clone()));
+                    by_sort.insert((sort, full_key));
                 }
                 vacant.insert(item);
                 if let (Some(keys), Some(new)) = (keys, new) {
@@ -309,20 +308,10 @@ impl MemoryStore {
     /// value), in key order: a range of the table, not a scan.
     pub fn partition_items(&self, table: &str, partition: &str) -> Vec<Image> {
         let value = KeyValue::S(partition.to_owned());
-        let from = ItemKey {
-            partition: value.clone(),
-            sort: None,
-        };
         self.lock()
             .tables
             .get(table)
-            .map(|items| {
-                items
-                    .range(from..)
-                    .take_while(|(k, _)| k.partition == value)
-                    .map(|(_, item)| item.clone())
-                    .collect()
-            })
+            .map(|items| items.partition(&value).cloned().collect())
             .unwrap_or_default()
     }
 
@@ -428,6 +417,7 @@ mod derived;
 mod requests;
 mod rows;
 mod scan;
+mod table;
 
 #[cfg(test)]
 mod tests;

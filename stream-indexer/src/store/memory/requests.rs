@@ -176,16 +176,7 @@ impl Store for MemoryStore {
             return Ok(Vec::new());
         };
         let p = KeyValue::S(partition.to_owned());
-        Ok(items
-            .range(
-                ItemKey {
-                    partition: p.clone(),
-                    sort: None,
-                }..,
-            )
-            .take_while(|(k, _)| k.partition == p)
-            .map(|(_, item)| item.clone())
-            .collect())
+        Ok(items.partition(&p).cloned().collect())
     }
 
     async fn set_marker(&self, edge_set: usize, node: &str, complete: bool) -> Result<SetOutcome, StoreError> {

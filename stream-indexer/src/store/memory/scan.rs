@@ -68,12 +68,9 @@ impl Scan for MemoryStore {
         let Some(items) = state.tables.get(table) else {
             return Ok(Page::default());
         };
-        let range: Box<dyn Iterator<Item = (&ItemKey, &Image)>> = match after {
-            Some(k) => Box::new(items.range((std::ops::Bound::Excluded(k), std::ops::Bound::Unbounded))),
-            None => Box::new(items.iter()),
-        };
+        let entries: Vec<(ItemKey, &Image)> = items.after(after.as_ref()).collect();
         Ok(page_of(
-            range,
+            entries.iter().map(|(k, item)| (k, *item)),
             segment,
             limit,
             |_, item| item.clone(),
