@@ -112,8 +112,8 @@ where
     E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
 {
-    let fault = describe(context, &err);
-    fault.with_source(err)
+    let (class, what) = describe(&err);
+    Fault::new(class, format!("{context}: {what}")).with_source(err)
 }
 
 /// One line for a failed AWS SDK call, as [`sdk_fault`] words it (the
@@ -125,11 +125,11 @@ where
     E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
 {
-    let fault = describe("", err);
-    fault.message().trim_start_matches(": ").to_owned()
+    describe(err).1
 }
 
-fn describe<E, R>(context: &str, err: &SdkError<E, R>) -> Fault
+/// The class of a failed call, and what went wrong in one line.
+fn describe<E, R>(err: &SdkError<E, R>) -> (Class, String)
 where
     E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
@@ -142,25 +142,23 @@ where
             let class = classify(code, status);
             let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
             let message = e.message().unwrap_or("no message");
-            Fault::new(
-                class,
-                format!("{context}: {}{status}: {message}", code.unwrap_or("unknown error")),
-            )
+            (class, format!("{}{status}: {message}", code.unwrap_or("unknown error")))
         }
-        SdkError::TimeoutError(_) => Fault::transient(format!("{context}: timed out")),
+        SdkError::TimeoutError(_) => (Class::Transient, "timed out".to_owned()),
         SdkError::DispatchFailure(failure) => {
             let text = failure.as_connector_error().map(|c| chain_text(c)).unwrap_or_default();
             let credentials = text.to_ascii_lowercase().contains("credential");
             if failure.is_io() || failure.is_timeout() {
-                Fault::transient(format!("{context}: request not delivered: {text}"))
+                (Class::Transient, format!("request not delivered: {text}"))
             } else if credentials {
-                Fault::deployment(format!("{context}: no usable AWS credentials: {text}"))
+                (Class::Deployment, format!("no usable AWS credentials: {text}"))
             } else if failure.is_user() {
-                Fault::deployment(format!(
-                    "{context}: the request could not be sent (configuration?): {text}"
-                ))
+                (
+                    Class::Deployment,
+                    format!("the request could not be sent (configuration?): {text}"),
+                )
             } else {
-                Fault::transient(format!("{context}: request not delivered: {text}"))
+                (Class::Transient, format!("request not delivered: {text}"))
             }
         }
         SdkError::ResponseError(response) => {
@@ -170,16 +168,13 @@ where
                 _ => Class::Transient,
             };
             let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
-            Fault::new(
-                class,
-                format!("{context}: unreadable response{status}: {}", chain_text(err)),
-            )
+            (class, format!("unreadable response{status}: {}", chain_text(err)))
         }
-        SdkError::ConstructionFailure(_) => Fault::deployment(format!(
-            "{context}: the request could not be built: {}",
-            chain_text(err)
-        )),
-        _ => Fault::transient(format!("{context}: {}", chain_text(err))),
+        SdkError::ConstructionFailure(_) => (
+            Class::Deployment,
+            format!("the request could not be built: {}", chain_text(err)),
+        ),
+        _ => (Class::Transient, chain_text(err)),
     }
 }
 
