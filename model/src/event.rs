@@ -267,7 +267,12 @@ pub fn without_images(mut event: Event) -> Event {
 /// The entry's size as EventBridge counts it: UTF-8 bytes of `Source`,
 /// `DetailType` and `Detail` (no `Resources`, `Time` unset so no +14).
 pub fn entry_size(event: &Event) -> usize {
-    event.source.len() + event.detail_type.len() + event.detail.json_len()
+    entry_size_with(event, event.detail.json_len())
+}
+
+/// [`entry_size`] when the `Detail` text is built already: its length in bytes.
+pub fn entry_size_with(event: &Event, detail_bytes: usize) -> usize {
+    event.source.len() + event.detail_type.len() + detail_bytes
 }
 
 fn route_matches(

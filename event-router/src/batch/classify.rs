@@ -125,16 +125,14 @@ fn lone(
 /// if need be; an error naming the sizes when not even that fits.
 fn fit(event: Event, budget: usize, stats: &mut RouterStats) -> Result<(Entry, usize), String> {
     let mut event = event;
-    // Serialized once (and once more only when the images must go); the
-    // size is what `event::entry_size` counts, from the text itself.
-    let size_of = |event: &Event, detail: &str| event.source.len() + event.detail_type.len() + detail.len();
+    // Serialized once (and once more only when the images must go).
     let mut detail = event.detail_json();
-    let mut size = size_of(&event, &detail);
+    let mut size = event::entry_size_with(&event, detail.len());
     if size > budget {
         let full = size;
         event = event::without_images(event);
         detail = event.detail_json();
-        size = size_of(&event, &detail);
+        size = event::entry_size_with(&event, detail.len());
         if size > budget {
             return Err(format!(
                 "its `{}` event is {size} bytes even without its images ({full} with them), over the PutEvents budget of {budget} bytes",
