@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 
 use crate::config::TableConfig;
-use crate::record::{ChangeRecord, EventKind};
+use crate::record::{ChangeRecord, EventKind, Raw, Received};
 use crate::sortkey;
 use crate::value::{Image, Value};
 
@@ -57,6 +57,21 @@ pub enum Invalid {
     CreationTime { seconds: i64 },
     #[error("`{image}` is about {bytes} bytes, over DynamoDB's item limit of 400 KB")]
     TooLarge { image: &'static str, bytes: usize },
+}
+
+/// Why a record delivered to a consumer is poison, worded for the
+/// quarantine, when it fails [`check`]: what both consumers call. `None`
+/// for a valid record, an unparsable one (poison already, for its own
+/// reason), or one made in process (replay feeds the pipeline's own writes
+/// back as typed records, made from the store's own items).
+pub fn poison(received: &Received<'_>, table: &TableConfig) -> Option<String> {
+    let Ok(record) = &received.record else { return None };
+    if matches!(received.raw, Raw::Typed) {
+        return None;
+    }
+    check(record, table)
+        .err()
+        .map(|invalid| format!("record {}: {invalid}", record.sequence_number))
 }
 
 /// Checks a record of `table` (see the module doc).

@@ -227,25 +227,20 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                     });
                 }
                 Ok(record) => {
-                    // What DynamoDB never streams is poison, refused as the
-                    // router refuses it (`model::validate`). Records made in
-                    // process (replay's feedback of the pipeline's own
-                    // writes) come from the store's own items.
-                    let delivered = !matches!(received.raw, record::Raw::Typed);
-                    if let Some(table) = planner.table_of(record).ok().filter(|_| delivered) {
-                        if let Err(invalid) = validate::check(record, table) {
-                            stats.unparsable += 1;
-                            handled.push(Handled {
-                                position,
-                                sequence_number: received.sequence_number.clone(),
-                                table: Some(table.name.clone()),
-                                group: None,
-                                raw,
-                                poison: Some(format!("record {}: {invalid}", record.sequence_number)),
-                                unfinished: None,
-                            });
-                            continue;
-                        }
+                    let table = planner.table_of(record).ok();
+                    // What DynamoDB never streams is poison, as the router finds.
+                    if let Some((table, reason)) = table.and_then(|t| Some((t, validate::poison(received, t)?))) {
+                        stats.unparsable += 1;
+                        handled.push(Handled {
+                            position,
+                            sequence_number: received.sequence_number.clone(),
+                            table: Some(table.name.clone()),
+                            group: None,
+                            raw,
+                            poison: Some(reason),
+                            unfinished: None,
+                        });
+                        continue;
                     }
                     if let Some(created) = record.created {
                         stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
@@ -255,9 +250,9 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                         stats.planned.count(mutation);
                     }
                     // A record of an unknown table plans no mutation: it stands alone.
-                    let (group, table) = match planner.table_of(record) {
-                        Ok(table) => (Some(groups.of(table, record)), Some(table.name.clone())),
-                        Err(_) => (None, record.table.clone()),
+                    let (group, table) = match table {
+                        Some(table) => (Some(groups.of(table, record)), Some(table.name.clone())),
+                        None => (None, record.table.clone()),
                     };
                     entries.push(Entry {
                         position,

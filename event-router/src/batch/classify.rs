@@ -3,7 +3,7 @@
 //! (without its images if need be).
 
 use model::event::{self, Event};
-use model::record::{Raw, RawJson, Received};
+use model::record::{RawJson, Received};
 use model::settlement::{Groups, Handled};
 use model::validate;
 
@@ -50,18 +50,10 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                     continue;
                 }
             };
-            // Records made in process (replay's feedback of the pipeline's
-            // own writes) come from the store's own items: not checked.
-            let delivered = !matches!(received.raw, Raw::Typed);
-            if let Some(invalid) = delivered.then(|| validate::check(record, table).err()).flatten() {
+            // What DynamoDB never streams is poison, as the indexer finds.
+            if let Some(reason) = validate::poison(received, table) {
                 stats.unparsable += 1;
-                handled.push(lone(
-                    position,
-                    sequence_number,
-                    Some(table.name.clone()),
-                    raw,
-                    format!("record {}: {invalid}", record.sequence_number),
-                ));
+                handled.push(lone(position, sequence_number, Some(table.name.clone()), raw, reason));
                 continue;
             }
             let group = groups.of(table, record);
