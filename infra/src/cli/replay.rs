@@ -21,6 +21,7 @@ use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublishe
 use event_router::{Entry, Router};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use model::config::{self, Config};
+use model::record::Received;
 use serde_json::{json, Value as Json};
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
 use stream_indexer::{Indexer, MemoryQuarantine, Options};
@@ -130,22 +131,20 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         .sum();
     let bar = progress_bar(!args.no_progress, total_bytes);
     let mut summary = Summary::default();
-    let mut tally = Tally::default();
+    let tally;
     let derived = if args.endpoint_url.is_some() || args.aws {
         // Real tables take writes for good: refuse a bad file before any.
-        for path in &args.files {
-            let mut file = Tally::default();
-            let read = each_batch(path, batch_size, |batch, _| {
-                file.count(batch, &config);
-                ControlFlow::Continue(())
-            });
-            if let Err(refused) = read {
-                return refuse(refused, err);
-            }
-            if let Some(reason) = file.refusal(&config) {
-                return refuse_file(path, &reason, err);
-            }
-            tally.add(&file);
+        let checked = each_file(
+            &args.files,
+            batch_size,
+            &config,
+            &ProgressBar::hidden(),
+            &mut summary,
+            err,
+            |_, _| {},
+        )?;
+        if checked.is_none() {
+            return Ok(exit::BAD_INPUT);
         }
         let sdk = runtime.block_on(crate::stack::sdk_config(
             args.endpoint_url.as_deref(),
@@ -164,21 +163,21 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             MemoryQuarantine::new(),
             event_router::Options::default(),
         );
-        let mut done = 0;
-        for path in &args.files {
-            let read = each_batch(path, batch_size, |batch, bytes| {
-                runtime.block_on(replay_batch_to(&indexer, &router, batch, &mut summary));
-                bar.set_position(done + bytes);
-                go_on(&summary)
-            });
-            if let Err(refused) = read {
-                return refuse(refused, err);
-            }
-            done += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            if !summary.failed.is_empty() {
-                break;
-            }
-        }
+        let replayed = each_file(
+            &args.files,
+            batch_size,
+            &config,
+            &bar,
+            &mut summary,
+            err,
+            |batch, summary| {
+                runtime.block_on(replay_batch_to(&indexer, &router, batch, summary));
+            },
+        )?;
+        let Some(counted) = replayed else {
+            return Ok(exit::BAD_INPUT);
+        };
+        tally = counted;
         match args.dump {
             Some(Dump::Json) => Some(runtime.block_on(derived_json(&store, &config))?),
             None => None,
@@ -187,28 +186,21 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         // Nothing outlives the process here: a bad file is refused when met,
         // and nothing of the replay so far is shown.
         let local = Local::new(config.clone()).keep_events(args.dump.is_some());
-        let mut done = 0;
-        for path in &args.files {
-            let mut file = Tally::default();
-            let read = each_batch(path, batch_size, |batch, bytes| {
-                file.count(batch, &config);
-                runtime.block_on(local.replay_batch(batch, &mut summary));
-                bar.set_position(done + bytes);
-                go_on(&summary)
-            });
-            if let Err(refused) = read {
-                return refuse(refused, err);
-            }
-            if let Some(reason) = file.refusal(&config) {
-                bar.finish_and_clear();
-                return refuse_file(path, &reason, err);
-            }
-            tally.add(&file);
-            done += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            if !summary.failed.is_empty() {
-                break;
-            }
-        }
+        let replayed = each_file(
+            &args.files,
+            batch_size,
+            &config,
+            &bar,
+            &mut summary,
+            err,
+            |batch, summary| {
+                runtime.block_on(local.replay_batch(batch, summary));
+            },
+        )?;
+        let Some(counted) = replayed else {
+            return Ok(exit::BAD_INPUT);
+        };
+        tally = counted;
         match args.dump {
             Some(Dump::Json) => Some(runtime.block_on(derived_json(local.store(), &config))?),
             None => None,
@@ -249,32 +241,61 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     Ok(exit::FAILURE)
 }
 
-/// What to say of a file that cannot be replayed; the exit code.
-fn refuse(refused: SourceError, err: &mut dyn Write) -> anyhow::Result<u8> {
-    match refused {
-        SourceError::Read { .. } => Err(refused.into()),
-        SourceError::Parse { ref path, .. } => {
-            writeln!(err, "{refused}")?;
-            writeln!(err, "streamdex replay: refused {path}: not a stream record file")?;
-            Ok(exit::BAD_INPUT)
+/// Hands the records of `files` to `handle` a batch at a time, in order,
+/// counting them; stops at the first failed batch (what comes after it
+/// would land out of order: Lambda, too, retries a failed batch before going
+/// on). A file that does not parse, or cannot be a stream of the config's
+/// tables, is refused once read, with the reason on `err`: `None` (exit 2).
+/// An unreadable file is an error.
+fn each_file(
+    files: &[PathBuf],
+    batch_size: usize,
+    config: &Config,
+    bar: &ProgressBar,
+    summary: &mut Summary,
+    err: &mut dyn Write,
+    mut handle: impl FnMut(&[Received<'_>], &mut Summary),
+) -> anyhow::Result<Option<Tally>> {
+    let mut tally = Tally::default();
+    let mut done = 0;
+    for path in files {
+        let mut file = Tally::default();
+        let read = each_batch(path, batch_size, |batch, bytes| {
+            file.count(batch, config);
+            handle(batch, summary);
+            bar.set_position(done + bytes);
+            if summary.failed.is_empty() {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
+            }
+        });
+        match read {
+            Ok(()) => {}
+            Err(refused @ SourceError::Parse { .. }) => {
+                bar.finish_and_clear();
+                writeln!(err, "{refused}")?;
+                writeln!(
+                    err,
+                    "streamdex replay: refused {}: not a stream record file",
+                    path.display()
+                )?;
+                return Ok(None);
+            }
+            Err(unreadable) => return Err(unreadable.into()),
+        }
+        if let Some(reason) = file.refusal(config) {
+            bar.finish_and_clear();
+            writeln!(err, "streamdex replay: refused {}: {reason}", path.display())?;
+            return Ok(None);
+        }
+        tally.add(&file);
+        done += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        if !summary.failed.is_empty() {
+            break;
         }
     }
-}
-
-/// Replay stops at the first failed batch: what comes after it would land
-/// out of order (Lambda, too, retries a failed batch before going on).
-fn go_on(summary: &Summary) -> ControlFlow<()> {
-    if summary.failed.is_empty() {
-        ControlFlow::Continue(())
-    } else {
-        ControlFlow::Break(())
-    }
-}
-
-/// A file that parses but cannot be a stream of the config's tables.
-fn refuse_file(path: &std::path::Path, reason: &str, err: &mut dyn Write) -> anyhow::Result<u8> {
-    writeln!(err, "streamdex replay: refused {}: {reason}", path.display())?;
-    Ok(exit::BAD_INPUT)
+    Ok(Some(tally))
 }
 
 /// A bar of `total` bytes of input on stderr when `wanted` and stderr is a
