@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use event_router::{Entry, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
 use model::config::Config;
 use model::record::{ChangeRecord, EventKind, Received};
-use model::Planner;
+use model::{Image, Planner};
 use serde_json::Value as Json;
 use stream_indexer::batch::Quarantined;
 use stream_indexer::store::memory::StreamEntry;
@@ -241,21 +241,19 @@ fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord
             let _ = store.delete_item(&table.name, &record.keys);
         }
         (_, Some(new)) => {
-            let mut keep: [&str; 2] = ["", ""];
-            let mut kept = 0;
-            if let Some(set) = planner.config().edge_sets.iter().find(|e| e.table == table.name) {
-                let owned = [set.attribute.as_str(), set.complete_attribute.as_str()];
-                let old_has = record
-                    .old
-                    .as_ref()
-                    .is_some_and(|o| owned.iter().any(|a| o.contains_key(*a)));
-                let new_has = owned.iter().any(|a| new.contains_key(*a));
-                if !old_has && !new_has {
-                    keep = owned;
-                    kept = keep.len();
-                }
-            }
-            let _ = store.put_item_keeping(&table.name, new.clone(), &keep[..kept]);
+            // The node's pipeline-owned attributes, when neither image shows them.
+            let owned = planner
+                .config()
+                .edge_sets
+                .iter()
+                .find(|e| e.table == table.name)
+                .map(|set| [set.attribute.as_str(), set.complete_attribute.as_str()])
+                .filter(|owned| {
+                    let shows = |image: &Image| owned.iter().any(|a| image.contains_key(*a));
+                    !record.old.as_ref().is_some_and(shows) && !shows(new)
+                });
+            let keep: &[&str] = owned.as_ref().map_or(&[], |owned| owned);
+            let _ = store.put_item_keeping(&table.name, new.clone(), keep);
         }
         (_, None) => {}
     }
