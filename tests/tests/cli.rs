@@ -181,21 +181,47 @@ fn seed_lag_run_record_replay_through_the_command_line() -> Result<()> {
     Ok(())
 }
 
+/// A moto server and the config of a stack that was never stood up (`up`
+/// not run): its tables, named with a fresh prefix, do not exist.
+struct NoStack {
+    moto: Moto,
+    prefix: String,
+    dir: tempfile::TempDir,
+    config: String,
+    region: String,
+}
+
+fn no_stack(test: &str) -> Result<NoStack> {
+    let setup = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let moto = setup.block_on(Moto::connect(test));
+    let prefix = unique_prefix(test);
+    let dir = tempfile::tempdir()?;
+    let config_path = dir.path().join("streamdex.toml");
+    std::fs::write(&config_path, prefixed_toml(&prefix))?;
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
+    Ok(NoStack {
+        moto,
+        prefix,
+        config: text(&config_path),
+        dir,
+        region,
+    })
+}
+
 /// A config naming tables that were never created (`up` not run): `run`
 /// stops at once with one line naming the table and `streamdex up`,
 /// instead of saying so every round forever.
 #[test]
 #[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
 fn run_stops_on_a_table_that_does_not_exist() -> Result<()> {
-    let setup = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let moto = setup.block_on(Moto::connect("run_stops_on_a_table_that_does_not_exist"));
-    drop(setup);
-    let prefix = unique_prefix("cli-missing");
-    let dir = tempfile::tempdir()?;
-    let config_path = dir.path().join("streamdex.toml");
-    std::fs::write(&config_path, prefixed_toml(&prefix))?;
-    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
-    let (cfg, state) = (text(&config_path), text(&dir.path().join("state.json")));
+    let NoStack {
+        moto,
+        prefix,
+        dir,
+        config: cfg,
+        region,
+    } = no_stack("run_stops_on_a_table_that_does_not_exist")?;
+    let state = text(&dir.path().join("state.json"));
     let (code, out, err) = streamdex(&[
         "run",
         &cfg,
@@ -281,15 +307,13 @@ fn a_closed_port_and_a_bad_url_are_one_line_each() -> Result<()> {
 #[test]
 #[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
 fn seed_checks_its_tables_before_it_writes() -> Result<()> {
-    let setup = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let moto = setup.block_on(Moto::connect("seed_checks_its_tables_before_it_writes"));
-    drop(setup);
-    let prefix = unique_prefix("cli-seed");
-    let dir = tempfile::tempdir()?;
-    let config_path = dir.path().join("streamdex.toml");
-    std::fs::write(&config_path, prefixed_toml(&prefix))?;
-    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
-    let cfg = text(&config_path);
+    let NoStack {
+        moto,
+        prefix,
+        dir: _dir,
+        config: cfg,
+        region,
+    } = no_stack("seed_checks_its_tables_before_it_writes")?;
     let (code, out, err) = streamdex(&["seed", &cfg, "--endpoint-url", &moto.endpoint, "--region", &region])?;
     ensure!(code == 1, "seed: exit {code}\n{out}\n{err}");
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
