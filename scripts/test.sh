@@ -22,7 +22,17 @@ venv=.venv-aws
 if [ ! -x "$venv/bin/moto_server" ]; then
   log "installing moto[server] into $venv (once, ~30 s)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check 'moto[server]>=5,<6' 'cfn-lint>=1,<2'
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'moto[server]>=5,<6'
+fi
+# The template's security judges, pinned, in a virtualenv of their own
+# (checkov's dependencies and moto's do not mix).
+judges=.venv-judges
+judge_versions=(checkov==3.3.30 cfn-lint==1.58.0 cfn-lint-serverless==0.3.6 cfripper==1.22.1)
+if [ ! -x "$judges/bin/cfripper" ] || [ "$(cat "$judges/pinned" 2>/dev/null)" != "${judge_versions[*]}" ]; then
+  log "installing the template's judges into $judges (once, ~2 min): ${judge_versions[*]}"
+  python3 -m venv "$judges"
+  "$judges/bin/pip" install --quiet --disable-pip-version-check "${judge_versions[@]}"
+  echo "${judge_versions[*]}" >"$judges/pinned"
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 log "starting moto on 127.0.0.1:$port"
@@ -44,7 +54,13 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-log "cfn-lint infra/streamdex.template.json"; "$venv/bin/cfn-lint" infra/streamdex.template.json
+template=infra/streamdex.template.json
+log "judging $template: cfn-lint with the serverless rules, checkov, cfripper"
+"$judges/bin/cfn-lint" -a cfn_lint_serverless.rules -- "$template"
+BC_SKIP_MAPPING=TRUE "$judges/bin/checkov" -f "$template" --framework cloudformation --compact --quiet --skip-download
+if ! ripper=$("$judges/bin/cfripper" "$template" --format txt 2>&1) || grep -q crashed <<<"$ripper"; then
+  printf '%s\n' "$ripper" | grep -v '^Instantiation of GenericResource' >&2; log "cfripper refused $template"; exit 1
+fi
 cargo_args=() test_args=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do cargo_args+=("$1"); shift; done
 [ $# -gt 0 ] && shift

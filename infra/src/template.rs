@@ -23,15 +23,21 @@
 //!   filter criteria of [`model::filter::patterns`]);
 //! - the quarantine and failure queues, the alarms ([`alarms`]) and the SNS
 //!   topic they notify, subscribed to by the parameters `AlarmEndpoint` and
-//!   `AlarmProtocol`.
+//!   `AlarmProtocol`;
+//! - encryption at rest on everything that holds data, with the optional
+//!   `KmsKeyArn` customer key ([`encryption`]); X-Ray tracing; the findings
+//!   of the security judges kept on purpose, with reasons ([`suppress`]).
 //!
 //! The rendering is deterministic (keys sorted), so the committed template
 //! of the example config ([`EXAMPLE_TEMPLATE`]) can be compared byte for byte.
 
 pub mod alarms;
+pub mod encryption;
 pub mod environment;
+pub mod function;
 pub mod iam;
 pub mod ids;
+pub mod suppress;
 
 use std::collections::BTreeMap;
 
@@ -110,6 +116,7 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
             "KeySchema": key_schema(&table.partition_key, table.sort_key.as_deref()),
             "StreamSpecification": { "StreamViewType": crate::stack::STREAM_VIEW_TYPE },
             "PointInTimeRecoverySpecification": { "PointInTimeRecoveryEnabled": true },
+            "SSESpecification": encryption::table(),
         });
         if let Some(attribute) = &table.ttl_attribute {
             properties["TimeToLiveSpecification"] = json!({ "AttributeName": attribute, "Enabled": true });
@@ -126,47 +133,36 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
                 "Projection": projection,
             }]);
         }
-        resources.add(
-            ids::source_table(&table.name),
-            json!({
-                "Type": "AWS::DynamoDB::Table",
-                "DeletionPolicy": "Retain",
-                "UpdateReplacePolicy": "Retain",
-                "Properties": properties,
-            }),
-        )?;
+        let mut resource = json!({
+            "Type": "AWS::DynamoDB::Table",
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": properties,
+        });
+        suppress::keep(&mut resource, &[suppress::TABLE_KEY]);
+        resources.add(ids::source_table(&table.name), resource)?;
     }
     for table in &stack.index_tables {
-        resources.add(
-            ids::index_table(&table.name),
-            json!({
-                "Type": "AWS::DynamoDB::Table",
-                "DeletionPolicy": "Delete",
-                "UpdateReplacePolicy": "Delete",
-                "Properties": {
-                    "TableName": table.name,
-                    "BillingMode": "PAY_PER_REQUEST",
-                    "AttributeDefinitions": [
-                        { "AttributeName": table.partition_key, "AttributeType": "S" },
-                        { "AttributeName": table.sort_key, "AttributeType": "S" },
-                    ],
-                    "KeySchema": key_schema(&table.partition_key, Some(&table.sort_key)),
-                },
-            }),
-        )?;
+        let mut resource = json!({
+            "Type": "AWS::DynamoDB::Table",
+            "DeletionPolicy": "Delete",
+            "UpdateReplacePolicy": "Delete",
+            "Properties": {
+                "TableName": table.name,
+                "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": [
+                    { "AttributeName": table.partition_key, "AttributeType": "S" },
+                    { "AttributeName": table.sort_key, "AttributeType": "S" },
+                ],
+                "KeySchema": key_schema(&table.partition_key, Some(&table.sort_key)),
+                "SSESpecification": encryption::table(),
+            },
+        });
+        suppress::keep(&mut resource, &[suppress::TABLE_KEY, suppress::INDEX_BACKUP]);
+        resources.add(ids::index_table(&table.name), resource)?;
     }
     for queue in stack.queues.iter().filter(|q| q.on_aws()) {
-        resources.add(
-            ids::queue(queue),
-            json!({
-                "Type": "AWS::SQS::Queue",
-                "Properties": {
-                    "QueueName": queue.name,
-                    "MessageRetentionPeriod": QUEUE_RETENTION_SECONDS,
-                    "SqsManagedSseEnabled": true,
-                },
-            }),
-        )?;
+        resources.add(ids::queue(queue), queue_resource(&queue.name))?;
     }
     let bus_name: Json = if stack.bus.is_default() {
         json!(stack.bus.name)
@@ -246,77 +242,20 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
         )?;
     }
     for function in &stack.functions {
-        let role = function.role;
-        resources.add(
-            ids::log_group(role),
-            json!({
-                "Type": "AWS::Logs::LogGroup",
-                "DeletionPolicy": "Delete",
-                "UpdateReplacePolicy": "Delete",
-                "Properties": {
-                    "LogGroupName": format!("/aws/lambda/{}", function.name),
-                    "RetentionInDays": LOG_RETENTION_DAYS,
-                },
-            }),
-        )?;
-        resources.add(ids::role(role), iam::role(&stack, role))?;
-        let mut variables = Map::new();
-        variables.insert(
-            aws_kit::lambda::ENV_CONFIG.to_owned(),
-            Json::String(inline_config.clone()),
-        );
-        if role != FunctionRole::Reaper {
-            if let Some(queue) = stack.queue(&QueuePurpose::Quarantine) {
-                variables.insert(
-                    aws_kit::lambda::ENV_QUARANTINE_URL.to_owned(),
-                    json!({ "Ref": ids::queue(queue) }),
-                );
-            }
+        for (id, resource) in function::resources(&stack, function, &inline_config) {
+            resources.add(id, resource)?;
         }
-        resources.add(
-            ids::function(role),
-            json!({
-                "Type": "AWS::Serverless::Function",
-                "DependsOn": [ids::log_group(role)],
-                "Properties": {
-                    "FunctionName": function.name,
-                    "Description": format!("streamdex {}", role.binary()),
-                    "CodeUri": format!("{CODE_DIR}/{}/", role.binary()),
-                    "Handler": "bootstrap",
-                    "Runtime": "provided.al2023",
-                    "Architectures": ["arm64"],
-                    "MemorySize": MEMORY_MB,
-                    "Timeout": TIMEOUT_SECONDS,
-                    "Role": { "Fn::GetAtt": [ids::role(role), "Arn"] },
-                    "Environment": { "Variables": variables },
-                },
-            }),
-        )?;
     }
+    resources.add(ids::KEY_POLICY.to_owned(), iam::key_policy(&stack.functions))?;
     for mapping in &stack.mappings {
         resources.add(
             ids::mapping(mapping.consumer, &mapping.table),
             event_source_mapping(&stack, mapping),
         )?;
     }
-    resources.add(
-        ids::ALARM_TOPIC.to_owned(),
-        json!({
-            "Type": "AWS::SNS::Topic",
-            "Properties": { "TopicName": format!("{}-alarms", stack.namespace) },
-        }),
-    )?;
-    resources.add(
-        ids::ALARM_SUBSCRIPTION.to_owned(),
-        json!({
-            "Type": "AWS::SNS::Subscription",
-            "Properties": {
-                "TopicArn": { "Ref": ids::ALARM_TOPIC },
-                "Protocol": { "Ref": ids::PARAM_ALARM_PROTOCOL },
-                "Endpoint": { "Ref": ids::PARAM_ALARM_ENDPOINT },
-            },
-        }),
-    )?;
+    for (id, resource) in alarms::topic(&stack) {
+        resources.add(id, resource)?;
+    }
     for (id, alarm) in alarms::alarms(config, &stack) {
         resources.add(id, alarm)?;
     }
@@ -347,7 +286,9 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
             "streamdex {}: rendered by `streamdex template {file}`; edit the config, not this file",
             stack.namespace
         ),
+        "Conditions": { ids::HAS_KMS_KEY: encryption::condition() },
         "Parameters": {
+            ids::PARAM_KMS_KEY: encryption::parameter(),
             ids::PARAM_ALARM_ENDPOINT: {
                 "Type": "String",
                 "MinLength": 1,
@@ -363,6 +304,16 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
         "Resources": resources.0,
         "Outputs": outputs,
     }))
+}
+
+/// An SQS queue (every queue of the template is a last stop: dead letters,
+/// failures, the quarantine), encrypted.
+pub(crate) fn queue_resource(name: &str) -> Json {
+    let mut properties = json!({ "QueueName": name, "MessageRetentionPeriod": QUEUE_RETENTION_SECONDS });
+    encryption::queue(&mut properties);
+    let mut resource = json!({ "Type": "AWS::SQS::Queue", "Properties": properties });
+    suppress::keep(&mut resource, &[suppress::DEAD_LETTER_REDRIVE]);
+    resource
 }
 
 fn key_schema(partition: &str, sort: Option<&str>) -> Json {

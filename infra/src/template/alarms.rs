@@ -14,16 +14,74 @@
 //! - `FailedInvocations` (AWS/Events) of each rule with a target (the reaper rules).
 //!
 //! Missing data (no traffic) is not breaching.
+//!
+//! The topic ([`topic`]) is encrypted; its subscription's failed deliveries
+//! go to a dead-letter queue of their own.
 
 use serde_json::{json, Value as Json};
 
 use crate::stack::{FunctionRole, Queue, QueuePurpose, Stack};
 use model::config::Config;
 
-use super::ids;
+use super::{encryption, ids};
 
 /// Minutes the iterator age must stay over the warn threshold before warning.
 pub const WARN_MINUTES: u32 = 5;
+
+/// The topic every alarm notifies, its subscription (the template's
+/// parameters) and the subscription's dead-letter queue with the policy
+/// that lets the topic send to it.
+pub fn topic(stack: &Stack) -> Vec<(String, Json)> {
+    let dead_letters = json!({ "Fn::GetAtt": [ids::ALARM_DEAD_LETTER_QUEUE, "Arn"] });
+    vec![
+        (
+            ids::ALARM_TOPIC.to_owned(),
+            json!({
+                "Type": "AWS::SNS::Topic",
+                "Properties": {
+                    "TopicName": format!("{}-alarms", stack.namespace),
+                    "KmsMasterKeyId": encryption::topic(),
+                },
+            }),
+        ),
+        (
+            ids::ALARM_SUBSCRIPTION.to_owned(),
+            json!({
+                "Type": "AWS::SNS::Subscription",
+                "Properties": {
+                    "TopicArn": { "Ref": ids::ALARM_TOPIC },
+                    "Protocol": { "Ref": ids::PARAM_ALARM_PROTOCOL },
+                    "Endpoint": { "Ref": ids::PARAM_ALARM_ENDPOINT },
+                    "RedrivePolicy": { "deadLetterTargetArn": dead_letters },
+                },
+            }),
+        ),
+        (
+            ids::ALARM_DEAD_LETTER_QUEUE.to_owned(),
+            super::queue_resource(&format!("{}-alarm-dead-letters", stack.namespace)),
+        ),
+        (
+            ids::ALARM_DEAD_LETTER_POLICY.to_owned(),
+            json!({
+                "Type": "AWS::SQS::QueuePolicy",
+                "Properties": {
+                    "Queues": [{ "Ref": ids::ALARM_DEAD_LETTER_QUEUE }],
+                    "PolicyDocument": {
+                        "Version": "2012-10-17",
+                        "Statement": [{
+                            "Sid": "AlarmTopicDeadLetters",
+                            "Effect": "Allow",
+                            "Principal": { "Service": "sns.amazonaws.com" },
+                            "Action": "sqs:SendMessage",
+                            "Resource": dead_letters,
+                            "Condition": { "ArnEquals": { "aws:SourceArn": { "Ref": ids::ALARM_TOPIC } } },
+                        }],
+                    },
+                },
+            }),
+        ),
+    ]
+}
 
 /// One alarm: `(logical id, resource)`.
 pub type Alarm = (String, Json);

@@ -17,16 +17,25 @@
 //!   `PutEvents` on the bus; `SendMessage` to the quarantine and its
 //!   on-failure destination.
 //! - **reaper**: `GetItem` and `Query` of the tables of `reap` routes,
-//!   `Query` of their `target_index`, `BatchWriteItem` (the deletes) on them.
+//!   `Query` of their `target_index`, `BatchWriteItem` (the deletes) on them;
+//!   `SendMessage` to its dead-letter queue (failed asynchronous invocations).
 //! - every function: `CreateLogStream`/`PutLogEvents` on its own log group
-//!   (the template creates it, with a retention).
+//!   (the template creates it, with a retention); `Decrypt`, `DescribeKey`
+//!   and `GenerateDataKey` on the `KmsKeyArn` key, only when one is given;
+//!   X-Ray's own managed write policy (X-Ray has no resource-level
+//!   permissions, so this is the one `*` resource, and it is AWS's policy,
+//!   not ours).
 
 use serde_json::{json, Value as Json};
 
 use crate::stack::{FunctionRole, QueuePurpose, Stack};
 use model::filter::Consumer;
 
-use super::ids;
+use super::{encryption, ids};
+use crate::stack::Function;
+
+/// AWS's managed policy for sending X-Ray traces.
+pub const XRAY_WRITE_POLICY: &str = "arn:${AWS::Partition}:iam::aws:policy/AWSXRayDaemonWriteAccess";
 
 fn sub(arn: &str) -> Json {
     json!({ "Fn::Sub": arn })
@@ -165,6 +174,9 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
                 &["dynamodb:BatchWriteItem"],
                 tables.iter().map(|t| table_arn(t)).collect(),
             ));
+            if let Some(queue) = queue_arn(stack, &QueuePurpose::ReaperDeadLetter) {
+                out.push(statement("DeadLetters", &["sqs:SendMessage"], vec![queue]));
+            }
         }
     }
     out
@@ -184,10 +196,25 @@ pub fn role(stack: &Stack, role: FunctionRole) -> Json {
                     "Action": "sts:AssumeRole",
                 }],
             },
+            "ManagedPolicyArns": [sub(XRAY_WRITE_POLICY)],
             "Policies": [{
                 "PolicyName": format!("streamdex-{}", role.binary()),
                 "PolicyDocument": { "Version": "2012-10-17", "Statement": statements(stack, role) },
             }],
+        },
+    })
+}
+
+/// The policy that lets every function use the `KmsKeyArn` key: a resource
+/// of its own that exists only when a key is given.
+pub fn key_policy(functions: &[Function]) -> Json {
+    json!({
+        "Type": "AWS::IAM::Policy",
+        "Condition": ids::HAS_KMS_KEY,
+        "Properties": {
+            "PolicyName": "streamdex-customer-key",
+            "Roles": functions.iter().map(|f| json!({ "Ref": ids::role(f.role) })).collect::<Vec<_>>(),
+            "PolicyDocument": { "Version": "2012-10-17", "Statement": [encryption::statement()] },
         },
     })
 }

@@ -6,6 +6,8 @@ use model::filter::Consumer;
 pub const BUS: &str = "EventBus";
 pub const ALARM_TOPIC: &str = "AlarmTopic";
 pub const ALARM_SUBSCRIPTION: &str = "AlarmSubscription";
+pub const ALARM_DEAD_LETTER_QUEUE: &str = "AlarmDeadLetterQueue";
+pub const ALARM_DEAD_LETTER_POLICY: &str = "AlarmDeadLetterQueuePolicy";
 pub const REAPER_DEAD_LETTER_POLICY: &str = "ReaperDeadLetterQueuePolicy";
 pub const PARAM_ALARM_ENDPOINT: &str = "AlarmEndpoint";
 pub const PARAM_ALARM_PROTOCOL: &str = "AlarmProtocol";
@@ -76,3 +78,9 @@ pub fn reaper_permission(rule: &Rule) -> String {
 pub fn mapping(consumer_: Consumer, table: &str) -> String {
     format!("{}Mapping{}", consumer(consumer_), pascal(table))
 }
+
+pub const PARAM_KMS_KEY: &str = "KmsKeyArn";
+/// The condition "a `KmsKeyArn` was given".
+pub const HAS_KMS_KEY: &str = "HasKmsKey";
+pub const REAPER_INVOKE_CONFIG: &str = "ReaperInvokeConfig";
+pub const KEY_POLICY: &str = "CustomerKeyPolicy";

@@ -368,3 +368,107 @@ fn the_compact_config_round_trips_odd_strings() {
         "no comments survive"
     );
 }
+
+/// `then` of an `Fn::If` on the customer-key condition, or the value itself.
+fn with_key(value: &Json) -> &Json {
+    match value["Fn::If"].as_array() {
+        Some(branches) if branches[0] == ids::HAS_KMS_KEY => &branches[1],
+        _ => value,
+    }
+}
+
+/// `else` of an `Fn::If` on the customer-key condition (None for `AWS::NoValue`).
+fn without_key(value: &Json) -> Option<&Json> {
+    let chosen = match value["Fn::If"].as_array() {
+        Some(branches) if branches[0] == ids::HAS_KMS_KEY => &branches[2],
+        _ => value,
+    };
+    (chosen["Ref"] != "AWS::NoValue").then_some(chosen)
+}
+
+#[test]
+fn everything_that_holds_data_is_encrypted_with_or_without_a_customer_key() {
+    let template = rendered();
+    let key = json!({ "Ref": ids::PARAM_KMS_KEY });
+    assert_eq!(template["Parameters"][ids::PARAM_KMS_KEY]["Default"], "");
+    let tables = of_type(&template, "AWS::DynamoDB::Table");
+    assert_eq!(tables.len(), 4);
+    for (id, table) in tables {
+        let sse = &table["Properties"]["SSESpecification"];
+        assert_eq!(with_key(sse)["KMSMasterKeyId"], key, "{id}");
+        // DynamoDB encrypts every table; `SSEEnabled: false` is its AWS owned key.
+        assert_eq!(without_key(sse).unwrap()["SSEEnabled"], false, "{id}");
+    }
+    let queues = of_type(&template, "AWS::SQS::Queue");
+    assert_eq!(
+        queues.len(),
+        5,
+        "quarantine, two failure queues, the reaper's and the alarms' dead letters"
+    );
+    for (id, queue) in queues {
+        let p = &queue["Properties"];
+        assert_eq!(*with_key(&p["KmsMasterKeyId"]), key, "{id}");
+        assert_eq!(without_key(&p["SqsManagedSseEnabled"]), Some(&json!(true)), "{id}");
+        assert!(without_key(&p["KmsMasterKeyId"]).is_none(), "{id}");
+    }
+    let topic = &template["Resources"][ids::ALARM_TOPIC]["Properties"]["KmsMasterKeyId"];
+    assert_eq!(*with_key(topic), key);
+    assert_eq!(without_key(topic), Some(&json!("alias/aws/sns")));
+    for (id, group) in of_type(&template, "AWS::Logs::LogGroup") {
+        assert_eq!(*with_key(&group["Properties"]["KmsKeyId"]), key, "{id}");
+    }
+    for (id, function) in of_type(&template, "AWS::Serverless::Function") {
+        assert_eq!(*with_key(&function["Properties"]["KmsKeyArn"]), key, "{id}");
+        assert_eq!(function["Properties"]["Tracing"], "Active", "{id}");
+    }
+    let policy = &template["Resources"][ids::KEY_POLICY];
+    assert_eq!(policy["Condition"], ids::HAS_KMS_KEY);
+    assert_eq!(policy["Properties"]["Roles"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        policy["Properties"]["PolicyDocument"]["Statement"][0]["Resource"][0],
+        key
+    );
+}
+
+#[test]
+fn the_reaper_s_failed_invocations_and_failed_alarm_deliveries_are_kept() {
+    let template = rendered();
+    let resources = &template["Resources"];
+    let dead_letters = json!({ "Fn::GetAtt": ["ReaperDeadLetterQueue", "Arn"] });
+    let invoke = &resources[ids::REAPER_INVOKE_CONFIG]["Properties"];
+    assert_eq!(invoke["FunctionName"]["Ref"], ids::function(FunctionRole::Reaper));
+    assert_eq!(invoke["DestinationConfig"]["OnFailure"]["Destination"], dead_letters);
+    let reaper = iam::statements(&Stack::new(&example()), FunctionRole::Reaper);
+    assert!(reaper
+        .iter()
+        .any(|s| s["Action"] == json!(["sqs:SendMessage"]) && s["Resource"] == json!([dead_letters])));
+    let subscription = &resources[ids::ALARM_SUBSCRIPTION]["Properties"];
+    let alarm_dead_letters = json!({ "Fn::GetAtt": [ids::ALARM_DEAD_LETTER_QUEUE, "Arn"] });
+    assert_eq!(subscription["RedrivePolicy"]["deadLetterTargetArn"], alarm_dead_letters);
+    let policy = &resources[ids::ALARM_DEAD_LETTER_POLICY]["Properties"]["PolicyDocument"]["Statement"][0];
+    assert_eq!(policy["Resource"], alarm_dead_letters);
+    assert_eq!(
+        policy["Condition"]["ArnEquals"]["aws:SourceArn"]["Ref"],
+        ids::ALARM_TOPIC
+    );
+}
+
+#[test]
+fn every_kept_finding_has_a_reason() {
+    let template = rendered();
+    let mut kept = 0;
+    for (id, resource) in template["Resources"].as_object().unwrap() {
+        for skip in resource["Metadata"]["checkov"]["skip"].as_array().into_iter().flatten() {
+            assert!(skip["id"].as_str().unwrap().starts_with("CKV"), "{id}");
+            assert!(skip["comment"].as_str().unwrap().len() > 40, "{id}: {skip}");
+            kept += 1;
+        }
+        let lint = &resource["Metadata"]["cfn-lint"];
+        for check in lint["config"]["ignore_checks"].as_array().into_iter().flatten() {
+            let reason = lint["reasons"][check.as_str().unwrap()].as_str().unwrap();
+            assert!(reason.len() > 40, "{id}: {check}");
+            kept += 1;
+        }
+    }
+    assert!(kept > 10);
+}

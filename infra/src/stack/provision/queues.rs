@@ -45,6 +45,7 @@ pub(super) async fn ensure_queue(
                 .create_queue()
                 .queue_name(&queue.name)
                 .attributes(QueueAttributeName::MessageRetentionPeriod, &retention)
+                .attributes(QueueAttributeName::SqsManagedSseEnabled, "true")
                 .send()
                 .await
                 .map_err(aws_error("CreateQueue", "queue", &queue.name))?;
