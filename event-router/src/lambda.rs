@@ -8,9 +8,8 @@
 
 use std::time::Duration;
 
-use aws_kit::clients::{eventbridge_client, sqs_client};
+use aws_kit::clients::eventbridge_client;
 use aws_kit::lambda::{self, Consumer, Report, Settlement};
-use aws_kit::quarantine::sqs::SqsQuarantine;
 use aws_kit::quarantine::Quarantine;
 
 use crate::batch::{BatchError, Options, Router, RouterOutcome, CONSUMER};
@@ -37,7 +36,7 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
         options.concurrency = concurrency;
     }
     let publisher = EventBridgePublisher::new(eventbridge_client(&setup.aws), setup.config.events.bus.clone());
-    let quarantine = SqsQuarantine::new(sqs_client(&setup.aws), setup.queue_url);
+    let quarantine = setup.quarantine();
     lambda::serve(
         Router::new(setup.config, publisher, quarantine, options),
         setup.function,

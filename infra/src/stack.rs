@@ -35,13 +35,15 @@ use model::config::{Config, RouteConfig, TableConfig};
 use model::filter::{self, Consumer, Pattern};
 
 pub use names::{
-    function_name, namespace, on_failure_queue_name, quarantine_queue_name, reaper_dead_letter_queue_name,
-    rule_queue_name,
+    function_name, namespace, on_failure_queue_name, quarantine_bucket_name, quarantine_queue_name,
+    reaper_dead_letter_queue_name, rule_queue_name,
 };
 pub use provision::{down, sdk_config, up, Action, Change, DownReport, StackError, UpReport};
 
 /// SQS's limit on queue names (characters of `[A-Za-z0-9_-]`).
 pub const QUEUE_NAME_CHARS: usize = 80;
+/// S3's limit on a bucket name.
+pub const BUCKET_NAME_CHARS: usize = 63;
 /// Lambda's limit on function names (characters of `[A-Za-z0-9_-]`).
 pub const FUNCTION_NAME_CHARS: usize = 64;
 /// EventBridge's own bus, which exists everywhere and is never created or deleted.
@@ -62,6 +64,10 @@ pub struct Stack {
     pub source_tables: Vec<SourceTable>,
     pub index_tables: Vec<IndexTable>,
     pub queues: Vec<Queue>,
+    /// The quarantine's claim-check bucket (records too large for a
+    /// message), as `up` names it locally ([`quarantine_bucket_name`]); on
+    /// AWS the template lets CloudFormation name it, bucket names being global.
+    pub quarantine_bucket: String,
     pub rules: Vec<Rule>,
     pub functions: Vec<Function>,
     pub mappings: Vec<Mapping>,
@@ -367,6 +373,7 @@ impl Stack {
             source_tables,
             index_tables,
             queues,
+            quarantine_bucket: quarantine_bucket_name(config),
             rules,
             functions,
             mappings,

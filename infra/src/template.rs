@@ -32,6 +32,7 @@
 //! of the example config ([`EXAMPLE_TEMPLATE`]) can be compared byte for byte.
 
 pub mod alarms;
+pub mod bucket;
 pub mod encryption;
 pub mod environment;
 pub mod function;
@@ -164,6 +165,9 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
     for queue in stack.queues.iter().filter(|q| q.on_aws()) {
         resources.add(ids::queue(queue), queue_resource(&queue.name))?;
     }
+    for (id, resource) in bucket::resources() {
+        resources.add(id, resource)?;
+    }
     let bus_name: Json = if stack.bus.is_default() {
         json!(stack.bus.name)
     } else {
@@ -266,6 +270,13 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
             json!({ "Description": format!("URL of queue {}", queue.name), "Value": { "Ref": ids::queue(queue) } }),
         );
     }
+    outputs.insert(
+        "QuarantineBucketName".to_owned(),
+        json!({
+            "Description": "The quarantine's claim checks: records too large for a queue message",
+            "Value": { "Ref": ids::QUARANTINE_BUCKET },
+        }),
+    );
     outputs.insert(
         "AlarmTopicArn".to_owned(),
         json!({ "Description": "The SNS topic every alarm notifies", "Value": { "Ref": ids::ALARM_TOPIC } }),

@@ -8,9 +8,8 @@
 
 use std::time::Duration;
 
-use aws_kit::clients::{dynamodb_client, sqs_client};
+use aws_kit::clients::dynamodb_client;
 use aws_kit::lambda::{self, Consumer, Report, Settlement};
-use aws_kit::quarantine::sqs::SqsQuarantine;
 use aws_kit::quarantine::Quarantine;
 
 use crate::batch::CONSUMER;
@@ -30,7 +29,7 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
     // DynamoDB without SDK retries (the executor owns them), SQS with them
     // (nothing retries the quarantine above the SDK); both with timeouts.
     let store = DynamoStore::new(dynamodb_client(&setup.aws), setup.config.clone());
-    let quarantine = SqsQuarantine::new(sqs_client(&setup.aws), setup.queue_url);
+    let quarantine = setup.quarantine();
     lambda::serve(Indexer::new(setup.config, store, quarantine, options), setup.function).await
 }
 
@@ -227,7 +226,10 @@ mod tests {
     #[tokio::test]
     async fn the_quarantine_keeps_the_sdk_retries() {
         let (url, count) = fake_aws(false);
-        let quarantine = SqsQuarantine::new(sqs_client(&shared_config(&url).await), format!("{url}/123456789012/q"));
+        let quarantine = aws_kit::quarantine::sqs::SqsQuarantine::new(
+            aws_kit::clients::sqs_client(&shared_config(&url).await),
+            format!("{url}/123456789012/q"),
+        );
         let entry = aws_kit::quarantine::QuarantineEntry {
             consumer: "stream-indexer".to_owned(),
             sequence_number: Some("1".to_owned()),

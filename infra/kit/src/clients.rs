@@ -75,6 +75,29 @@ pub fn sqs_client(sdk: &SdkConfig) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::from_conf(config)
 }
 
+/// How long one S3 call (the quarantine's claim checks: objects up to
+/// DynamoDB's 400 KB item, a little more as a record) may take, retries included.
+pub const S3_OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The S3 client of the quarantine's claim checks: the SDK's retries, as
+/// for SQS; path-style addresses when the endpoint is overridden (a local
+/// server has no per-bucket host names).
+pub fn s3_client(sdk: &SdkConfig) -> aws_sdk_s3::Client {
+    let timeouts = TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(S3_OPERATION_TIMEOUT / 3)
+        .operation_timeout(S3_OPERATION_TIMEOUT)
+        .take_unset_from(sdk.timeout_config().map(TimeoutConfig::to_builder).unwrap_or_default())
+        .build();
+    let retries = sdk.retry_config().cloned().unwrap_or_else(RetryConfig::standard);
+    let config = aws_sdk_s3::config::Builder::from(sdk)
+        .retry_config(retries)
+        .timeout_config(timeouts)
+        .force_path_style(sdk.endpoint_url().is_some())
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
 /// The timeouts of a client whose caller owns the retries: a connection
 /// within [`CONNECT_TIMEOUT`], one attempt (and so the operation) within
 /// [`ATTEMPT_TIMEOUT`]; the rest from `sdk`.

@@ -11,6 +11,7 @@
 //! | `STREAMDEX_CONFIG` | the pipeline config, inline TOML (takes precedence) |
 //! | `STREAMDEX_CONFIG_PATH` | or a path to it (default `streamdex.toml`) |
 //! | `STREAMDEX_QUARANTINE_URL` | the quarantine SQS queue URL (required by the stream consumers) |
+//! | `STREAMDEX_QUARANTINE_BUCKET` | the S3 bucket of the quarantine's claim checks (records over a message); without it such records are cut short |
 //! | `STREAMDEX_CONCURRENCY` | requests in flight, 1-1000 (each consumer has its default) |
 //! | `RUST_LOG` / `AWS_LAMBDA_LOG_LEVEL` | log filter (default `info`) |
 //!
@@ -30,6 +31,7 @@ use serde_json::value::RawValue;
 pub const ENV_CONFIG: &str = "STREAMDEX_CONFIG";
 pub const ENV_CONFIG_PATH: &str = "STREAMDEX_CONFIG_PATH";
 pub const ENV_QUARANTINE_URL: &str = "STREAMDEX_QUARANTINE_URL";
+pub const ENV_QUARANTINE_BUCKET: &str = "STREAMDEX_QUARANTINE_BUCKET";
 pub const ENV_CONCURRENCY: &str = "STREAMDEX_CONCURRENCY";
 const DEFAULT_CONFIG_PATH: &str = "streamdex.toml";
 
@@ -101,6 +103,8 @@ pub struct Setup {
     pub config: Arc<Config>,
     /// The quarantine queue URL (`STREAMDEX_QUARANTINE_URL`).
     pub queue_url: String,
+    /// The claim-check bucket (`STREAMDEX_QUARANTINE_BUCKET`), when set.
+    pub bucket: Option<String>,
     pub aws: aws_config::SdkConfig,
     /// `AWS_LAMBDA_FUNCTION_NAME`, or `default_function`: the EMF dimension.
     pub function: String,
@@ -121,10 +125,26 @@ pub async fn setup(default_function: &str) -> Result<Setup, SetupError> {
     Ok(Setup {
         config,
         queue_url,
+        bucket: env(ENV_QUARANTINE_BUCKET).filter(|b| !b.is_empty()),
         aws,
         function,
         concurrency,
     })
+}
+
+impl Setup {
+    /// The quarantine: the queue, with claim checks when a bucket is set.
+    pub fn quarantine(&self) -> crate::quarantine::sqs::SqsQuarantine {
+        let quarantine =
+            crate::quarantine::sqs::SqsQuarantine::new(crate::clients::sqs_client(&self.aws), self.queue_url.clone());
+        match &self.bucket {
+            Some(bucket) => quarantine.with_claims(crate::quarantine::claim::ClaimBucket::new(
+                crate::clients::s3_client(&self.aws),
+                bucket.clone(),
+            )),
+            None => quarantine,
+        }
+    }
 }
 
 /// The shared AWS SDK config from the environment (region, credentials,

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
-use aws_kit::clients::sqs_client;
+use aws_kit::clients::{s3_client, sqs_client};
+use aws_kit::quarantine::claim::ClaimBucket;
 use aws_kit::quarantine::sqs::SqsQuarantine;
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
@@ -35,6 +36,10 @@ pub enum SetupError {
     MissingQueue { name: String },
     #[error("looking up queue `{name}`: {reason}")]
     Queue { name: String, reason: String },
+    #[error("bucket `{name}` does not exist on this endpoint: run `streamdex up CONFIG` against it first")]
+    MissingBucket { name: String },
+    #[error("looking up bucket `{name}`: {reason}")]
+    Bucket { name: String, reason: String },
 }
 
 /// What to wire.
@@ -63,6 +68,19 @@ async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> Result<String, Setu
     }
 }
 
+async fn check_bucket(s3: &aws_sdk_s3::Client, name: &str) -> Result<(), SetupError> {
+    match s3.head_bucket().bucket(name).send().await {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => {
+            Err(SetupError::MissingBucket { name: name.to_owned() })
+        }
+        Err(e) => Err(SetupError::Bucket {
+            name: name.to_owned(),
+            reason: aws_kit::error::sdk_message(&e),
+        }),
+    }
+}
+
 /// The runner for `config` on the endpoint of `sdk`.
 pub async fn connect(
     sdk: &SdkConfig,
@@ -74,9 +92,12 @@ pub async fn connect(
     let stack = Stack::new(&config);
     let sqs = sqs_client(sdk);
     let quarantine_url = queue_url(&sqs, &stack::quarantine_queue_name(&config)).await?;
+    let s3 = s3_client(sdk);
+    check_bucket(&s3, &stack.quarantine_bucket).await?;
     let dynamodb = dynamodb_client(sdk);
     let function = |consumer: Consumer| -> Arc<dyn Function> {
-        let quarantine = SqsQuarantine::new(sqs.clone(), quarantine_url.clone());
+        let quarantine = SqsQuarantine::new(sqs.clone(), quarantine_url.clone())
+            .with_claims(ClaimBucket::new(s3.clone(), stack.quarantine_bucket.clone()));
         let name = stack::function_name(&config, FunctionRole::of(consumer));
         match consumer {
             Consumer::Indexer => Arc::new(ConsumerFunction {

@@ -50,6 +50,14 @@ pub fn quarantine_queue_name(config: &Config) -> String {
     bounded_name(config, "quarantine", QUEUE_NAME_CHARS)
 }
 
+/// The quarantine's claim-check bucket, locally: `namespace-quarantine-records`,
+/// lowercase with `-` for `_` (S3's rules for bucket names).
+pub fn quarantine_bucket_name(config: &Config) -> String {
+    bounded_name(config, "quarantine-records", BUCKET_NAME_CHARS)
+        .to_ascii_lowercase()
+        .replace('_', "-")
+}
+
 /// A consumer's on-failure destination: `NAMESPACE-indexer-failures`, `NAMESPACE-router-failures`.
 pub fn on_failure_queue_name(config: &Config, consumer: Consumer) -> String {
     bounded_name(config, &format!("{consumer}-failures"), QUEUE_NAME_CHARS)

@@ -12,7 +12,8 @@
 //! mappings are never created (against moto they drain the stream).
 //!
 //! [`down`] removes the same resources (rule targets and rules, queues, the
-//! bus unless it is `default`, index tables, source tables), reporting each
+//! bus unless it is `default`, the quarantine bucket with its objects, index
+//! tables, source tables), reporting each
 //! as deleted or already absent.
 
 use std::collections::{BTreeMap, HashMap};
@@ -34,11 +35,13 @@ use super::{
     IndexTable, Queue, QueuePurpose, Rule, SourceTable, Stack, TargetIndex, QUEUE_RETENTION_SECONDS, RULE_TARGET_ID,
 };
 
+mod bucket;
 mod events;
 mod queues;
 mod table_settings;
 mod tables;
 
+use bucket::*;
 use events::*;
 use queues::*;
 use table_settings::*;
@@ -256,6 +259,7 @@ struct Clients {
     dynamodb: aws_sdk_dynamodb::Client,
     events: aws_sdk_eventbridge::Client,
     sqs: aws_sdk_sqs::Client,
+    s3: aws_sdk_s3::Client,
 }
 
 impl Clients {
@@ -264,6 +268,7 @@ impl Clients {
             dynamodb: aws_sdk_dynamodb::Client::new(sdk),
             events: aws_sdk_eventbridge::Client::new(sdk),
             sqs: aws_sdk_sqs::Client::new(sdk),
+            s3: aws_kit::clients::s3_client(sdk),
         }
     }
 }
@@ -298,6 +303,9 @@ pub async fn up(sdk: &SdkConfig, config: &Config) -> Result<UpReport, StackError
         report.changes.push(change);
         report.queue_urls.insert(queue.name.clone(), url);
     }
+    report
+        .changes
+        .push(ensure_bucket(&clients.s3, &stack.quarantine_bucket).await?);
     for rule in &stack.rules {
         let url = report.queue_urls.get(&rule.local_queue).cloned().unwrap_or_default();
         let arn = queue_arn(&clients.sqs, &rule.local_queue, &url).await?;
@@ -323,6 +331,9 @@ pub async fn down(sdk: &SdkConfig, config: &Config) -> Result<DownReport, StackE
     for queue in &stack.queues {
         report.changes.push(delete_queue(&clients.sqs, queue).await?);
     }
+    report
+        .changes
+        .push(delete_bucket(&clients.s3, &stack.quarantine_bucket).await?);
     if !stack.bus.is_default() {
         report.changes.push(delete_bus(&clients.events, &stack.bus.name).await?);
     }

@@ -3,7 +3,7 @@
 //! Everything that holds data is encrypted whether or not a key is given:
 //! DynamoDB tables (always, with an AWS owned key), SQS queues (SSE-SQS),
 //! the SNS topic (the AWS managed `alias/aws/sns` key), CloudWatch logs
-//! (always, by the service). The `KmsKeyArn` parameter, when given,
+//! (always, by the service), the quarantine bucket (SSE-S3). The `KmsKeyArn` parameter, when given,
 //! switches all of them, and the functions' environment, to that customer
 //! managed key; the functions' roles may then use it ([`statement`]).
 
@@ -52,6 +52,19 @@ pub fn table() -> Json {
 pub fn queue(properties: &mut Json) {
     properties["KmsMasterKeyId"] = with_key(key(), no_value());
     properties["SqsManagedSseEnabled"] = with_key(no_value(), json!(true));
+}
+
+/// A bucket's `BucketEncryption`: SSE-S3, or SSE-KMS with the key.
+pub fn bucket() -> Json {
+    json!({
+        "ServerSideEncryptionConfiguration": [{
+            "BucketKeyEnabled": true,
+            "ServerSideEncryptionByDefault": with_key(
+                json!({ "SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key() }),
+                json!({ "SSEAlgorithm": "AES256" }),
+            ),
+        }],
+    })
 }
 
 /// The topic's `KmsMasterKeyId`.

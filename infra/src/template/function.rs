@@ -43,6 +43,10 @@ pub fn resources(stack: &Stack, function: &Function, inline_config: &str) -> Vec
                 json!({ "Ref": ids::queue(queue) }),
             );
         }
+        variables.insert(
+            aws_kit::lambda::ENV_QUARANTINE_BUCKET.to_owned(),
+            json!({ "Ref": ids::QUARANTINE_BUCKET }),
+        );
     }
     let properties = json!({
         "FunctionName": function.name,

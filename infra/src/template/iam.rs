@@ -12,10 +12,11 @@
 //!   those tables (a node's partition, to restore its set);
 //!   `BatchWriteItem` on the index tables; `SendMessage` to the quarantine
 //!   and to its on-failure destination (Lambda sends there with the
-//!   function's role).
+//!   function's role); `PutObject` under its own prefix of the quarantine
+//!   bucket (records too large for a message).
 //! - **event-router**: reads the streams of the tables with routes;
 //!   `PutEvents` on the bus; `SendMessage` to the quarantine and its
-//!   on-failure destination.
+//!   on-failure destination; `PutObject` under its prefix of the bucket.
 //! - **reaper**: `GetItem` and `Query` of the tables of `reap` routes,
 //!   `Query` of their `target_index`, `BatchWriteItem` (the deletes) on them;
 //!   `SendMessage` to its dead-letter queue (failed asynchronous invocations).
@@ -99,6 +100,11 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
             .filter_map(|p| queue_arn(stack, p))
             .collect();
         out.push(statement("QuarantineAndFailures", &["sqs:SendMessage"], queues));
+        out.push(statement(
+            "QuarantineClaims",
+            &["s3:PutObject"],
+            vec![super::bucket::consumer_objects(role.binary())],
+        ));
     }
     match role {
         FunctionRole::Indexer => {

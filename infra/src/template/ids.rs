@@ -84,3 +84,5 @@ pub const PARAM_KMS_KEY: &str = "KmsKeyArn";
 pub const HAS_KMS_KEY: &str = "HasKmsKey";
 pub const REAPER_INVOKE_CONFIG: &str = "ReaperInvokeConfig";
 pub const KEY_POLICY: &str = "CustomerKeyPolicy";
+pub const QUARANTINE_BUCKET: &str = "QuarantineBucket";
+pub const QUARANTINE_BUCKET_POLICY: &str = "QuarantineBucketPolicy";

@@ -89,3 +89,10 @@ pub const REAPER_CONCURRENCY: Kept = Kept {
              unreserved pool (and fails to deploy in accounts at the default limit) without bounding \
              anything the rules' retry policy does not",
 };
+
+/// checkov: the quarantine bucket has no access log.
+pub const BUCKET_LOGGING: Kept = Kept {
+    check: "CKV_AWS_18",
+    reason: "holds only quarantined records, written by the two consumers' roles and read by `streamdex \
+             quarantine`; an access-log bucket would need its own and adds nothing CloudTrail does not",
+};

@@ -1,6 +1,8 @@
 //! The quarantine: where a record that can never succeed goes, with the raw
 //! record and the reason, so that it never blocks its shard and is never lost.
 
+pub mod body;
+pub mod claim;
 pub mod memory;
 pub mod sqs;
 
