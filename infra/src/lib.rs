@@ -10,9 +10,11 @@
 //!   (`streamdex run`, `lag`, `record`) and replay's in-process pipeline.
 //! - [`derived`]: the derived data read back as JSON (`show`, `replay --dump`).
 //! - [`seed`]: sample items shaped by the config (`streamdex seed`).
+//! - [`quarantine`]: the quarantine read, shown and redriven (`streamdex quarantine`).
 
 pub mod cli;
 pub mod derived;
+pub mod quarantine;
 pub mod runner;
 pub mod seed;
 pub mod stack;

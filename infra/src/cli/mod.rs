@@ -8,7 +8,7 @@
 //! - [`stack`]: `up`, `down`, and the `--endpoint-url`/`--region` flags every networked command takes.
 //! - [`replay`]: `replay` (recorded streams through both consumers).
 //! - [`run`](mod@run): `run` (the local runner); [`lag`]: `lag`; [`record`]: `record`.
-//! - [`seed`]: `seed`; [`show`]: `show`.
+//! - [`seed`]: `seed`; [`show`]: `show`; [`quarantine`](mod@quarantine): `quarantine list|show|redrive`.
 //! - [`verify`]: `verify` (and the selection and report rendering `rebuild` shares); [`rebuild`]: `rebuild`.
 //! - [`exit`]: the exit codes; [`progress`]: progress bars on a terminal.
 
@@ -20,6 +20,7 @@ pub mod config;
 pub mod exit;
 pub mod lag;
 pub mod progress;
+pub mod quarantine;
 pub mod rebuild;
 pub mod record;
 pub mod replay;
@@ -86,6 +87,8 @@ pub enum Command {
     /// Print the derived data of an endpoint (index rows in key order, edge
     /// sets) as JSON, the shape of `replay --dump json`.
     Show(show::ShowArgs),
+    /// List, show and redrive the records the consumers quarantined.
+    Quarantine(quarantine::QuarantineArgs),
 }
 
 /// Runs a parsed command line.
@@ -104,5 +107,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Record(args) => record::run(&args),
         Command::Seed(args) => seed::run(&args),
         Command::Show(args) => show::run(&args),
+        Command::Quarantine(args) => quarantine::run(&args),
     }
 }

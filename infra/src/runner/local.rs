@@ -9,6 +9,7 @@ use aws_config::SdkConfig;
 use aws_kit::clients::{s3_client, sqs_client};
 use aws_kit::quarantine::claim::ClaimBucket;
 use aws_kit::quarantine::sqs::SqsQuarantine;
+use aws_kit::quarantine::Quarantine;
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::reaper::dynamo::DynamoGraph;
@@ -81,6 +82,38 @@ async fn check_bucket(s3: &aws_sdk_s3::Client, name: &str) -> Result<(), SetupEr
     }
 }
 
+/// The consumer `consumer` of `config` on the endpoint of `sdk` as a
+/// function (what its Lambda runs), quarantining into `quarantine`.
+pub fn consumer_function<Q: Quarantine + 'static>(
+    sdk: &SdkConfig,
+    dynamodb: &aws_sdk_dynamodb::Client,
+    config: &Arc<Config>,
+    consumer: Consumer,
+    quarantine: Q,
+) -> Arc<dyn Function> {
+    let name = stack::function_name(config, FunctionRole::of(consumer));
+    match consumer {
+        Consumer::Indexer => Arc::new(ConsumerFunction {
+            name,
+            consumer: Indexer::new(
+                config.clone(),
+                DynamoStore::new(dynamodb.clone(), config.clone()),
+                quarantine,
+                stream_indexer::Options::default(),
+            ),
+        }),
+        Consumer::Router => Arc::new(ConsumerFunction {
+            name,
+            consumer: Router::new(
+                config.clone(),
+                EventBridgePublisher::new(eventbridge_client(sdk), config.events.bus.clone()),
+                quarantine,
+                event_router::Options::default(),
+            ),
+        }),
+    }
+}
+
 /// The runner for `config` on the endpoint of `sdk`.
 pub async fn connect(
     sdk: &SdkConfig,
@@ -98,27 +131,7 @@ pub async fn connect(
     let function = |consumer: Consumer| -> Arc<dyn Function> {
         let quarantine = SqsQuarantine::new(sqs.clone(), quarantine_url.clone())
             .with_claims(ClaimBucket::new(s3.clone(), stack.quarantine_bucket.clone()));
-        let name = stack::function_name(&config, FunctionRole::of(consumer));
-        match consumer {
-            Consumer::Indexer => Arc::new(ConsumerFunction {
-                name,
-                consumer: Indexer::new(
-                    config.clone(),
-                    DynamoStore::new(dynamodb.clone(), config.clone()),
-                    quarantine,
-                    stream_indexer::Options::default(),
-                ),
-            }),
-            Consumer::Router => Arc::new(ConsumerFunction {
-                name,
-                consumer: Router::new(
-                    config.clone(),
-                    EventBridgePublisher::new(eventbridge_client(sdk), config.events.bus.clone()),
-                    quarantine,
-                    event_router::Options::default(),
-                ),
-            }),
-        }
+        consumer_function(sdk, &dynamodb, &config, consumer, quarantine)
     };
     let mut functions: Vec<(Consumer, Arc<dyn Function>)> = Vec::new();
     for consumer in Consumer::ALL {

@@ -32,3 +32,9 @@ pub trait Quarantine: Send + Sync {
     /// are retried, never dropped).
     fn put(&self, entries: Vec<QuarantineEntry>) -> impl Future<Output = Result<(), Fault>> + Send;
 }
+
+impl<Q: Quarantine> Quarantine for std::sync::Arc<Q> {
+    fn put(&self, entries: Vec<QuarantineEntry>) -> impl Future<Output = Result<(), Fault>> + Send {
+        Q::put(self, entries)
+    }
+}

@@ -1,0 +1,264 @@
+//! The quarantine as an operator works it: what is in it, one entry whole
+//! (its record fetched from the claim-check bucket when it did not fit in a
+//! message), and redrive: each record back through the consumer that
+//! quarantined it, after a fix (a config that now declares its table, an
+//! index whose column type was corrected...).
+//!
+//! Reading the queue does not consume it: messages are received with a
+//! visibility timeout ([`HIDE_SECONDS`]) so that one pass sees each once,
+//! then made visible again, except those a redrive applied, which are
+//! deleted with their claim-check object. A command that dies half way
+//! loses nothing: its messages reappear when the timeout passes.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aws_config::SdkConfig;
+use aws_kit::clients::{s3_client, sqs_client};
+use aws_kit::quarantine::body::Stored;
+use aws_kit::quarantine::claim;
+use aws_kit::quarantine::memory::MemoryQuarantine;
+use aws_sdk_sqs::error::ProvideErrorMetadata;
+use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
+use model::filter::Consumer;
+use model::Config;
+
+use crate::runner::function::Response;
+use crate::runner::local::consumer_function;
+use crate::stack::{self, FunctionRole};
+
+/// Seconds a listed message stays hidden from other readers while a command works.
+pub const HIDE_SECONDS: i32 = 120;
+/// Empty receives in a row after which the queue is taken as read (SQS's
+/// short polling samples a subset of its servers).
+const EMPTY_RECEIVES: usize = 3;
+
+/// Why a quarantine command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QuarantineError {
+    #[error("queue `{name}` does not exist on this endpoint: run `streamdex up CONFIG` against it first")]
+    MissingQueue { name: String },
+    #[error("{operation} on queue `{queue}`: {reason}")]
+    Queue {
+        operation: &'static str,
+        queue: String,
+        reason: String,
+    },
+    #[error("{0}")]
+    Claim(String),
+}
+
+/// One message of the quarantine.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub message_id: String,
+    receipt: String,
+    /// The entry, or why the body is not one.
+    pub stored: Result<Stored, String>,
+}
+
+impl Held {
+    /// Whether `id` names this message: a prefix of its message id (6
+    /// characters at least) or its record's sequence number.
+    pub fn is(&self, id: &str) -> bool {
+        (id.len() >= 6 && self.message_id.starts_with(id))
+            || self
+                .stored
+                .as_ref()
+                .is_ok_and(|s| s.entry.sequence_number.as_deref() == Some(id))
+    }
+}
+
+/// The quarantine queue of a deployment, and its claim-check bucket.
+pub struct Inbox {
+    sqs: aws_sdk_sqs::Client,
+    s3: aws_sdk_s3::Client,
+    name: String,
+    url: String,
+}
+
+impl Inbox {
+    /// The quarantine of `config` on the endpoint of `sdk`.
+    pub async fn open(sdk: &SdkConfig, config: &Config) -> Result<Inbox, QuarantineError> {
+        let sqs = sqs_client(sdk);
+        let name = stack::quarantine_queue_name(config);
+        let url = match sqs.get_queue_url().queue_name(&name).send().await {
+            Ok(output) => output.queue_url.unwrap_or_default(),
+            Err(e)
+                if e.code()
+                    .is_some_and(|c| c.contains("NonExistentQueue") || c == "QueueDoesNotExist") =>
+            {
+                return Err(QuarantineError::MissingQueue { name })
+            }
+            Err(e) => return Err(queue_error("GetQueueUrl", &name, &e)),
+        };
+        Ok(Inbox {
+            sqs,
+            s3: s3_client(sdk),
+            name,
+            url,
+        })
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Receives up to `limit` messages, each once, hidden for [`HIDE_SECONDS`];
+    /// give them back with [`Inbox::release`].
+    pub async fn take(&self, limit: usize) -> Result<Vec<Held>, QuarantineError> {
+        let mut held: Vec<Held> = Vec::new();
+        let mut empty = 0;
+        while held.len() < limit && empty < EMPTY_RECEIVES {
+            let want = (limit - held.len()).min(10) as i32;
+            let output = self
+                .sqs
+                .receive_message()
+                .queue_url(&self.url)
+                .max_number_of_messages(want)
+                .visibility_timeout(HIDE_SECONDS)
+                .wait_time_seconds(0)
+                .send()
+                .await
+                .map_err(|e| queue_error("ReceiveMessage", &self.name, &e))?;
+            let messages = output.messages.unwrap_or_default();
+            empty = if messages.is_empty() { empty + 1 } else { 0 };
+            for message in messages {
+                let (Some(message_id), Some(receipt)) = (message.message_id, message.receipt_handle) else {
+                    continue;
+                };
+                if held.iter().any(|h| h.message_id == message_id) {
+                    continue;
+                }
+                let stored = Stored::parse(message.body.as_deref().unwrap_or_default());
+                held.push(Held {
+                    message_id,
+                    receipt,
+                    stored,
+                });
+            }
+        }
+        Ok(held)
+    }
+
+    /// Makes messages visible again (what a command did not delete).
+    pub async fn release(&self, held: &[&Held]) -> Result<(), QuarantineError> {
+        for chunk in held.chunks(10) {
+            let mut request = self.sqs.change_message_visibility_batch().queue_url(&self.url);
+            for (i, h) in chunk.iter().enumerate() {
+                let entry = ChangeMessageVisibilityBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .receipt_handle(&h.receipt)
+                    .visibility_timeout(0)
+                    .build()
+                    .map_err(|e| QuarantineError::Queue {
+                        operation: "ChangeMessageVisibilityBatch",
+                        queue: self.name.clone(),
+                        reason: e.to_string(),
+                    })?;
+                request = request.entries(entry);
+            }
+            request
+                .send()
+                .await
+                .map_err(|e| queue_error("ChangeMessageVisibilityBatch", &self.name, &e))?;
+        }
+        Ok(())
+    }
+
+    /// The entry's whole record: from the message, or from the bucket.
+    pub async fn record(&self, stored: &Stored) -> Result<String, QuarantineError> {
+        match &stored.raw_claim {
+            Some(c) => claim::fetch(&self.s3, c)
+                .await
+                .map_err(|f| QuarantineError::Claim(f.to_string())),
+            None => Ok(stored.entry.raw.clone()),
+        }
+    }
+
+    /// Deletes a message and its claim-check object (after a redrive applied it).
+    pub async fn delete(&self, held: &Held) -> Result<(), QuarantineError> {
+        if let Ok(Stored { raw_claim: Some(c), .. }) = &held.stored {
+            claim::remove(&self.s3, c)
+                .await
+                .map_err(|f| QuarantineError::Claim(f.to_string()))?;
+        }
+        self.sqs
+            .delete_message()
+            .queue_url(&self.url)
+            .receipt_handle(&held.receipt)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| queue_error("DeleteMessage", &self.name, &e))
+    }
+}
+
+fn queue_error<E>(operation: &'static str, queue: &str, e: &aws_sdk_sqs::error::SdkError<E>) -> QuarantineError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    QuarantineError::Queue {
+        operation,
+        queue: queue.to_owned(),
+        reason: aws_kit::error::sdk_message(e),
+    }
+}
+
+/// What a redrive did with one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redrive {
+    /// Applied by its consumer; the message is deleted.
+    Applied,
+    /// Refused again; the message stays, with this reason.
+    StillPoison(String),
+    /// Could not be tried (or failed in a way a retry may fix); the message stays.
+    Failed(String),
+}
+
+/// The consumer that wrote an entry (`stream-indexer`, `event-router`).
+pub fn consumer_of(name: &str) -> Option<Consumer> {
+    Consumer::ALL
+        .into_iter()
+        .find(|c| FunctionRole::of(*c).binary() == name)
+}
+
+/// Sends one entry's record back through its consumer, as a batch of one,
+/// against the deployment of `config` on `sdk`; deletes the message when
+/// the consumer applied it.
+pub async fn redrive(sdk: &SdkConfig, config: &Arc<Config>, inbox: &Inbox, held: &Held) -> Redrive {
+    let stored = match &held.stored {
+        Ok(stored) => stored,
+        Err(e) => return Redrive::Failed(e.clone()),
+    };
+    let Some(consumer) = consumer_of(&stored.entry.consumer) else {
+        return Redrive::Failed(format!("unknown consumer `{}`", stored.entry.consumer));
+    };
+    if stored.raw_truncated {
+        return Redrive::Failed("the record was cut short when it was quarantined (no claim-check bucket)".to_owned());
+    }
+    let record = match inbox.record(stored).await {
+        Ok(record) => record,
+        Err(e) => return Redrive::Failed(e.to_string()),
+    };
+    let payload = format!("{{\"Records\":[{record}]}}");
+    let quarantine = Arc::new(MemoryQuarantine::new());
+    let dynamodb = aws_kit::clients::dynamodb_client(sdk);
+    let function = consumer_function(sdk, &dynamodb, config, consumer, quarantine.clone());
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default();
+    let invocation = function.invoke(payload.as_bytes(), now_ms).await;
+    if let Some(again) = quarantine.take().into_iter().next() {
+        return Redrive::StillPoison(again.reason);
+    }
+    match invocation.response {
+        Response::Success => match inbox.delete(held).await {
+            Ok(()) => Redrive::Applied,
+            Err(e) => Redrive::Failed(format!("applied, but the message was not deleted: {e}")),
+        },
+        Response::FailedFrom(_) | Response::Error(_) => Redrive::Failed(invocation.failures.join("; ")),
+    }
+}
