@@ -45,6 +45,7 @@ fn streamdex(args: &[&str]) -> Result<(u8, String, String)> {
         Command::Record(a) => cli::record::run_with(a, &mut err),
         Command::Replay(a) => cli::replay::run_with(a, &mut out, &mut err)?,
         Command::Show(a) => cli::show::run_with(a, &mut out, &mut err),
+        Command::Quarantine(a) => cli::quarantine::run_with(a, &mut out, &mut err),
         Command::Up(a) => cli::stack::up_with(a, &mut out, &mut err),
         other => bail!("not a command this test drives: {other:?}"),
     };
@@ -268,6 +269,9 @@ fn a_closed_port_and_a_bad_url_are_one_line_each() -> Result<()> {
         vec!["record", &cfg, "--out", &out_file, "--idle-exit", "1"],
         vec!["show", &cfg],
         vec!["replay", "--config", &cfg, "--no-progress", fixture],
+        vec!["quarantine", "list", &cfg],
+        vec!["quarantine", "show", &cfg, "4f1c2a9e"],
+        vec!["quarantine", "redrive", &cfg, "--all"],
     ];
     for command in &commands {
         let mut line = command.clone();
