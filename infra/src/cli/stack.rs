@@ -21,8 +21,9 @@ use crate::stack::{self, StackError};
 #[derive(Debug, Clone, Default, Args)]
 pub struct Endpoint {
     /// The endpoint of every AWS service (a moto server:
-    /// `http://127.0.0.1:5005`). Default: `AWS_ENDPOINT_URL`, else AWS itself.
-    #[arg(long, value_name = "URL", value_parser = endpoint_url)]
+    /// `http://127.0.0.1:5005`). Default: `AWS_ENDPOINT_URL` (checked the
+    /// same way: a bad value is exit 2), else AWS itself.
+    #[arg(long, value_name = "URL", env = "AWS_ENDPOINT_URL", value_parser = endpoint_url)]
     pub endpoint_url: Option<String>,
     /// The region. Default: `AWS_REGION`, else the profile's.
     #[arg(long, value_name = "REGION")]
@@ -32,6 +33,10 @@ pub struct Endpoint {
 /// Checks an `--endpoint-url` value: an `http` or `https` URL with a host
 /// (a bad one is a usage error, exit 2, before anything is tried).
 pub fn endpoint_url(value: &str) -> Result<String, String> {
+    endpoint_problem(value).map_err(|e| format!("{e} (from --endpoint-url, or else AWS_ENDPOINT_URL)"))
+}
+
+fn endpoint_problem(value: &str) -> Result<String, String> {
     let url = url::Url::parse(value).map_err(|e| format!("not a URL ({e}); expected e.g. http://127.0.0.1:5005"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!(
