@@ -5,13 +5,13 @@
 # virtualenv under .venv-aws, on a free loopback port, stopped on exit.
 #
 #   scripts/test.sh                    # everything
-#   scripts/test.sh -p model           # extra arguments go to `cargo test`
-#   scripts/test.sh -p model -- plan   # and after `--`, to the test binaries
+#   scripts/test.sh -p model           # extra arguments go to `cargo nextest run`
+#   scripts/test.sh -p model -- plan   # and after `--`, filters of test names
 #
 # The tests that need the moto server are #[ignore]d (a plain `cargo test`
 # lists them as ignored rather than passing them unrun); this script runs
-# them with --include-ignored. One is skipped by name: it needs real
-# DynamoDB's per-item isolation of conditional writes, which moto lacks.
+# them too (nextest's --run-ignored all). One is skipped by name: it needs
+# real DynamoDB's per-item isolation of conditional writes, which moto lacks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +67,18 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do cargo_args+=("$1"); shift; done
 test_args=("$@")
 scope=(--workspace)
 for a in "${cargo_args[@]}"; do case "$a" in -p|--package|-p*|--package=*) scope=() ;; esac; done
-log "cargo test (the moto tests included)"
-cargo test "${scope[@]}" "${cargo_args[@]}" -- --include-ignored \
-  --skip concurrent_adds_never_pass_max_members "${test_args[@]}"
+# Every test runs under cargo nextest, in its own process with its own bound
+# (.config/nextest.toml: killed and named after 5 minutes), so a stuck test
+# fails with its output instead of hanging the command. Doc tests, which
+# nextest does not run, go through cargo test.
+log "cargo nextest run (the moto tests included; each test bounded)"
+if ! cargo nextest --version >/dev/null 2>&1; then
+  log "installing cargo-nextest (once)"; cargo install cargo-nextest --locked
+fi
+profile=default; [ "${CI:-}" = true ] && profile=ci
+cargo nextest run --profile "$profile" "${scope[@]}" "${cargo_args[@]}" --run-ignored all \
+  --no-tests=warn -E 'not test(concurrent_adds_never_pass_max_members)' "${test_args[@]}"
+if [ ${#cargo_args[@]} -eq 0 ] && [ ${#test_args[@]} -eq 0 ]; then
+  log "cargo test --doc"
+  cargo test --workspace --doc --quiet
+fi
