@@ -6,15 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use model::sortkey::{decode, encode_sort_values, Column, ColumnType, Direction, Nulls};
 
-const TYPES: [ColumnType; 7] = [
-    ColumnType::S,
-    ColumnType::N,
-    ColumnType::B,
-    ColumnType::Bool,
-    ColumnType::Date,
-    ColumnType::Timestamp,
-    ColumnType::Any,
-];
+const TYPES: [ColumnType; 7] = ColumnType::ALL;
 
 fn columns(spec: &[u8]) -> Vec<Column> {
     spec.iter()

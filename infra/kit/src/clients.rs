@@ -61,13 +61,7 @@ pub fn eventbridge_client(sdk: &SdkConfig) -> aws_sdk_eventbridge::Client {
 /// The SQS client of the quarantine (the SDK's retries, the standard
 /// strategy unless `sdk` says otherwise).
 pub fn sqs_client(sdk: &SdkConfig) -> aws_sdk_sqs::Client {
-    let timeouts = TimeoutConfig::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .operation_attempt_timeout(SQS_ATTEMPT_TIMEOUT)
-        .operation_timeout(SQS_OPERATION_TIMEOUT)
-        .take_unset_from(sdk.timeout_config().map(TimeoutConfig::to_builder).unwrap_or_default())
-        .build();
-    let retries = sdk.retry_config().cloned().unwrap_or_else(RetryConfig::standard);
+    let (timeouts, retries) = sdk_retried(sdk, SQS_ATTEMPT_TIMEOUT, SQS_OPERATION_TIMEOUT);
     let config = aws_sdk_sqs::config::Builder::from(sdk)
         .retry_config(retries)
         .timeout_config(timeouts)
@@ -83,19 +77,28 @@ pub const S3_OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// for SQS; path-style addresses when the endpoint is overridden (a local
 /// server has no per-bucket host names).
 pub fn s3_client(sdk: &SdkConfig) -> aws_sdk_s3::Client {
-    let timeouts = TimeoutConfig::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .operation_attempt_timeout(S3_OPERATION_TIMEOUT / 3)
-        .operation_timeout(S3_OPERATION_TIMEOUT)
-        .take_unset_from(sdk.timeout_config().map(TimeoutConfig::to_builder).unwrap_or_default())
-        .build();
-    let retries = sdk.retry_config().cloned().unwrap_or_else(RetryConfig::standard);
+    let (timeouts, retries) = sdk_retried(sdk, S3_OPERATION_TIMEOUT / 3, S3_OPERATION_TIMEOUT);
     let config = aws_sdk_s3::config::Builder::from(sdk)
         .retry_config(retries)
         .timeout_config(timeouts)
         .force_path_style(sdk.endpoint_url().is_some())
         .build();
     aws_sdk_s3::Client::from_conf(config)
+}
+
+/// The timeouts and retries of a client that keeps the SDK's retries (the
+/// standard strategy unless `sdk` says otherwise): a connection within
+/// [`CONNECT_TIMEOUT`], an attempt within `attempt`, the call with its
+/// retries within `operation`; the rest from `sdk`.
+fn sdk_retried(sdk: &SdkConfig, attempt: Duration, operation: Duration) -> (TimeoutConfig, RetryConfig) {
+    let timeouts = TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(attempt)
+        .operation_timeout(operation)
+        .take_unset_from(sdk.timeout_config().map(TimeoutConfig::to_builder).unwrap_or_default())
+        .build();
+    let retries = sdk.retry_config().cloned().unwrap_or_else(RetryConfig::standard);
+    (timeouts, retries)
 }
 
 /// The timeouts of a client whose caller owns the retries: a connection

@@ -51,6 +51,19 @@ pub enum ColumnType {
     Any,
 }
 
+impl ColumnType {
+    /// Every column type.
+    pub const ALL: [ColumnType; 7] = [
+        ColumnType::S,
+        ColumnType::N,
+        ColumnType::B,
+        ColumnType::Bool,
+        ColumnType::Date,
+        ColumnType::Timestamp,
+        ColumnType::Any,
+    ];
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
     Asc,

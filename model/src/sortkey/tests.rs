@@ -748,15 +748,7 @@ fn key_of(columns: &[Column], tuple: &[TV]) -> String {
 }
 
 fn column() -> impl Strategy<Value = Column> {
-    let ty = prop::sample::select(vec![
-        ColumnType::S,
-        ColumnType::N,
-        ColumnType::B,
-        ColumnType::Bool,
-        ColumnType::Date,
-        ColumnType::Timestamp,
-        ColumnType::Any,
-    ]);
+    let ty = prop::sample::select(ColumnType::ALL.to_vec());
     let direction = prop_oneof![Just(Direction::Asc), Just(Direction::Desc)];
     let nulls = prop_oneof![Just(Nulls::First), Just(Nulls::Last)];
     (ty, direction, nulls).prop_map(|(ty, direction, nulls)| Column { ty, direction, nulls })
