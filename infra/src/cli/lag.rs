@@ -111,8 +111,8 @@ pub fn run_with(args: &LagArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
         Output::Text => {
             let _ = writeln!(
                 out,
-                "{:<24} {:<8} {:<40} {:>8} {:>14}  checkpoint",
-                "TABLE", "CONSUMER", "SHARD", "BACKLOG", "AGE"
+                "{:<24} {:<8} {:<40} {:>8} {:>14} {:>14}  checkpoint",
+                "TABLE", "CONSUMER", "SHARD", "BACKLOG", "AGE", "TIME LEFT"
             );
             for l in &lags {
                 let age = if l.backlog == 0 {
@@ -120,6 +120,7 @@ pub fn run_with(args: &LagArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
                 } else {
                     human(l.age_ms)
                 };
+                let left = l.time_left_ms.map_or_else(|| "-".to_owned(), human);
                 let flag = if l.age_ms > limit_ms { " LAGGING" } else { "" };
                 let checkpoint = if l.finished {
                     "finished".to_owned()
@@ -128,8 +129,8 @@ pub fn run_with(args: &LagArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
                 };
                 let _ = writeln!(
                     out,
-                    "{:<24} {:<8} {:<40} {:>8} {:>14}  {checkpoint}{flag}",
-                    l.table, l.consumer, l.shard, l.backlog, age
+                    "{:<24} {:<8} {:<40} {:>8} {:>14} {:>14}  {checkpoint}{flag}",
+                    l.table, l.consumer, l.shard, l.backlog, age, left
                 );
             }
             let _ = writeln!(

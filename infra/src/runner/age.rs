@@ -90,6 +90,17 @@ impl Alarm {
     }
 }
 
+/// How long a stream keeps a record: 24 h from its creation (DynamoDB
+/// Streams' retention), after which an unread record is trimmed, lost to
+/// every consumer.
+pub const STREAM_RETENTION_MS: u64 = model::config::limits::STREAM_RETENTION_SECONDS.unsigned_abs() * 1000;
+
+/// Time left before the oldest unread record, `age_ms` old, is trimmed
+/// (0: it may be gone already).
+pub fn time_left_ms(age_ms: u64) -> u64 {
+    STREAM_RETENTION_MS.saturating_sub(age_ms)
+}
+
 /// Milliseconds as a short human duration: `850 ms`, `42 s`, `7 min 5 s`, `3 h 2 min`.
 pub fn human(ms: u64) -> String {
     let s = ms / 1000;
@@ -104,6 +115,14 @@ pub fn human(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_left_counts_down_from_the_stream_s_24_hours() {
+        assert_eq!(time_left_ms(0), 86_400_000);
+        assert_eq!(time_left_ms(3_600_000), 82_800_000);
+        assert_eq!(time_left_ms(86_400_000), 0);
+        assert_eq!(time_left_ms(u64::MAX), 0);
+    }
 
     #[test]
     fn an_alarm_reports_each_change_of_level_once() {

@@ -2,7 +2,9 @@
 //! checkpoints (`streamdex run`'s file) or, without one, from the trim
 //! horizon (everything in the stream is backlog). The backlog is every
 //! record after the checkpoint (filtered or not: Lambda's iterator age does
-//! not look at filters either); the age is that of the oldest of them.
+//! not look at filters either); the age is that of the oldest of them, and
+//! the time left is how long until the stream trims that record (24 h from
+//! its creation): what the on-call has before data is lost.
 
 use model::filter::Consumer;
 use serde::Serialize;
@@ -25,6 +27,9 @@ pub struct ShardLag {
     pub backlog: u64,
     /// The age of the oldest of them, milliseconds (0 without backlog).
     pub age_ms: u64,
+    /// Time left before the stream trims the oldest of them (24 h from its
+    /// creation), milliseconds; `None` without backlog (nothing at risk).
+    pub time_left_ms: Option<u64>,
 }
 
 /// Every consumer's lag on every shard of every configured table.
@@ -68,6 +73,7 @@ async fn shard_lag(
         finished: position.finished,
         backlog: 0,
         age_ms: 0,
+        time_left_ms: None,
     };
     if position.finished {
         return Ok(lag);
@@ -87,6 +93,7 @@ async fn shard_lag(
         iterator = page.next;
     }
     lag.age_ms = oldest.map_or(0, |created| now_ms.saturating_sub(created));
+    lag.time_left_ms = (lag.backlog > 0).then(|| super::age::time_left_ms(lag.age_ms));
     Ok(lag)
 }
 
@@ -123,20 +130,25 @@ mod tests {
         let of = |table: &str, consumer: &str| {
             lags.iter()
                 .find(|l| l.table == table && l.consumer == consumer)
-                .map(|l| (l.backlog, l.age_ms))
+                .map(|l| (l.backlog, l.age_ms, l.time_left_ms))
         };
+        let day = 86_400_000;
         assert_eq!(
             of("records", "indexer"),
-            Some((2, 6_000)),
-            "records 400 and 500; 400 is 6 s old"
+            Some((2, 6_000, Some(day - 6_000))),
+            "records 400 and 500; 400 is 6 s old, so trimmed in 24 h less 6 s"
         );
         assert_eq!(
             of("records", "router"),
-            Some((5, 9_000)),
+            Some((5, 9_000, Some(day - 9_000))),
             "no checkpoint: from the trim horizon"
         );
-        assert_eq!(of("issues", "indexer"), Some((0, 0)));
-        assert_eq!(of("layers", "router"), Some((0, 0)));
+        assert_eq!(
+            of("issues", "indexer"),
+            Some((0, 0, None)),
+            "nothing unread, nothing at risk"
+        );
+        assert_eq!(of("layers", "router"), Some((0, 0, None)));
         assert_eq!(of("layers", "indexer"), None, "layers has no indexer");
     }
 }

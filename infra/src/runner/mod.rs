@@ -209,7 +209,15 @@ impl fmt::Display for RunEvent {
                     human(transition.age_ms),
                     human(threshold),
                     transition.from
-                )
+                )?;
+                if transition.to != Level::Ok {
+                    write!(
+                        f,
+                        "; {} left before the stream trims the oldest unread record",
+                        human(age::time_left_ms(transition.age_ms))
+                    )?;
+                }
+                Ok(())
             }
             RunEvent::Reaped(what) => f.write_str(what),
             RunEvent::Problem { context, error } => write!(f, "{context}: {error}"),

@@ -415,7 +415,8 @@ async fn the_iterator_age_alarm_is_raised_and_cleared() {
     .to_string();
     assert_eq!(
         text,
-        "ALARM (warn) iterator age of t indexer shard s: 5 min 1 s ≥ 5 min 0 s (was OK)"
+        "ALARM (warn) iterator age of t indexer shard s: 5 min 1 s ≥ 5 min 0 s (was OK); \
+         23 h 54 min left before the stream trims the oldest unread record"
     );
 }
 
