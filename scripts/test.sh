@@ -17,6 +17,9 @@ cd "$(dirname "$0")/.."
 
 log() { printf '==> %s\n' "$*" >&2; }
 
+# A CI run builds once from clean: incremental state would only take disk.
+if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
+
 # --- the local AWS -----------------------------------------------------------
 venv=.venv-aws
 if [ ! -x "$venv/bin/moto_server" ]; then
