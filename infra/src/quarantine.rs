@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_config::SdkConfig;
 use aws_kit::clients::{s3_client, sqs_client};
-use aws_kit::quarantine::body::Stored;
+use aws_kit::quarantine::body::{self, Stored};
 use aws_kit::quarantine::claim;
 use aws_kit::quarantine::memory::MemoryQuarantine;
 use aws_sdk_sqs::error::ProvideErrorMetadata;
@@ -177,6 +177,37 @@ impl Inbox {
         }
     }
 
+    /// Puts the entry back with a new reason (a redrive refused it again):
+    /// a new message naming the same record (and claim-check object), then
+    /// the old message deleted. If the new message cannot be written, the
+    /// old one stays as it was.
+    pub async fn replace_reason(&self, held: &Held, reason: &str) -> Result<(), QuarantineError> {
+        let Ok(stored) = &held.stored else { return Ok(()) };
+        let mut entry = stored.entry.clone();
+        entry.reason = reason.to_owned();
+        let written = match &stored.raw_claim {
+            Some(claim) => body::claimed_body(&entry, claim).map(Some),
+            None if stored.raw_truncated => Ok(None),
+            None => body::whole_body(&entry, aws_kit::quarantine::sqs::MAX_MESSAGE_BYTES),
+        };
+        let Ok(Some(text)) = written else { return Ok(()) };
+        self.sqs
+            .send_message()
+            .queue_url(&self.url)
+            .message_body(text)
+            .send()
+            .await
+            .map_err(|e| queue_error("SendMessage", &self.name, &e))?;
+        self.sqs
+            .delete_message()
+            .queue_url(&self.url)
+            .receipt_handle(&held.receipt)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| queue_error("DeleteMessage", &self.name, &e))
+    }
+
     /// Deletes a message and its claim-check object (after a redrive applied it).
     pub async fn delete(&self, held: &Held) -> Result<(), QuarantineError> {
         if let Ok(Stored { raw_claim: Some(c), .. }) = &held.stored {
@@ -211,7 +242,7 @@ where
 pub enum Redrive {
     /// Applied by its consumer; the message is deleted.
     Applied,
-    /// Refused again; the message stays, with this reason.
+    /// Refused again; the entry stays, now with this reason.
     StillPoison(String),
     /// Could not be tried (or failed in a way a retry may fix); the message stays.
     Failed(String),
@@ -252,7 +283,13 @@ pub async fn redrive(sdk: &SdkConfig, config: &Arc<Config>, inbox: &Inbox, held:
         .unwrap_or_default();
     let invocation = function.invoke(payload.as_bytes(), now_ms).await;
     if let Some(again) = quarantine.take().into_iter().next() {
-        return Redrive::StillPoison(again.reason);
+        return match inbox.replace_reason(held, &again.reason).await {
+            Ok(()) => Redrive::StillPoison(again.reason),
+            Err(e) => Redrive::Failed(format!(
+                "refused again ({}), and the entry keeps its old reason: {e}",
+                again.reason
+            )),
+        };
     }
     match invocation.response {
         Response::Success => match inbox.delete(held).await {

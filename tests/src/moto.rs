@@ -317,6 +317,21 @@ pub fn unique_prefix(name: &str) -> String {
     )
 }
 
+/// The example config's text with every table and the bus prefixed: the
+/// file a command-line test passes, equal to [`prefixed`] of the example.
+pub fn prefixed_toml(prefix: &str) -> String {
+    let mut text = model::config::EXAMPLE_CONFIG.to_owned();
+    for name in ["records", "issues", "layers"] {
+        text = text.replace(&format!("[table.{name}]"), &format!("[table.{prefix}{name}]"));
+        text = text.replace(&format!("table = \"{name}\""), &format!("table = \"{prefix}{name}\""));
+    }
+    text = text.replace(
+        "table = \"IssueAttribIndex\"",
+        &format!("table = \"{prefix}IssueAttribIndex\""),
+    );
+    text.replace("bus = \"streamdex\"", &format!("bus = \"{prefix}streamdex\""))
+}
+
 /// `config` with every table name (source and index tables) and the event
 /// bus name prefixed (queue names of `streamdex up` derive from the bus).
 pub fn prefixed(config: &Config, prefix: &str) -> Config {

@@ -17,21 +17,7 @@ use clap::Parser;
 use infra::cli::{self, Cli, Command};
 use infra::stack;
 use model::config::{self, EXAMPLE_CONFIG};
-use streamdex_tests::moto::{prefixed, unique_prefix, Moto};
-
-/// The example config's text with every table and the bus prefixed.
-fn prefixed_toml(prefix: &str) -> String {
-    let mut text = EXAMPLE_CONFIG.to_owned();
-    for name in ["records", "issues", "layers"] {
-        text = text.replace(&format!("[table.{name}]"), &format!("[table.{prefix}{name}]"));
-        text = text.replace(&format!("table = \"{name}\""), &format!("table = \"{prefix}{name}\""));
-    }
-    text = text.replace(
-        "table = \"IssueAttribIndex\"",
-        &format!("table = \"{prefix}IssueAttribIndex\""),
-    );
-    text.replace("bus = \"streamdex\"", &format!("bus = \"{prefix}streamdex\""))
-}
+use streamdex_tests::moto::{prefixed, prefixed_toml, unique_prefix, Moto};
 
 /// Runs one command line; returns its exit code, stdout and stderr.
 fn streamdex(args: &[&str]) -> Result<(u8, String, String)> {

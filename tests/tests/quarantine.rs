@@ -3,7 +3,8 @@
 //! bucket `up` created), `streamdex quarantine` lists them and shows each
 //! whole, and after the fix (the config now declares the table) a redrive
 //! applies them through the indexer and removes them, while a record that
-//! is still invalid stays with its reason.
+//! is still invalid stays with its reason; `streamdex quarantine list` and
+//! `show` then print it.
 //!
 //! Needs the moto server of `scripts/test.sh` (`#[ignore]`d otherwise).
 
@@ -12,6 +13,8 @@ use std::sync::Arc;
 use anyhow::{ensure, Context, Result};
 use aws_kit::quarantine::claim::ClaimBucket;
 use aws_kit::quarantine::sqs::{SqsQuarantine, MAX_MESSAGE_BYTES};
+use clap::Parser;
+use infra::cli::{Cli, Command};
 use infra::quarantine::{redrive, Inbox, Redrive};
 use infra::stack::{self, Stack};
 use model::config::{self, EXAMPLE_CONFIG};
@@ -19,7 +22,7 @@ use model::Config;
 use stream_indexer::store::dynamo::DynamoStore;
 use stream_indexer::{Indexer, Options};
 use streamdex_tests::derived::verify;
-use streamdex_tests::moto::{prefixed, unique_prefix, Moto};
+use streamdex_tests::moto::{prefixed, prefixed_toml, unique_prefix, Moto};
 
 /// An issue item of the example config as DynamoDB JSON, with `pad` bytes of padding.
 fn issue(id: &str, num: &str, pad: usize) -> String {
@@ -37,12 +40,38 @@ fn insert(table: &str, id: &str, image: &str, sequence: u64) -> String {
     )
 }
 
+/// Runs `streamdex ARGS --endpoint-url ENDPOINT` in process; returns its exit code, stdout and stderr.
+fn command(args: &[&str], endpoint: &str) -> Result<(u8, String, String)> {
+    let line = std::iter::once("streamdex").chain(args.iter().copied()).chain([
+        "--endpoint-url",
+        endpoint,
+        "--region",
+        "us-east-1",
+    ]);
+    let cli = Cli::try_parse_from(line)?;
+    let Command::Quarantine(args) = &cli.command else {
+        anyhow::bail!("not a quarantine command");
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    // The command runs its own runtime: off this test's.
+    let code = std::thread::scope(|s| {
+        s.spawn(|| infra::cli::quarantine::run_with(args, &mut out, &mut err))
+            .join()
+    })
+    .map_err(|_| anyhow::anyhow!("the command panicked"))?;
+    Ok((code, String::from_utf8(out)?, String::from_utf8(err)?))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
 async fn quarantined_records_are_kept_whole_listed_shown_and_redriven_after_a_fix() -> Result<()> {
     let moto = Moto::connect("quarantine_list_show_redrive").await;
     let example = config::parse(EXAMPLE_CONFIG, "streamdex.example.toml")?;
-    let config = Arc::new(prefixed(&example, &unique_prefix("quarantine")));
+    let prefix = unique_prefix("quarantine");
+    let config = Arc::new(prefixed(&example, &prefix));
+    let dir = tempfile::tempdir()?;
+    let config_file = dir.path().join("streamdex.toml");
+    std::fs::write(&config_file, prefixed_toml(&prefix))?;
     let sdk = stack::sdk_config(Some(&moto.endpoint), Some("us-east-1")).await;
     stack::up(&sdk, &config).await.context("up")?;
     let issues = config
@@ -136,20 +165,38 @@ async fn quarantined_records_are_kept_whole_listed_shown_and_redriven_after_a_fi
         }
         other => anyhow::bail!("the poison record: {other:?}"),
     }
-    let kept: Vec<_> = held
-        .iter()
-        .filter(|h| {
-            h.stored
-                .as_ref()
-                .is_ok_and(|s| s.entry.sequence_number.as_deref() == Some("300"))
-        })
-        .collect();
-    inbox.release(&kept).await?;
+    // The refused entry was put back with its new reason (no release needed).
     let left = inbox.take(100).await?;
     ensure!(
         left.len() == 1 && left[0].is("300"),
         "left in the quarantine: {}",
         left.len()
+    );
+    inbox.release(&left.iter().collect::<Vec<_>>()).await?;
+
+    // The same through the command line: `list --output json` and `show`.
+    let file = config_file.display().to_string();
+    let (code, out, err) = command(&["quarantine", "list", &file, "--output", "json"], &moto.endpoint)?;
+    ensure!(code == 0, "list: exit {code}: {err}");
+    let listed: Vec<serde_json::Value> = out.lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
+    ensure!(listed.len() == 1, "list printed {out}");
+    ensure!(
+        listed[0]["sequence_number"] == "300" && listed[0]["consumer"] == "stream-indexer",
+        "{out}"
+    );
+    ensure!(
+        listed[0]["reason"].as_str().is_some_and(|r| r.contains("1E+126")),
+        "{out}"
+    );
+    let (code, out, err) = command(&["quarantine", "show", &file, "300"], &moto.endpoint)?;
+    ensure!(code == 0, "show: exit {code}: {err}");
+    let shown: serde_json::Value = serde_json::from_str(&out)?;
+    let delivered: serde_json::Value = serde_json::from_str(&records[2])?;
+    ensure!(shown["record"] == delivered, "show printed another record: {out}");
+    let (code, _, err) = command(&["quarantine", "show", &file, "999"], &moto.endpoint)?;
+    ensure!(
+        code == 1 && err.contains("no entry `999`"),
+        "show of a missing entry: {code} {err}"
     );
     let objects = aws_kit::clients::s3_client(&sdk)
         .list_objects_v2()

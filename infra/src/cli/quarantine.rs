@@ -319,9 +319,14 @@ async fn redrive_all<'h>(
             Redrive::StillPoison(reason) => format!("refused      {}: {reason}", short(&h.message_id)),
             Redrive::Failed(reason) => format!("failed       {}: {reason}", short(&h.message_id)),
         };
-        if outcome != Redrive::Applied {
-            stayed += 1;
-            kept.push(h);
+        match outcome {
+            Redrive::Applied => {}
+            // Put back with its new reason as a new message; the old one is gone.
+            Redrive::StillPoison(_) => stayed += 1,
+            Redrive::Failed(_) => {
+                stayed += 1;
+                kept.push(h);
+            }
         }
         let _ = writeln!(out, "{line}");
     }
