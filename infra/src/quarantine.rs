@@ -198,6 +198,11 @@ impl Inbox {
             .send()
             .await
             .map_err(|e| queue_error("SendMessage", &self.name, &e))?;
+        self.delete_message(held).await
+    }
+
+    /// Deletes the message only.
+    async fn delete_message(&self, held: &Held) -> Result<(), QuarantineError> {
         self.sqs
             .delete_message()
             .queue_url(&self.url)
@@ -215,14 +220,7 @@ impl Inbox {
                 .await
                 .map_err(|f| QuarantineError::Claim(f.to_string()))?;
         }
-        self.sqs
-            .delete_message()
-            .queue_url(&self.url)
-            .receipt_handle(&held.receipt)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| queue_error("DeleteMessage", &self.name, &e))
+        self.delete_message(held).await
     }
 }
 
