@@ -6,14 +6,12 @@
 use libfuzzer_sys::fuzz_target;
 use model::sortkey::{decode, encode_sort_values, Column, ColumnType, Direction, Nulls};
 
-const TYPES: [ColumnType; 7] = ColumnType::ALL;
-
 fn columns(spec: &[u8]) -> Vec<Column> {
     spec.iter()
         .map(|b| {
             let direction = if b & 0x10 == 0 { Direction::Asc } else { Direction::Desc };
             let nulls = if b & 0x20 == 0 { Nulls::First } else { Nulls::Last };
-            Column::new(TYPES[usize::from(b & 0x0f) % TYPES.len()], direction).with_nulls(nulls)
+            Column::new(ColumnType::ALL[usize::from(b & 0x0f) % ColumnType::ALL.len()], direction).with_nulls(nulls)
         })
         .collect()
 }

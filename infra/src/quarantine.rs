@@ -23,14 +23,14 @@ use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
 use model::filter::Consumer;
 use model::Config;
 
-use crate::runner::function::Response;
+use crate::runner::function::{Function, Response};
 use crate::runner::local::consumer_function;
 use crate::stack::{self, FunctionRole};
 
 /// Seconds a listed message stays hidden from other readers while a command works.
 pub const HIDE_SECONDS: i32 = 120;
-/// Empty receives in a row after which the queue is taken as read (SQS's
-/// short polling samples a subset of its servers).
+/// Receives in a row that bring nothing new after which the queue is taken
+/// as read (SQS's short polling samples a subset of its servers).
 const EMPTY_RECEIVES: usize = 3;
 
 /// Why a quarantine command failed.
@@ -44,6 +44,8 @@ pub enum QuarantineError {
         queue: String,
         reason: String,
     },
+    #[error("{0}")]
+    Lookup(String),
     #[error("{0}")]
     Claim(String),
 }
@@ -82,15 +84,10 @@ impl Inbox {
     pub async fn open(sdk: &SdkConfig, config: &Config) -> Result<Inbox, QuarantineError> {
         let sqs = sqs_client(sdk);
         let name = stack::quarantine_queue_name(config);
-        let url = match sqs.get_queue_url().queue_name(&name).send().await {
-            Ok(output) => output.queue_url.unwrap_or_default(),
-            Err(e)
-                if e.code()
-                    .is_some_and(|c| c.contains("NonExistentQueue") || c == "QueueDoesNotExist") =>
-            {
-                return Err(QuarantineError::MissingQueue { name })
-            }
-            Err(e) => return Err(queue_error("GetQueueUrl", &name, &e)),
+        let url = match stack::queue_url(&sqs, &name).await {
+            Ok(Some(url)) => url,
+            Ok(None) => return Err(QuarantineError::MissingQueue { name }),
+            Err(e) => return Err(QuarantineError::Lookup(e.to_string())),
         };
         Ok(Inbox {
             sqs,
@@ -122,9 +119,8 @@ impl Inbox {
                 .send()
                 .await
                 .map_err(|e| queue_error("ReceiveMessage", &self.name, &e))?;
-            let messages = output.messages.unwrap_or_default();
-            empty = if messages.is_empty() { empty + 1 } else { 0 };
-            for message in messages {
+            let before = held.len();
+            for message in output.messages.unwrap_or_default() {
                 let (Some(message_id), Some(receipt)) = (message.message_id, message.receipt_handle) else {
                     continue;
                 };
@@ -138,6 +134,9 @@ impl Inbox {
                     stored,
                 });
             }
+            // A receive that brings nothing new counts as empty, so the loop
+            // ends even on a server that hands the same messages out again.
+            empty = if held.len() == before { empty + 1 } else { 0 };
         }
         Ok(held)
     }
@@ -179,18 +178,24 @@ impl Inbox {
 
     /// Puts the entry back with a new reason (a redrive refused it again):
     /// a new message naming the same record (and claim-check object), then
-    /// the old message deleted. If the new message cannot be written, the
-    /// old one stays as it was.
-    pub async fn replace_reason(&self, held: &Held, reason: &str) -> Result<(), QuarantineError> {
-        let Ok(stored) = &held.stored else { return Ok(()) };
+    /// the old message deleted. When the new message cannot be written, the
+    /// old one stays as it was and the error says why.
+    pub async fn replace_reason(&self, stored: &Stored, held: &Held, reason: &str) -> Result<(), QuarantineError> {
         let mut entry = stored.entry.clone();
         entry.reason = reason.to_owned();
         let written = match &stored.raw_claim {
             Some(claim) => body::claimed_body(&entry, claim).map(Some),
-            None if stored.raw_truncated => Ok(None),
             None => body::whole_body(&entry, aws_kit::quarantine::sqs::MAX_MESSAGE_BYTES),
         };
-        let Ok(Some(text)) = written else { return Ok(()) };
+        let text = match written {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                return Err(QuarantineError::Claim(
+                    "the entry with its new reason is over the message limit".to_owned(),
+                ))
+            }
+            Err(fault) => return Err(QuarantineError::Claim(fault.to_string())),
+        };
         self.sqs
             .send_message()
             .queue_url(&self.url)
@@ -253,47 +258,70 @@ pub fn consumer_of(name: &str) -> Option<Consumer> {
         .find(|c| FunctionRole::of(*c).binary() == name)
 }
 
-/// Sends one entry's record back through its consumer, as a batch of one,
-/// against the deployment of `config` on `sdk`; deletes the message when
-/// the consumer applied it.
-pub async fn redrive(sdk: &SdkConfig, config: &Arc<Config>, inbox: &Inbox, held: &Held) -> Redrive {
-    let stored = match &held.stored {
-        Ok(stored) => stored,
-        Err(e) => return Redrive::Failed(e.clone()),
-    };
-    let Some(consumer) = consumer_of(&stored.entry.consumer) else {
-        return Redrive::Failed(format!("unknown consumer `{}`", stored.entry.consumer));
-    };
-    if stored.raw_truncated {
-        return Redrive::Failed("the record was cut short when it was quarantined (no claim-check bucket)".to_owned());
+/// The consumers a redrive sends records through (each as its Lambda runs
+/// it, against the deployment of a config), built once per command, with an
+/// in-memory quarantine that says whether a record was refused again.
+pub struct Redriver {
+    quarantine: Arc<MemoryQuarantine>,
+    functions: Vec<(Consumer, Arc<dyn Function>)>,
+}
+
+impl Redriver {
+    pub fn new(sdk: &SdkConfig, config: &Arc<Config>) -> Redriver {
+        let quarantine = Arc::new(MemoryQuarantine::new());
+        let dynamodb = aws_kit::clients::dynamodb_client(sdk);
+        let functions = Consumer::ALL
+            .into_iter()
+            .map(|c| (c, consumer_function(sdk, &dynamodb, config, c, quarantine.clone())))
+            .collect();
+        Redriver { quarantine, functions }
     }
-    let record = match inbox.record(stored).await {
-        Ok(record) => record,
-        Err(e) => return Redrive::Failed(e.to_string()),
-    };
-    let payload = format!("{{\"Records\":[{record}]}}");
-    let quarantine = Arc::new(MemoryQuarantine::new());
-    let dynamodb = aws_kit::clients::dynamodb_client(sdk);
-    let function = consumer_function(sdk, &dynamodb, config, consumer, quarantine.clone());
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default();
-    let invocation = function.invoke(payload.as_bytes(), now_ms).await;
-    if let Some(again) = quarantine.take().into_iter().next() {
-        return match inbox.replace_reason(held, &again.reason).await {
-            Ok(()) => Redrive::StillPoison(again.reason),
-            Err(e) => Redrive::Failed(format!(
-                "refused again ({}), and the entry keeps its old reason: {e}",
-                again.reason
-            )),
+
+    /// Sends one entry's record back through its consumer, as a batch of
+    /// one; deletes the message when the consumer applied it, and puts the
+    /// entry back with its new reason when the consumer refused it again.
+    pub async fn redrive(&self, inbox: &Inbox, held: &Held) -> Redrive {
+        let stored = match &held.stored {
+            Ok(stored) => stored,
+            Err(e) => return Redrive::Failed(e.clone()),
         };
-    }
-    match invocation.response {
-        Response::Success => match inbox.delete(held).await {
-            Ok(()) => Redrive::Applied,
-            Err(e) => Redrive::Failed(format!("applied, but the message was not deleted: {e}")),
-        },
-        Response::FailedFrom(_) | Response::Error(_) => Redrive::Failed(invocation.failures.join("; ")),
+        let function = consumer_of(&stored.entry.consumer)
+            .and_then(|c| self.functions.iter().find(|(f, _)| *f == c))
+            .map(|(_, function)| function);
+        let Some(function) = function else {
+            return Redrive::Failed(format!("unknown consumer `{}`", stored.entry.consumer));
+        };
+        if stored.raw_truncated {
+            return Redrive::Failed(
+                "the record was cut short when it was quarantined (no claim-check bucket)".to_owned(),
+            );
+        }
+        let record = match inbox.record(stored).await {
+            Ok(record) => record,
+            Err(e) => return Redrive::Failed(e.to_string()),
+        };
+        let payload = format!("{{\"Records\":[{record}]}}");
+        self.quarantine.take();
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or_default();
+        let invocation = function.invoke(payload.as_bytes(), now_ms).await;
+        if let Some(again) = self.quarantine.take().into_iter().next() {
+            return match inbox.replace_reason(stored, held, &again.reason).await {
+                Ok(()) => Redrive::StillPoison(again.reason),
+                Err(e) => Redrive::Failed(format!(
+                    "refused again ({}), and the entry keeps its old reason: {e}",
+                    again.reason
+                )),
+            };
+        }
+        match invocation.response {
+            Response::Success => match inbox.delete(held).await {
+                Ok(()) => Redrive::Applied,
+                Err(e) => Redrive::Failed(format!("applied, but the message was not deleted: {e}")),
+            },
+            Response::FailedFrom(_) | Response::Error(_) => Redrive::Failed(invocation.failures.join("; ")),
+        }
     }
 }

@@ -38,7 +38,7 @@ pub use names::{
     function_name, namespace, on_failure_queue_name, quarantine_bucket_name, quarantine_queue_name,
     reaper_dead_letter_queue_name, rule_queue_name,
 };
-pub use provision::{down, sdk_config, up, Action, Change, DownReport, StackError, UpReport};
+pub use provision::{bucket_exists, down, queue_url, sdk_config, up, Action, Change, DownReport, StackError, UpReport};
 
 /// SQS's limit on queue names (characters of `[A-Za-z0-9_-]`).
 pub const QUEUE_NAME_CHARS: usize = 80;

@@ -15,7 +15,7 @@ use aws_kit::quarantine::claim::ClaimBucket;
 use aws_kit::quarantine::sqs::{SqsQuarantine, MAX_MESSAGE_BYTES};
 use clap::Parser;
 use infra::cli::{Cli, Command};
-use infra::quarantine::{redrive, Inbox, Redrive};
+use infra::quarantine::{Inbox, Redrive, Redriver};
 use infra::stack::{self, Stack};
 use model::config::{self, EXAMPLE_CONFIG};
 use model::Config;
@@ -151,10 +151,11 @@ async fn quarantined_records_are_kept_whole_listed_shown_and_redriven_after_a_fi
     // After the fix, a redrive applies the two valid records and keeps the poison one.
     let held = inbox.take(100).await?;
     ensure!(held.len() == 3, "released entries not listed again: {}", held.len());
+    let redriver = Redriver::new(&sdk, &config);
     let mut outcomes = Vec::new();
     for h in &held {
         let sequence = h.stored.as_ref().ok().and_then(|s| s.entry.sequence_number.clone());
-        outcomes.push((sequence, redrive(&sdk, &config, &inbox, h).await));
+        outcomes.push((sequence, redriver.redrive(&inbox, h).await));
     }
     outcomes.sort_by(|a, b| a.0.cmp(&b.0));
     ensure!(outcomes[0] == (Some("100".into()), Redrive::Applied), "{outcomes:?}");

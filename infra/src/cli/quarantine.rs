@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::exit;
 use super::stack::{load, Endpoint};
-use crate::quarantine::{redrive, Held, Inbox, Redrive};
+use crate::quarantine::{Held, Inbox, Redrive, Redriver};
 use crate::stack;
 
 #[derive(Debug, Args)]
@@ -304,13 +304,14 @@ async fn redrive_all<'h>(
             }
         }
     }
+    let redriver = Redriver::new(sdk, config);
     let mut kept: Vec<&Held> = held
         .iter()
         .filter(|h| !selected.iter().any(|s| s.message_id == h.message_id))
         .collect();
     let (mut applied, mut stayed) = (0, 0);
     for h in selected {
-        let outcome = redrive(sdk, config, inbox, h).await;
+        let outcome = redriver.redrive(inbox, h).await;
         let line = match &outcome {
             Redrive::Applied => {
                 applied += 1;

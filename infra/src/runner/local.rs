@@ -10,7 +10,6 @@ use aws_kit::clients::{s3_client, sqs_client};
 use aws_kit::quarantine::claim::ClaimBucket;
 use aws_kit::quarantine::sqs::SqsQuarantine;
 use aws_kit::quarantine::Quarantine;
-use aws_sdk_sqs::error::ProvideErrorMetadata;
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::reaper::dynamo::DynamoGraph;
 use event_router::{Reaper, Router};
@@ -35,12 +34,11 @@ use crate::stack::{self, FunctionRole, QueuePurpose, Stack};
 pub enum SetupError {
     #[error("queue `{name}` does not exist on this endpoint: run `streamdex up CONFIG` against it first")]
     MissingQueue { name: String },
-    #[error("looking up queue `{name}`: {reason}")]
-    Queue { name: String, reason: String },
     #[error("bucket `{name}` does not exist on this endpoint: run `streamdex up CONFIG` against it first")]
     MissingBucket { name: String },
-    #[error("looking up bucket `{name}`: {reason}")]
-    Bucket { name: String, reason: String },
+    /// Looking a queue or bucket up failed (the message names which).
+    #[error("{0}")]
+    Lookup(String),
 }
 
 /// What to wire.
@@ -55,30 +53,18 @@ pub struct Wiring {
 }
 
 async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> Result<String, SetupError> {
-    match sqs.get_queue_url().queue_name(name).send().await {
-        Ok(output) => output
-            .queue_url
-            .ok_or_else(|| SetupError::MissingQueue { name: name.to_owned() }),
-        Err(e) if e.code().is_some_and(|c| c.contains("NonExistentQueue")) => {
-            Err(SetupError::MissingQueue { name: name.to_owned() })
-        }
-        Err(e) => Err(SetupError::Queue {
-            name: name.to_owned(),
-            reason: aws_kit::error::sdk_message(&e),
-        }),
+    match stack::queue_url(sqs, name).await {
+        Ok(Some(url)) => Ok(url),
+        Ok(None) => Err(SetupError::MissingQueue { name: name.to_owned() }),
+        Err(e) => Err(SetupError::Lookup(e.to_string())),
     }
 }
 
 async fn check_bucket(s3: &aws_sdk_s3::Client, name: &str) -> Result<(), SetupError> {
-    match s3.head_bucket().bucket(name).send().await {
-        Ok(_) => Ok(()),
-        Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => {
-            Err(SetupError::MissingBucket { name: name.to_owned() })
-        }
-        Err(e) => Err(SetupError::Bucket {
-            name: name.to_owned(),
-            reason: aws_kit::error::sdk_message(&e),
-        }),
+    match stack::bucket_exists(s3, name).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(SetupError::MissingBucket { name: name.to_owned() }),
+        Err(e) => Err(SetupError::Lookup(e.to_string())),
     }
 }
 

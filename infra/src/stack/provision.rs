@@ -41,8 +41,10 @@ mod queues;
 mod table_settings;
 mod tables;
 
+pub use bucket::bucket_exists;
 use bucket::*;
 use events::*;
+pub use queues::queue_url;
 use queues::*;
 use table_settings::*;
 use tables::*;

@@ -9,7 +9,8 @@ fn is_missing_bucket<E: ProvideErrorMetadata>(e: &E) -> bool {
     matches!(e.code(), Some("NoSuchBucket" | "NotFound" | "404"))
 }
 
-async fn exists(client: &aws_sdk_s3::Client, bucket: &str) -> Result<bool, StackError> {
+/// Whether the bucket exists.
+pub async fn bucket_exists(client: &aws_sdk_s3::Client, bucket: &str) -> Result<bool, StackError> {
     match client.head_bucket().bucket(bucket).send().await {
         Ok(_) => Ok(true),
         Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(false),
@@ -19,7 +20,7 @@ async fn exists(client: &aws_sdk_s3::Client, bucket: &str) -> Result<bool, Stack
 }
 
 pub(super) async fn ensure_bucket(client: &aws_sdk_s3::Client, bucket: &str) -> Result<Change, StackError> {
-    let action = if exists(client, bucket).await? {
+    let action = if bucket_exists(client, bucket).await? {
         Action::Unchanged
     } else {
         let mut request = client.create_bucket().bucket(bucket);
@@ -48,7 +49,7 @@ pub(super) async fn ensure_bucket(client: &aws_sdk_s3::Client, bucket: &str) -> 
 
 /// Deletes every object of the bucket, then the bucket.
 pub(super) async fn delete_bucket(client: &aws_sdk_s3::Client, bucket: &str) -> Result<Change, StackError> {
-    if !exists(client, bucket).await? {
+    if !bucket_exists(client, bucket).await? {
         return Ok(Change {
             kind: "bucket",
             name: bucket.to_owned(),

@@ -9,7 +9,8 @@ pub(super) fn is_missing_queue<E: ProvideErrorMetadata>(e: &E) -> bool {
     )
 }
 
-pub(super) async fn queue_url(client: &aws_sdk_sqs::Client, name: &str) -> Result<Option<String>, StackError> {
+/// The URL of the queue `name`, or `None` when it does not exist.
+pub async fn queue_url(client: &aws_sdk_sqs::Client, name: &str) -> Result<Option<String>, StackError> {
     match client.get_queue_url().queue_name(name).send().await {
         Ok(output) => Ok(output.queue_url),
         Err(e) if e.as_service_error().is_some_and(is_missing_queue) => Ok(None),
