@@ -252,7 +252,7 @@ pub enum Redrive {
 }
 
 /// The consumer that wrote an entry (`stream-indexer`, `event-router`).
-pub fn consumer_of(name: &str) -> Option<Consumer> {
+fn consumer_of(name: &str) -> Option<Consumer> {
     Consumer::ALL
         .into_iter()
         .find(|c| FunctionRole::of(*c).binary() == name)

@@ -58,10 +58,6 @@ impl ClaimBucket {
         }
     }
 
-    pub fn bucket(&self) -> &str {
-        &self.bucket
-    }
-
     /// Keeps the entry's whole record; the claim says where.
     pub async fn put(&self, entry: &QuarantineEntry) -> Result<Claim, Fault> {
         let key = object_key(entry);
