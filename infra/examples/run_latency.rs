@@ -1,38 +1,55 @@
 //! Write-to-index latency of `streamdex run` against a live endpoint (the
 //! moto server): a fresh stack (tables prefixed `latency-PID-`), the
-//! runner in the background exactly as `streamdex run` drives it, then N
-//! edge writes one after another, each timed from its PutItem until the
-//! member shows up in its node's edge set (a consistent GetItem every 2 ms).
+//! runner in the background paced as `streamdex run` paces it (each round
+//! followed by the wait it asks for), then N edge writes one after another,
+//! each timed from its PutItem until the member shows up in its node's edge
+//! set (a consistent GetItem every 2 ms), with a random pause before each
+//! write.
 //!
 //! ```sh
 //! AWS_ENDPOINT_URL=http://127.0.0.1:5005 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test \
-//!   AWS_SECRET_ACCESS_KEY=test cargo run --release -p infra --example run_latency -- 300 250
+//!   AWS_SECRET_ACCESS_KEY=test cargo run --release -p infra --example run_latency -- --pace-ms 600
 //! ```
 //!
-//! Arguments: writes (default 300), the poll interval in ms (default 250, as
-//! `streamdex run`), the batching window in ms (default: the mappings', none,
-//! as `streamdex run` without `--batching-window-ms`).
+//! `--pace-ms 0` writes back to back (the next write as soon as the last
+//! one is in the edge set).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use aws_sdk_dynamodb::types::AttributeValue;
+use clap::Parser;
 use infra::runner::checkpoint::Checkpoints;
 use infra::runner::clock::SystemClock;
 use infra::runner::local::{self, Wiring};
 use infra::stack;
 use model::config::{self, EXAMPLE_CONFIG};
 
+#[derive(Parser)]
+struct Args {
+    /// How many writes to time.
+    #[arg(long, default_value_t = 300)]
+    writes: usize,
+    /// Before each write, pause a random time between 0 and this (milliseconds).
+    #[arg(long, default_value_t = 0)]
+    pace_ms: u64,
+    /// The runner's poll interval (as `streamdex run --poll-interval-ms`, whose default this is).
+    #[arg(long, default_value_t = 250)]
+    poll_interval_ms: u64,
+    /// Override the mappings' batching window (as `streamdex run --batching-window-ms`).
+    #[arg(long)]
+    window_ms: Option<u64>,
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
-    let mut args = std::env::args().skip(1);
-    let writes: usize = args.next().map_or(Ok(300), |a| a.parse()).context("writes: a number")?;
-    let poll_ms: u64 = args
-        .next()
-        .map_or(Ok(250), |a| a.parse())
-        .context("poll interval: a number")?;
-    let window_ms: Option<u64> = args.next().map(|a| a.parse()).transpose().context("window: a number")?;
+    let Args {
+        writes,
+        pace_ms,
+        poll_interval_ms: poll_ms,
+        window_ms,
+    } = Args::parse();
     let endpoint = std::env::var("AWS_ENDPOINT_URL").context("set AWS_ENDPOINT_URL to the moto server")?;
 
     let mut config = config::parse(EXAMPLE_CONFIG, "example").map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -59,6 +76,7 @@ async fn main() -> Result<()> {
     let wiring = Wiring {
         reaper: true,
         discover_every_ms: 10_000,
+        poll_interval_ms: poll_ms,
         window_ms,
     };
     let mut runner = local::connect(
@@ -78,7 +96,7 @@ async fn main() -> Result<()> {
                 }
             }
             if !round.busy {
-                tokio::time::sleep(Duration::from_millis(poll_ms)).await;
+                tokio::time::sleep(Duration::from_millis(round.wait_ms)).await;
             }
         }
     });
@@ -97,6 +115,9 @@ async fn main() -> Result<()> {
     for i in 0..writes {
         let target = format!("GOALMEMBERSHIP-USER-{i}");
         let member_prefix = format!("{target}#");
+        if pace_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(fastrand::u64(0..=pace_ms))).await;
+        }
         let started = Instant::now();
         client
             .put_item()
@@ -134,7 +155,12 @@ async fn main() -> Result<()> {
     latencies.sort();
     let at = |q: usize| latencies[(latencies.len() * q / 100).min(latencies.len() - 1)];
     println!(
-        "{writes} writes, poll interval {poll_ms} ms, batching window {}: median {} ms, p90 {} ms, p99 {} ms, max {} ms",
+        "{writes} writes {}, poll interval {poll_ms} ms, batching window {}: median {} ms, p90 {} ms, p99 {} ms, max {} ms",
+        if pace_ms == 0 {
+            "back to back".to_owned()
+        } else {
+            format!("0-{pace_ms} ms apart")
+        },
         window_ms.map_or("the mappings' (none)".to_owned(), |w| format!("{w} ms")),
         at(50).as_millis(),
         at(90).as_millis(),

@@ -51,6 +51,7 @@ async fn runner(sdk: &aws_config::SdkConfig, config: &Arc<Config>, checkpoints: 
     let wiring = Wiring {
         reaper: true,
         discover_every_ms: 10_000,
+        poll_interval_ms: 250,
         window_ms,
     };
     Ok(local::connect(sdk, config.clone(), Arc::new(SystemClock), checkpoints, wiring).await?)
@@ -76,7 +77,26 @@ where
             bail!("not done within {limit:?}; the runner said:\n{}", log.join("\n"));
         }
         if !round.busy {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(round.wait_ms)).await;
+        }
+    }
+}
+
+/// Runs rounds, paced as `streamdex run` paces them, until the runner is
+/// idle (every shard looked at its tip after the last round that did
+/// something), within `limit`.
+async fn run_until_idle(runner: &mut Runner, limit: Duration) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let round = runner.round().await;
+        if !round.busy && runner.idle() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("the runner was not idle within {limit:?}");
+        }
+        if !round.busy {
+            tokio::time::sleep(Duration::from_millis(round.wait_ms)).await;
         }
     }
 }
@@ -125,12 +145,9 @@ async fn writes_reach_the_index_and_a_restart_resumes_from_the_checkpoints() -> 
         events.iter().any(|e| matches!(e, RunEvent::ShardStarted { .. })),
         "no shard was started"
     );
-    // Drain what is left (the indexer's own edge-set write comes back as a MODIFY).
-    run_until(&mut first, Duration::from_secs(20), || async { Ok(true) }).await?;
-    for _ in 0..3 {
-        first.round().await;
-    }
-    ensure!(first.idle(), "the first runner is not idle");
+    // Drain what is left (the indexer's own edge-set write comes back as a MODIFY),
+    // until every shard has looked at its tip since the last round that did something.
+    run_until_idle(&mut first, Duration::from_secs(20)).await?;
     first.checkpoints().save(&state)?;
     let saved = Checkpoints::load(&state)?;
     drop(first);

@@ -50,8 +50,11 @@ pub struct RunArgs {
     /// ~/.local/state/streamdex/..., else .streamdex/... (NAMESPACE: the bus name).
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
-    /// How long to wait between polls of an idle stream, in milliseconds
-    /// (Lambda polls each shard about 4 times a second: 250).
+    /// The longest wait between reads of an idle shard, in milliseconds
+    /// (Lambda polls each shard about 4 times a second: 250). Each shard is
+    /// paced on its own: read again at once while it returns records; once
+    /// idle, after 10 ms, then half as long again each time, up to this. The
+    /// reaper's queues are polled at this interval.
     #[arg(long, value_name = "MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub poll_interval_ms: u64,
     /// How often to list the streams' shards again, in seconds (new shards after a split).
@@ -142,6 +145,7 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
         let wiring = Wiring {
             reaper: !args.no_reaper,
             discover_every_ms: args.discover_every.saturating_mul(1000),
+            poll_interval_ms: args.poll_interval_ms,
             window_ms: args.batching_window_ms,
         };
         let mut runner = match local::connect(&sdk, config.clone(), Arc::new(SystemClock), checkpoints, wiring).await {
@@ -250,8 +254,13 @@ async fn drive(
             return exit::FAILURE;
         }
         if !round.busy {
-            // Back off while something keeps failing (up to 32 polls), so a dead endpoint is not hammered.
-            let wait = pause.saturating_mul(1 << problems_in_a_row.min(5));
+            // Until the next shard's turn; back off while something keeps failing (up to 32 poll
+            // intervals), so a dead endpoint is not hammered.
+            let wait = if had_problem {
+                pause.saturating_mul(1 << problems_in_a_row.min(5))
+            } else {
+                Duration::from_millis(round.wait_ms)
+            };
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 _ = stop.changed() => break,
@@ -316,6 +325,7 @@ mod tests {
             Arc::new(SystemClock),
             RunnerOptions {
                 discover_every_ms: 10_000,
+                poll_interval_ms: 10,
                 thresholds: Thresholds {
                     warn_ms: 300_000,
                     page_ms: 3_600_000,

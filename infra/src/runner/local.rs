@@ -47,6 +47,8 @@ pub struct Wiring {
     /// Feed the reaper from the reap rules' queues.
     pub reaper: bool,
     pub discover_every_ms: u64,
+    /// The longest wait between reads of an idle shard (milliseconds).
+    pub poll_interval_ms: u64,
     /// Overrides every mapping's batching window (milliseconds); `None`: the
     /// mappings' own (none in the template).
     pub window_ms: Option<u64>,
@@ -130,6 +132,7 @@ pub async fn connect(
         clock,
         RunnerOptions {
             discover_every_ms: wiring.discover_every_ms,
+            poll_interval_ms: wiring.poll_interval_ms,
             thresholds: Thresholds::of(&config.alarms),
         },
         checkpoints,

@@ -21,10 +21,14 @@
 //! 5. feeds the reaper the events the reap rules routed to their queues
 //!    ([`reaper_feed`]).
 //!
-//! The runner works in rounds ([`Runner::round`]): everything above once,
-//! all shards concurrently. Time comes from a [`clock::Clock`], so tests
-//! drive windows, ages and alarms without sleeping; the caller decides how
-//! long to pause between rounds (not at all while there is work).
+//! The runner works in rounds ([`Runner::round`]): each shard whose turn has
+//! come, concurrently. A shard that returned records is read again in the
+//! next round; an idle one backs off on its own, up to the poll interval
+//! ([`poller`]); the reaper's queues are polled at the poll interval, or at
+//! once again while they bring events. A round says how long the caller may
+//! pause before the next turn is due ([`Round::wait_ms`]; no pause while
+//! there is work). Time comes from a [`clock::Clock`], so tests drive
+//! windows, ages, back-offs and alarms without sleeping.
 //! [`local::connect`] wires it to an endpoint.
 
 pub mod age;
@@ -54,7 +58,7 @@ use self::checkpoint::Checkpoints;
 use self::clock::Clock;
 use self::failure::{FailureNotice, OnFailure};
 use self::function::{Function, Invocation, Response};
-use self::poller::Worker;
+use self::poller::{TickContext, Worker};
 use self::reaper_feed::ReaperFeed;
 use self::stream::{Position, ShardInfo, StreamSource};
 
@@ -75,6 +79,9 @@ pub struct RunnerOptions {
     /// How often to list the shards again (milliseconds of the clock); a
     /// shard that finishes makes the next round list them at once.
     pub discover_every_ms: u64,
+    /// The longest wait between reads of an idle shard, and between polls
+    /// of the reaper's queues (milliseconds).
+    pub poll_interval_ms: u64,
     pub thresholds: Thresholds,
 }
 
@@ -231,6 +238,9 @@ pub struct Round {
     pub events: Vec<RunEvent>,
     /// Whether there may be more to do right away.
     pub busy: bool,
+    /// When not busy: how long until the next turn is due (milliseconds, at
+    /// most the poll interval).
+    pub wait_ms: u64,
     /// Tables or streams the config names that are not there (also among
     /// the events, as problems): what only `streamdex up` fixes.
     pub missing: Vec<String>,
@@ -254,6 +264,12 @@ pub struct Runner {
     checkpoints: Checkpoints,
     changed: bool,
     reaper: Option<ReaperFeed>,
+    /// When to poll the reaper's queues next.
+    reaper_due_ms: u64,
+    /// Rounds so far, and the last one that did something (read records,
+    /// invoked, reaped): an idle shard must have looked since.
+    rounds: u64,
+    last_busy_round: u64,
 }
 
 impl Runner {
@@ -273,6 +289,9 @@ impl Runner {
             checkpoints,
             changed: false,
             reaper: None,
+            reaper_due_ms: 0,
+            rounds: 0,
+            last_busy_round: 0,
         }
     }
 
@@ -300,9 +319,11 @@ impl Runner {
         std::mem::take(&mut self.changed)
     }
 
-    /// Whether every started shard is read to its end or its tip with nothing left to do.
+    /// Whether every started shard is read to its end or its tip with
+    /// nothing left to do, each by a read after the last round that did
+    /// something (whose writes may be on the streams by now).
     pub fn idle(&self) -> bool {
-        self.workers.iter().all(Worker::idle)
+        self.workers.iter().all(|w| w.idle(self.last_busy_round + 1))
     }
 
     /// The largest iterator age over every shard and consumer (milliseconds).
@@ -321,13 +342,19 @@ impl Runner {
     /// One round. See the module doc.
     pub async fn round(&mut self) -> Round {
         let mut round = Round::default();
+        self.rounds += 1;
         self.discover(&mut round).await;
 
-        let (source, clock, mappings, thresholds) =
-            (&*self.source, &*self.clock, &self.mappings, &self.options.thresholds);
+        let context = TickContext {
+            source: &*self.source,
+            clock: &*self.clock,
+            thresholds: &self.options.thresholds,
+            poll_interval_ms: self.options.poll_interval_ms,
+        };
+        let (mappings, number) = (&self.mappings, self.rounds);
         let ticks = futures::future::join_all(self.workers.iter_mut().map(|w| {
             let spec = &mappings[w.mapping];
-            w.tick(spec, source, clock, thresholds)
+            w.tick(spec, number, &context)
         }))
         .await;
         let mut finished_any = false;
@@ -350,11 +377,41 @@ impl Runner {
             round.busy = true;
         }
         if let Some(feed) = &self.reaper {
-            let fed = feed.poll().await;
-            round.busy |= fed.busy;
-            round.events.extend(fed.events);
+            if self.clock.now_ms() >= self.reaper_due_ms {
+                let fed = feed.poll().await;
+                round.busy |= fed.busy;
+                round.events.extend(fed.events);
+                self.reaper_due_ms = if fed.busy {
+                    0
+                } else {
+                    self.clock.now_ms().saturating_add(self.options.poll_interval_ms)
+                };
+            }
+        }
+        if round.busy {
+            self.last_busy_round = self.rounds;
+        } else {
+            round.wait_ms = self.wait_ms();
         }
         round
+    }
+
+    /// How long until the next turn of a shard, the reaper's queues or a
+    /// listing of shards is due, at most the poll interval.
+    fn wait_ms(&self) -> u64 {
+        let now = self.clock.now_ms();
+        let shards = self.workers.iter().filter_map(|w| w.due_ms(&self.mappings[w.mapping]));
+        let reaper = self.reaper.as_ref().map(|_| self.reaper_due_ms);
+        let listings = self.streams.values().map(|s| {
+            s.listed_ms
+                .map_or(now, |at| at.saturating_add(self.options.discover_every_ms))
+        });
+        shards
+            .chain(reaper)
+            .chain(listings)
+            .min()
+            .map_or(self.options.poll_interval_ms, |due| due.saturating_sub(now))
+            .min(self.options.poll_interval_ms)
     }
 
     /// Lists shards when due and starts those that are ready.

@@ -4,12 +4,20 @@
 //! decide what is invoked, retried, bisected or discarded; the checkpoint
 //! follows; the iterator age feeds the alarm.
 //!
-//! Iterators: a shard is read on from the last record read
-//! (`AFTER_SEQUENCE_NUMBER`); after a read that returned nothing, the next
-//! read takes a new iterator (moto's old iterators go blind after a
-//! cancelled transaction; one call per idle poll buys immunity). An
-//! invalid or expired iterator (moto answers HTTP 500) is replaced the same
-//! way; trimmed records are reported and reading restarts at the trim horizon.
+//! Pacing, per shard: a read that returned records is followed by another
+//! at once; after a read that returned nothing the worker waits
+//! [`FIRST_IDLE_WAIT_MS`], then half as long again after each further empty
+//! read, up to the poll interval ([`Worker::due_ms`] says when it wants its
+//! next turn). A failed invocation is retried after the poll interval.
+//!
+//! Iterators: each GetRecords hands out the iterator for the next read,
+//! and the worker keeps it while it is valid. It takes a new one
+//! (`AFTER_SEQUENCE_NUMBER` the last record read) when a read fails (an
+//! invalid or expired iterator: moto answers HTTP 500) and when the shard
+//! has been silent for [`ITERATOR_REFRESH_MS`] on the same iterator (moto's
+//! iterators go blind after a cancelled transaction; a refresh a second
+//! bounds the blindness). Trimmed records are reported and reading restarts
+//! at the trim horizon.
 
 use std::collections::VecDeque;
 
@@ -29,6 +37,12 @@ use crate::runner::checkpoint;
 /// At most this many invocations or discards per worker per round (others get their turn).
 const STEPS_PER_ROUND: usize = 8;
 
+/// The wait after the first read that found nothing (milliseconds).
+pub const FIRST_IDLE_WAIT_MS: u64 = 10;
+
+/// A shard silent this long on one iterator gets a new one (milliseconds).
+pub const ITERATOR_REFRESH_MS: u64 = 1_000;
+
 struct Buffered {
     record: StreamRecord,
     read_ms: u64,
@@ -43,6 +57,16 @@ pub(crate) struct Worker {
     pub shard: String,
     read_from: Position,
     iterator: Option<String>,
+    /// When the kept iterator was taken or last returned records.
+    iterator_fresh_ms: u64,
+    /// When to read next (clock milliseconds).
+    next_read_ms: u64,
+    /// The current wait between empty reads (0 while records flow).
+    idle_wait_ms: u64,
+    /// No invocation or discard before this (after a failed one).
+    retry_at_ms: u64,
+    /// The runner's round of the last read that found the shard at its tip.
+    tip_round: u64,
     /// The last sequence number done with.
     checkpoint: Option<String>,
     last_read: Option<StreamRecord>,
@@ -76,6 +100,11 @@ impl Worker {
             shard: shard.to_owned(),
             read_from,
             iterator: None,
+            iterator_fresh_ms: 0,
+            next_read_ms: 0,
+            idle_wait_ms: 0,
+            retry_at_ms: 0,
+            tip_round: 0,
             checkpoint,
             last_read: None,
             buffer: VecDeque::new(),
@@ -103,9 +132,28 @@ impl Worker {
         self.finished
     }
 
-    /// Whether it has read everything there is and has nothing left to do.
-    pub fn idle(&self) -> bool {
-        self.finished || (self.buffer.is_empty() && (self.at_tip || self.ended))
+    /// Whether it has read everything there is and has nothing left to do,
+    /// as of a read in round `since` or later (an older look at the tip
+    /// says nothing about records written meanwhile).
+    pub fn idle(&self, since: u64) -> bool {
+        self.finished || (self.buffer.is_empty() && ((self.at_tip && self.tip_round >= since) || self.ended))
+    }
+
+    /// When it wants its next turn (clock milliseconds): its next read, the
+    /// end of a batching window or of a retry wait; `None` when finished.
+    pub fn due_ms(&self, spec: &MappingSpec) -> Option<u64> {
+        if self.finished {
+            return None;
+        }
+        let read = (!self.ended && self.buffer.len() < read_ahead(spec)).then_some(self.next_read_ms);
+        let step = self.buffer.front().map(|first| {
+            self.retry_at_ms
+                .max(first.read_ms.saturating_add(spec.settings.window_ms))
+        });
+        match (read, step) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The iterator age it last measured (milliseconds).
@@ -118,14 +166,9 @@ impl Worker {
         self.buffer.len()
     }
 
-    /// One round: read once, then invoke or discard until the mapping waits.
-    pub async fn tick(
-        &mut self,
-        spec: &MappingSpec,
-        source: &dyn StreamSource,
-        clock: &dyn Clock,
-        thresholds: &Thresholds,
-    ) -> Tick {
+    /// One turn in round `round`: read if the read is due, then invoke or
+    /// discard until the mapping waits.
+    pub async fn tick(&mut self, spec: &MappingSpec, round: u64, context: &TickContext<'_>) -> Tick {
         let mut tick = Tick {
             busy: false,
             events: Vec::new(),
@@ -133,14 +176,35 @@ impl Worker {
         if self.finished {
             return tick;
         }
-        let read_ahead = spec.settings.batch_size.saturating_mul(2).clamp(100, 10_000);
-        if !self.ended && self.buffer.len() < read_ahead {
+        let read_ahead = read_ahead(spec);
+        let now_ms = context.clock.now_ms();
+        if !self.ended && self.buffer.len() < read_ahead && now_ms >= self.next_read_ms {
             let room = u32::try_from(read_ahead - self.buffer.len()).unwrap_or(1000).min(1000);
-            self.read(spec, source, room, clock.now_ms(), &mut tick).await;
+            self.read(spec, context.source, room, now_ms, &mut tick).await;
+            if tick.busy {
+                self.idle_wait_ms = 0;
+                self.next_read_ms = now_ms;
+            } else {
+                self.idle_wait_ms = if self.idle_wait_ms == 0 {
+                    FIRST_IDLE_WAIT_MS
+                } else {
+                    self.idle_wait_ms.saturating_add(self.idle_wait_ms / 2)
+                }
+                .min(context.poll_interval_ms.max(FIRST_IDLE_WAIT_MS));
+                self.next_read_ms = now_ms.saturating_add(self.idle_wait_ms);
+            }
+            if self.at_tip {
+                self.tip_round = round;
+            }
         }
-        for _ in 0..STEPS_PER_ROUND {
-            if !self.step(spec, clock.now_ms(), &mut tick).await {
-                break;
+        if context.clock.now_ms() >= self.retry_at_ms {
+            for _ in 0..STEPS_PER_ROUND {
+                if !self
+                    .step(spec, context.clock.now_ms(), context.poll_interval_ms, &mut tick)
+                    .await
+                {
+                    break;
+                }
             }
         }
         if self.buffer.is_empty() {
@@ -156,20 +220,20 @@ impl Worker {
                 });
             }
         }
-        let now_ms = clock.now_ms();
+        let now_ms = context.clock.now_ms();
         self.age_ms = match (self.buffer.front(), &self.last_read) {
             (Some(front), _) => front.record.created_ms.map_or(0, |c| now_ms.saturating_sub(c)),
             (None, _) if self.at_tip || self.ended => 0,
             (None, Some(last)) => last.created_ms.map_or(0, |c| now_ms.saturating_sub(c)),
             (None, None) => 0,
         };
-        if let Some(transition) = self.alarm.observe(self.age_ms, thresholds) {
+        if let Some(transition) = self.alarm.observe(self.age_ms, context.thresholds) {
             tick.events.push(RunEvent::Alarm {
                 table: self.table.clone(),
                 consumer: self.consumer,
                 shard: self.shard.clone(),
                 transition,
-                thresholds: *thresholds,
+                thresholds: *context.thresholds,
             });
         }
         tick
@@ -181,7 +245,10 @@ impl Worker {
         let iterator = match self.iterator.take() {
             Some(iterator) => iterator,
             None => match source.iterator(&self.stream, &self.shard, &self.read_from).await {
-                Ok(iterator) => iterator,
+                Ok(iterator) => {
+                    self.iterator_fresh_ms = now_ms;
+                    iterator
+                }
                 Err(e) => {
                     tick.events.push(self.problem(&e));
                     return;
@@ -203,10 +270,14 @@ impl Worker {
                 }
                 self.at_tip = got == 0;
                 tick.busy |= got > 0;
+                if got > 0 {
+                    self.iterator_fresh_ms = now_ms;
+                }
+                let stale = now_ms.saturating_sub(self.iterator_fresh_ms) >= ITERATOR_REFRESH_MS;
                 match page.next {
                     None => self.ended = true,
                     // LATEST again would skip what was written meanwhile: keep that one.
-                    Some(next) if got > 0 || self.read_from == Position::Latest => self.iterator = Some(next),
+                    Some(next) if !stale || self.read_from == Position::Latest => self.iterator = Some(next),
                     Some(_) => {}
                 }
             }
@@ -232,8 +303,9 @@ impl Worker {
         }
     }
 
-    /// One step of the mapping; whether to go on.
-    async fn step(&mut self, spec: &MappingSpec, now_ms: u64, tick: &mut Tick) -> bool {
+    /// One step of the mapping; whether to go on. A failed one waits
+    /// `retry_wait_ms` before the next.
+    async fn step(&mut self, spec: &MappingSpec, now_ms: u64, retry_wait_ms: u64, tick: &mut Tick) -> bool {
         let candidates: Vec<Candidate> = self
             .buffer
             .iter()
@@ -280,6 +352,7 @@ impl Worker {
                             context: format!("{} {} shard {}", self.table, self.consumer, self.shard),
                             error: format!("{e}; the records are kept and the notice sent again"),
                         });
+                        self.retry_at_ms = now_ms.saturating_add(retry_wait_ms);
                         false
                     }
                 }
@@ -308,6 +381,9 @@ impl Worker {
                 let done = self.state.settle(n, outcome, &spec.settings);
                 self.done(done);
                 tick.busy |= outcome == Outcome::Success;
+                if outcome != Outcome::Success {
+                    self.retry_at_ms = now_ms.saturating_add(retry_wait_ms);
+                }
                 tick.events.push(RunEvent::Invoked {
                     table: self.table.clone(),
                     consumer: self.consumer,
@@ -331,6 +407,20 @@ impl Worker {
             }
         }
     }
+}
+
+/// What every worker of a runner shares in a round.
+pub(crate) struct TickContext<'a> {
+    pub source: &'a dyn StreamSource,
+    pub clock: &'a dyn Clock,
+    pub thresholds: &'a Thresholds,
+    /// The longest wait between reads of an idle shard (milliseconds).
+    pub poll_interval_ms: u64,
+}
+
+/// How many records a worker reads ahead of its function.
+fn read_ahead(spec: &MappingSpec) -> usize {
+    spec.settings.batch_size.saturating_mul(2).clamp(100, 10_000)
 }
 
 #[derive(Deserialize)]

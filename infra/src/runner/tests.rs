@@ -86,6 +86,7 @@ fn record(table: &str, seq: &str, pk: &str) -> String {
 }
 
 const T0: u64 = 1_000_000_000;
+const POLL_MS: u64 = 250;
 
 struct Rig {
     streams: Arc<MemoryStreams>,
@@ -115,6 +116,7 @@ impl Rig {
             self.clock.clone(),
             RunnerOptions {
                 discover_every_ms: 10_000,
+                poll_interval_ms: POLL_MS,
                 thresholds: Thresholds {
                     warn_ms: 300_000,
                     page_ms: 3_600_000,
@@ -144,14 +146,21 @@ fn settings(batch_size: usize) -> Settings {
     }
 }
 
-/// Rounds until the runner is idle (at most 50).
-async fn settle(runner: &mut Runner) -> Vec<RunEvent> {
+/// Rounds until the runner is idle (at most 50), first moving the clock on
+/// by the poll interval (every shard is due for a look at what the test
+/// did), then to the next turn after each round that did nothing, as
+/// `streamdex run` sleeps.
+async fn settle(rig: &Rig, runner: &mut Runner) -> Vec<RunEvent> {
     let mut events = Vec::new();
+    rig.clock.advance(POLL_MS);
     for _ in 0..50 {
         let round = runner.round().await;
         events.extend(round.events);
         if !round.busy && runner.idle() {
             return events;
+        }
+        if !round.busy {
+            rig.clock.advance(round.wait_ms);
         }
     }
     panic!("the runner never became idle: {events:#?}");
@@ -170,7 +179,7 @@ async fn a_parent_shard_is_processed_before_its_children() {
     rig.push("t", "right", "300", "b");
     rig.push("t", "grandchild", "400", "a");
     let mut runner = rig.runner(settings(10), Vec::new(), Checkpoints::default());
-    settle(&mut runner).await;
+    settle(&rig, &mut runner).await;
     assert_eq!(
         rig.function.delivered(),
         ["100", "101"],
@@ -179,7 +188,7 @@ async fn a_parent_shard_is_processed_before_its_children() {
 
     rig.streams.close("parent");
     rig.streams.close("left");
-    let events = settle(&mut runner).await;
+    let events = settle(&rig, &mut runner).await;
     let delivered = rig.function.delivered();
     let at = |seq: &str| delivered.iter().position(|s| s == seq).unwrap();
     assert!(at("101") < at("200") && at("101") < at("300"));
@@ -213,7 +222,7 @@ async fn filtered_records_never_reach_the_function_but_are_checkpointed() {
         vec![Allowed::Prefix("keep".to_owned())],
     );
     let mut runner = rig.runner(settings(10), vec![pattern], Checkpoints::default());
-    settle(&mut runner).await;
+    settle(&rig, &mut runner).await;
     assert_eq!(rig.function.batches(), [vec!["1".to_owned(), "3".to_owned()]]);
     let position = runner.checkpoints().get(&stream_arn("t"), "s", Consumer::Indexer);
     assert_eq!(
@@ -232,7 +241,7 @@ async fn a_restart_resumes_from_the_saved_checkpoints() {
     }
     let path = std::env::temp_dir().join(format!("streamdex-runner-restart-{}.json", std::process::id()));
     let mut runner = rig.runner(settings(2), Vec::new(), Checkpoints::default());
-    settle(&mut runner).await;
+    settle(&rig, &mut runner).await;
     assert!(runner.take_changed());
     runner.checkpoints().save(&path).unwrap();
     drop(runner);
@@ -241,7 +250,7 @@ async fn a_restart_resumes_from_the_saved_checkpoints() {
         rig.push("t", "s", seq, "k");
     }
     let mut again = rig.runner(settings(2), Vec::new(), Checkpoints::load(&path).unwrap());
-    let events = settle(&mut again).await;
+    let events = settle(&rig, &mut again).await;
     assert_eq!(
         rig.function.delivered(),
         ["1", "2", "3", "4", "5"],
@@ -264,7 +273,7 @@ async fn a_poison_record_is_bisected_out_and_reported_to_the_on_failure_queue() 
     let mut s = settings(8);
     s.max_retry_attempts = Some(2);
     let mut runner = rig.runner(s, Vec::new(), Checkpoints::default());
-    let events = settle(&mut runner).await;
+    let events = settle(&rig, &mut runner).await;
     let notices = rig.on_failure.notices();
     assert_eq!(notices.len(), 1, "{events:#?}");
     let n = &notices[0];
@@ -313,7 +322,7 @@ async fn a_failed_delivery_keeps_the_records_until_it_succeeds() {
     let position = runner.checkpoints().get(&stream_arn("t"), "s", Consumer::Indexer);
     assert_eq!(position.sequence_number, None, "not checkpointed while undelivered");
     rig.on_failure.set_failing(false);
-    settle(&mut runner).await;
+    settle(&rig, &mut runner).await;
     assert_eq!(rig.on_failure.notices().len(), 1);
     assert_eq!(
         runner
@@ -336,7 +345,7 @@ async fn records_past_the_maximum_age_go_to_the_on_failure_queue() {
     let mut s = settings(10);
     s.max_record_age_ms = Some(60_000);
     let mut runner = rig.runner(s, Vec::new(), Checkpoints::default());
-    settle(&mut runner).await;
+    settle(&rig, &mut runner).await;
     let notices = rig.on_failure.notices();
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].condition, Condition::RecordAgeExceeded);
@@ -350,10 +359,10 @@ async fn an_unreadable_iterator_is_replaced_without_losing_records() {
     rig.streams.add_shard("t", "s", None);
     rig.push("t", "s", "1", "k");
     let mut runner = rig.runner(settings(10), Vec::new(), Checkpoints::default());
-    settle(&mut runner).await;
+    settle(&rig, &mut runner).await;
     rig.push("t", "s", "2", "k");
     rig.streams.fail_next_reads(2);
-    let events = settle(&mut runner).await;
+    let events = settle(&rig, &mut runner).await;
     assert!(events
         .iter()
         .any(|e| matches!(e, RunEvent::Problem { error, .. } if error.contains("no longer valid"))));
@@ -376,7 +385,7 @@ async fn the_iterator_age_alarm_is_raised_and_cleared() {
             }
         }
     };
-    record(settle(&mut runner).await);
+    record(settle(&rig, &mut runner).await);
     rig.function.set_failing(true);
     rig.push("t", "s", "1", "k");
     let mut ages = BTreeMap::new();
@@ -388,7 +397,7 @@ async fn the_iterator_age_alarm_is_raised_and_cleared() {
     assert_eq!(ages[&4], 240_000, "the age grows with the clock while the batch fails");
     assert_eq!(ages[&5], 300_000);
     rig.function.set_failing(false);
-    record(settle(&mut runner).await);
+    record(settle(&rig, &mut runner).await);
     assert_eq!(runner.max_age_ms(), 0);
     assert_eq!(
         transitions,
@@ -443,3 +452,5 @@ async fn a_table_without_a_stream_is_reported_missing_not_retried_as_a_problem()
         round.events
     );
 }
+
+mod pacing;
