@@ -6,7 +6,7 @@ use proptest::sample::Index;
 
 use super::oracle::{pool, satisfies, Expect, Pooled, STRINGS};
 use super::*;
-use crate::sortkey::{encode_sort_values, Nulls};
+use crate::sortkey::{encode_sort_values, ColumnType, Direction, Nulls};
 
 fn col(ty: ColumnType, direction: Direction) -> Column {
     Column::new(ty, direction)
