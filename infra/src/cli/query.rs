@@ -322,7 +322,9 @@ fn conditions(args: &QueryArgs, index: &IndexConfig) -> Result<Conditions, Strin
 /// A refused plan, worded with the flag, its value(s) and the column.
 fn refusal(args: &QueryArgs, index: &IndexConfig, e: &QueryError) -> String {
     let QueryError::Condition(range) = e else {
-        return format!("--partition `{}`: {e}", args.partition);
+        let shown: String = args.partition.chars().take(40).collect();
+        let more = if shown.len() < args.partition.len() { "…" } else { "" };
+        return format!("--partition `{shown}{more}`: {e}");
     };
     let column = range.column().map(|c| column_label(index, c));
     let flag = match range.op() {

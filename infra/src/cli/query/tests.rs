@@ -201,6 +201,7 @@ fn refusals_name_the_flag_the_value_and_the_column() {
     let long = "p".repeat(2047);
     let e = refused(&["typed", "--partition", &long]);
     assert!(e.contains("is 2049 bytes, over DynamoDB's 2048-byte limit"), "{e}");
+    assert!(e.len() < 200, "the value is cut short: {e}");
 }
 
 #[test]
