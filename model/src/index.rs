@@ -5,7 +5,8 @@
 //! the index's template; the sort key is the CSS1 encoding of the configured
 //! columns followed by the source item's primary key (ascending), so two items
 //! never share a row. Items lacking a referenced attribute produce no row
-//! (sparse); values of the wrong type are errors.
+//! (sparse); values of the wrong type are errors. An index with `shards`
+//! appends the item's shard to the partition ([`shard`]).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -365,6 +366,7 @@ pub fn projection(index: &IndexConfig, table: &TableConfig, item: &Image) -> Ima
 }
 
 mod key;
+pub mod shard;
 
 use key::{key_suffix, row_key};
 

@@ -9,7 +9,9 @@
 //!
 //! What the consumers derive:
 //! - [`sortkey`]: the CSS1 composite sort string codec.
-//! - [`index`]: which index rows an item image produces.
+//! - [`index`]: which index rows an item image produces (and in which shard).
+//! - [`query`]: typed conditions on an index's sort columns → the partitions
+//!   and exact sort key condition to Query, and the merge of their pages.
 //! - [`edge`]: which edge-set member an edge item contributes to its node.
 //! - [`plan`]: the change planner (old image, new image → minimal mutations).
 //! - [`drift`]: where derived data differs from the source tables, and the corrections.
@@ -44,6 +46,7 @@ pub mod index;
 pub mod metrics;
 pub mod pack;
 pub mod plan;
+pub mod query;
 pub mod reap;
 pub mod record;
 pub mod schedule;

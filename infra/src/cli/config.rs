@@ -144,6 +144,13 @@ fn index_summary(i: &IndexConfig) -> String {
         text.push_str(&format!(", for each entry of {each}"));
     }
     text.push_str(&format!(", partition \"{}\"", i.partition));
+    if i.shards > 1 {
+        text.push_str(&format!(
+            " in {} shards (\"...#0\" to \"...#{}\")",
+            i.shards,
+            i.shards - 1
+        ));
+    }
     if !i.sort.is_empty() {
         let columns: Vec<String> = i.sort.iter().map(column_summary).collect();
         text.push_str(&format!(", sort {}", columns.join(", ")));

@@ -9,6 +9,7 @@
 //! - [`replay`]: `replay` (recorded streams through both consumers).
 //! - [`run`](mod@run): `run` (the local runner); [`lag`]: `lag`; [`record`]: `record`.
 //! - [`seed`]: `seed`; [`show`]: `show`; [`quarantine`](mod@quarantine): `quarantine list|show|redrive`.
+//! - [`query`](mod@query): `query` (an index's rows by typed conditions on its sort columns).
 //! - [`verify`]: `verify` (and the selection and report rendering `rebuild` shares); [`rebuild`]: `rebuild`.
 //! - [`exit`]: the exit codes; [`progress`]: progress bars on a terminal.
 
@@ -21,6 +22,7 @@ pub mod exit;
 pub mod lag;
 pub mod progress;
 pub mod quarantine;
+pub mod query;
 pub mod rebuild;
 pub mod record;
 pub mod replay;
@@ -87,6 +89,10 @@ pub enum Command {
     /// Print the derived data of an endpoint (index rows in key order, edge
     /// sets) as JSON, the shape of `replay --dump json`.
     Show(show::ShowArgs),
+    /// Read an index's rows of one partition by typed conditions on its
+    /// sort columns (=, <, <=, >, >=, between, a string prefix), in sort
+    /// order or reversed, merging a sharded index's partitions.
+    Query(query::QueryArgs),
     /// List, show and redrive the records the consumers quarantined.
     Quarantine(quarantine::QuarantineArgs),
 }
@@ -107,6 +113,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Record(args) => record::run(&args),
         Command::Seed(args) => seed::run(&args),
         Command::Show(args) => show::run(&args),
+        Command::Query(args) => query::run(&args),
         Command::Quarantine(args) => quarantine::run(&args),
     }
 }

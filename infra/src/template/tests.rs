@@ -472,3 +472,52 @@ fn every_kept_finding_has_a_reason() {
     }
     assert!(kept > 10);
 }
+
+/// Sharding an index changes row keys, not the deployment: the template of
+/// a sharded example differs only in the inline config the functions get.
+#[test]
+fn a_sharded_index_changes_only_the_inline_config() {
+    let text = EXAMPLE_CONFIG.replace(
+        "project = [\"name\", \"state\"]\n",
+        "project = [\"name\", \"state\"]\nshards = 16\n",
+    );
+    let config = parse(&text, "streamdex.example.toml").unwrap();
+    assert_eq!(config.indexes[0].shards, 16);
+    let sharded = render(&config, &text, "streamdex.example.toml").unwrap();
+    let plain = rendered();
+    // Each function's inline config, taken out (`None`: the function has none).
+    let take = |mut template: Json| -> (Json, Vec<Option<Json>>) {
+        let mut configs = Vec::new();
+        if let Some(resources) = template.get_mut("Resources").and_then(Json::as_object_mut) {
+            for resource in resources.values_mut() {
+                let vars = resource
+                    .get_mut("Properties")
+                    .and_then(|p| p.get_mut("Environment"))
+                    .and_then(|e| e.get_mut("Variables"))
+                    .and_then(Json::as_object_mut);
+                configs.push(vars.and_then(|v| v.remove("STREAMDEX_CONFIG")));
+            }
+        }
+        (template, configs)
+    };
+    let (sharded, sharded_configs) = take(sharded);
+    let (plain, plain_configs) = take(plain);
+    let inline: Vec<&str> = sharded_configs.iter().flatten().filter_map(Json::as_str).collect();
+    assert!(
+        !inline.is_empty() && inline.iter().all(|c| c.contains("shards=16")),
+        "{inline:?}"
+    );
+    assert_eq!(
+        sharded_configs.iter().flatten().count(),
+        plain_configs.iter().flatten().count()
+    );
+    let differing: Vec<&String> = sharded["Resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(name, r)| plain["Resources"].get(name.as_str()) != Some(r))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(differing.is_empty(), "resources that differ: {differing:?}");
+    assert!(sharded == plain, "the template differs outside its resources");
+}

@@ -44,6 +44,8 @@ pub mod defaults {
     pub const TARGET_INDEX: &str = "byTarget";
     pub const INDEX_PARTITION_KEY: &str = "pk";
     pub const INDEX_SORT_KEY: &str = "sk";
+    /// `[[index]] shards`: one partition per rendered value, as without sharding.
+    pub const INDEX_SHARDS: u32 = 1;
 }
 
 /// Limits checked by validation.
@@ -60,6 +62,8 @@ pub mod limits {
     pub const TABLE_NAME_CHARS: std::ops::RangeInclusive<usize> = 3..=255;
     /// Index names (characters of `[a-zA-Z0-9_.-]`).
     pub const INDEX_NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=64;
+    /// `[[index]] shards`: partitions each rendered partition value is spread over.
+    pub const INDEX_SHARDS: std::ops::RangeInclusive<i64> = 1..=256;
     /// EventBridge `Source` and bus names.
     pub const EVENT_NAME_CHARS: usize = 256;
 }

@@ -156,6 +156,13 @@ pub struct IndexConfig {
     pub sort: Vec<SortColumn>,
     /// Item attributes copied onto the row (the source key attributes always are).
     pub project: Vec<String>,
+    /// How many partitions each rendered partition value is spread over
+    /// (1..=256, default 1). With more than one, a row's partition key is the
+    /// rendered value followed by `#` and its shard (see
+    /// [`crate::index::shard`]), chosen by a stable hash of the source item's
+    /// key; one value's rows then take N partitions' write capacity, and a
+    /// Query reads the N partitions and merges them ([`crate::query`]).
+    pub shards: u32,
 }
 
 /// Which items of a table feed an index.

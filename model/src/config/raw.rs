@@ -65,6 +65,7 @@ pub(crate) struct RawIndex {
     pub sort: Vec<Spanned<RawSortColumn>>,
     #[serde(default)]
     pub project: Vec<Text>,
+    pub shards: Option<Spanned<i64>>,
 }
 
 /// `source = { table = ..., key_prefix = ... }` of an index.

@@ -111,6 +111,7 @@ fn example_parses_and_validates() {
                 },
             ],
             project: vec!["name".into(), "state".into()],
+            shards: 1,
         }
     );
 
@@ -212,6 +213,7 @@ events = ["INSERT", "MODIFY", "REMOVE"]
     assert_eq!(index.for_each, None);
     assert!(index.sort.is_empty());
     assert!(index.project.is_empty());
+    assert_eq!(index.shards, 1, "unsharded by default");
     assert_eq!(
         index.partition.parts,
         [TemplatePart::Ref(ValueRef::Attribute("owner".into()))]
@@ -236,8 +238,10 @@ source = { table = "things" }
 table = "IndexTable"
 partition = "all"
 sort = [ { value = "n", type = "n", order = "desc" } ]
+shards = 256
 "#,
     );
+    assert_eq!(config.indexes[0].shards, 256);
     assert_eq!(config.indexes[0].partition_key, "pk");
     assert_eq!(config.indexes[0].sort_key, "sk");
     assert_eq!(
@@ -589,6 +593,21 @@ const CASES: &[Case] = &[
         "unknown entry reference",
         "[[index]]\nname = \"i\"\nsource = { table = \"issues\" }\ntable = \"Ix1\"\nfor_each = \"m\"\npartition = \"{entry.name}\" # <-",
         "unknown entry reference `{entry.name}`",
+    ),
+    case(
+        "no shards",
+        "[[index]]\nname = \"i\"\nsource = { table = \"issues\" }\ntable = \"Ix1\"\npartition = \"{a}\"\nshards = 0 # <-",
+        "[[index]] \"i\" shards: 0 is out of range (1..=256)",
+    ),
+    case(
+        "too many shards",
+        "[[index]]\nname = \"i\"\nsource = { table = \"issues\" }\ntable = \"Ix1\"\npartition = \"{a}\"\nshards = 257 # <-",
+        "shards: 257 is out of range (1..=256)",
+    ),
+    case(
+        "shards not an integer",
+        "[[index]]\nname = \"i\"\nsource = { table = \"issues\" }\ntable = \"Ix1\"\npartition = \"{a}\"\nshards = \"4\" # <-",
+        "shards: invalid type: string \"4\", expected i64",
     ),
     case(
         "empty template",

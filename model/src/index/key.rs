@@ -68,9 +68,18 @@ pub(super) fn row_key(
         Some(e) if index.sort.iter().any(|c| c.value == ValueRef::EntryKey) => Some(e.key_value()),
         _ => None,
     };
-    let Some(partition) = render_partition(index, item, entry, &key_value, &label)? else {
+    let Some(mut partition) = render_partition(index, item, entry, &key_value, &label)? else {
         return Ok(None);
     };
+    if index.shards > 1 {
+        shard::push_suffix(&mut partition, shard::shard_of(suffix, index.shards), index.shards);
+        if partition.len() > MAX_PARTITION_BYTES {
+            return Err(IndexError::PartitionTooLong {
+                entry: label(),
+                bytes: partition.len(),
+            });
+        }
+    }
     let mut sort = String::with_capacity(32 + suffix.len());
     for (i, column) in index.sort.iter().enumerate() {
         let value = lookup(item, entry, &column.value, &key_value);

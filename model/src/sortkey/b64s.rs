@@ -33,6 +33,11 @@ pub(crate) fn encode(bytes: &[u8], sink: &mut Sink<'_>) {
     }
 }
 
+/// The alphabet character of a 6-bit value (the low 6 bits of `v`).
+pub(crate) fn symbol(v: u32) -> u8 {
+    ALPHABET[(v & 63) as usize]
+}
+
 /// The 6-bit value of an alphabet character.
 pub(crate) fn value(c: u8) -> Option<u32> {
     let v = match c {

@@ -146,7 +146,7 @@ fn number(text: &str, sink: &mut Sink<'_>) -> Result<(), SortKeyError> {
 /// esc: U+0000 → U+0002 U+0001, U+0001 → U+0002 U+0002, U+0002 → U+0002 U+0003.
 /// These are single bytes in UTF-8 that never occur inside a multi-byte
 /// character, so runs between them are copied as they are.
-fn escape(s: &str, out: &mut String) {
+pub(crate) fn escape(s: &str, out: &mut String) {
     let mut run = 0;
     for (i, b) in s.bytes().enumerate() {
         if b <= 2 {

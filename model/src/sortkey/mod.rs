@@ -10,7 +10,9 @@
 //!   encoding produces, so `encode_sort_values(decode(k)) == k` for every
 //!   accepted `k`. It never panics.
 //! - Queries: [`prefix`], [`after`], [`between`] and [`succ`] build the sort
-//!   key conditions of a DynamoDB Query ([`KeyCondition`]).
+//!   key conditions of a DynamoDB Query ([`KeyCondition`]); [`key_range`]
+//!   turns typed conditions (equal leading columns, then one of <, ≤, >, ≥,
+//!   between or a string prefix on the next) into the exact [`KeyRange`].
 //! - Schemas: [`Schema`] parses the command-line syntax `N:asc,S:desc:nulls-last`.
 //!
 //! Numbers are parsed exactly from their decimal text (never through `f64`).
@@ -20,6 +22,7 @@ mod bounds;
 mod decode;
 mod encode;
 pub(crate) mod number;
+mod range;
 mod schema;
 mod time;
 
@@ -28,6 +31,9 @@ mod tests;
 
 pub use bounds::{after, between, prefix, succ, KeyCondition};
 pub use decode::decode;
+#[cfg(test)]
+pub(crate) use range::oracle;
+pub use range::{key_range, ColumnCondition, KeyRange, Op, RangeError};
 pub use schema::Schema;
 
 use crate::value::{type_name, Value};

@@ -440,3 +440,93 @@ fn the_budget_counts_update_sized_chunks_of_members() {
     let mixed = [add("a".into()), add("b".into()), remove.clone(), remove, marker];
     assert_eq!(expected_updates(&mixed), 3, "one ADD, one DELETE, one marker");
 }
+
+/// Changing an index's `shards` moves every row to another partition key,
+/// and that is a rebuild: under the new count, verify reports each old row
+/// as extra and each new one as missing, rebuild deletes the old
+/// partitions' rows and writes the new ones in their shard partitions
+/// (`{rendered}#{shard}`), and verify is then clean; and back again.
+#[test]
+fn changing_shards_is_a_rebuild() {
+    let plain = example();
+    let sharded = {
+        let mut config = (*plain).clone();
+        config.indexes[0].shards = 4;
+        Arc::new(config)
+    };
+    let ix = indexer(plain.clone());
+    workload::write_history(ix.store(), 200, 11);
+    drain(&ix, 0..0);
+    assert!(check(ix.store(), &plain).is_clean());
+    let old_rows = ix.store().rows(0);
+    assert!(old_rows.len() > 20, "{} rows", old_rows.len());
+
+    // The same tables, read under the new config.
+    let store = MemoryStore::new(sharded.clone());
+    for table in &plain.tables {
+        for item in ix.store().items(&table.name) {
+            store.put_item(&table.name, item).expect("put");
+        }
+    }
+    for (key, attributes) in &old_rows {
+        let write = RowWrite {
+            index: 0,
+            key: key.clone(),
+            put: Some(attributes.clone().into()),
+        };
+        block(store.write_rows(vec![write])).expect("write");
+    }
+    store.take_stream();
+
+    let before = check(&store, &sharded);
+    let counts = before.counts();
+    assert_eq!(counts.get(&DriftKind::ExtraRow), Some(&old_rows.len()), "{counts:?}");
+    assert_eq!(counts.get(&DriftKind::MissingRow), Some(&old_rows.len()), "{counts:?}");
+
+    let outcome = rebuild_all(&store, &sharded, &quick());
+    assert!(outcome.is_clean(), "{outcome:?}");
+    assert!(check(&store, &sharded).is_clean());
+    assert_eq!(store.snapshot(), store.recompute());
+    let new_rows = store.rows(0);
+    assert_eq!(new_rows.len(), old_rows.len());
+    // Each row sits in its old partition followed by `#` and a shard.
+    let mut shards_used = std::collections::BTreeSet::new();
+    let mut unsharded = Vec::new();
+    for (key, _) in &new_rows {
+        let (base, shard) = key
+            .partition
+            .rsplit_once('#')
+            .and_then(|(base, shard)| Some((base, shard.parse::<u32>().ok()?)))
+            .unwrap_or_else(|| panic!("{:?} has no shard", key.partition));
+        assert!(shard < 4, "{key:?}");
+        shards_used.insert(shard);
+        unsharded.push(RowKey {
+            partition: base.to_owned(),
+            sort: key.sort.clone(),
+        });
+    }
+    unsharded.sort();
+    let old_keys: Vec<RowKey> = old_rows.iter().map(|(k, _)| k.clone()).collect();
+    assert_eq!(unsharded, old_keys);
+    assert_eq!(shards_used.len(), 4, "rows spread over every shard");
+
+    // And back to one shard: the unsharded keys again.
+    let store_back = MemoryStore::new(plain.clone());
+    for table in &plain.tables {
+        for item in store.items(&table.name) {
+            store_back.put_item(&table.name, item).expect("put");
+        }
+    }
+    for (key, attributes) in &new_rows {
+        let write = RowWrite {
+            index: 0,
+            key: key.clone(),
+            put: Some(attributes.clone().into()),
+        };
+        block(store_back.write_rows(vec![write])).expect("write");
+    }
+    store_back.take_stream();
+    assert!(!check(&store_back, &plain).is_clean());
+    assert!(rebuild_all(&store_back, &plain, &quick()).is_clean());
+    assert_eq!(store_back.rows(0), old_rows);
+}

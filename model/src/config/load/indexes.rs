@@ -201,6 +201,15 @@ impl Checker<'_> {
                 seen.push(attr);
             }
 
+            // shards
+            let shards = match &ix.shards {
+                Some(n) => self
+                    .int_in(n, limits::INDEX_SHARDS, &k("shards"))
+                    .and_then(|v| u32::try_from(v).ok())
+                    .unwrap_or(defaults::INDEX_SHARDS),
+                None => defaults::INDEX_SHARDS,
+            };
+
             if let Some(partition) = partition {
                 out.push(IndexConfig {
                     name,
@@ -215,6 +224,7 @@ impl Checker<'_> {
                     partition,
                     sort,
                     project: ix.project.into_iter().map(Spanned::into_inner).collect(),
+                    shards,
                 });
             }
         }
