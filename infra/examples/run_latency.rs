@@ -77,6 +77,7 @@ async fn main() -> Result<()> {
         reaper: true,
         discover_every_ms: 10_000,
         poll_interval_ms: poll_ms,
+        local_ttl_every_ms: None,
         window_ms,
     };
     let mut runner = local::connect(

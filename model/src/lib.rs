@@ -56,6 +56,7 @@ pub mod sortkey;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod time;
+pub mod ttl;
 pub mod validate;
 pub mod value;
 

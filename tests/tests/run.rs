@@ -1,7 +1,8 @@
 //! `streamdex run`'s engine against the moto server over real HTTP: writes
 //! to the tables reach the index and the edge sets through the runner's
 //! own stream polling, a restart resumes from the saved checkpoints without
-//! redelivering, and the reaper is fed from its rule's queue.
+//! redelivering, the reaper is fed from its rule's queue, and local TTL
+//! expires a node the way DynamoDB's TTL service would.
 //!
 //! They need a moto server at `STREAMDEX_TEST_ENDPOINT`, so they are
 //! `#[ignore]`d: `scripts/test.sh` starts one and runs them with
@@ -46,12 +47,22 @@ async fn setup(moto: &Moto, test: &str) -> Result<(Arc<Config>, aws_config::SdkC
 }
 
 async fn runner(sdk: &aws_config::SdkConfig, config: &Arc<Config>, checkpoints: Checkpoints) -> Result<Runner> {
+    wired_runner(sdk, config, checkpoints, None).await
+}
+
+async fn wired_runner(
+    sdk: &aws_config::SdkConfig,
+    config: &Arc<Config>,
+    checkpoints: Checkpoints,
+    local_ttl_every_ms: Option<u64>,
+) -> Result<Runner> {
     // No batching window: each round invokes with what it read.
     let window_ms = Some(0);
     let wiring = Wiring {
         reaper: true,
         discover_every_ms: 10_000,
         poll_interval_ms: 250,
+        local_ttl_every_ms,
         window_ms,
     };
     Ok(local::connect(sdk, config.clone(), Arc::new(SystemClock), checkpoints, wiring).await?)
@@ -269,5 +280,105 @@ async fn the_reaper_is_fed_from_its_rule_queue() -> Result<()> {
         Ok(verify(&moto, &config).await.is_ok())
     })
     .await?;
+    Ok(())
+}
+
+/// Local TTL end to end: a node with in- and out-edges gets a TTL in the
+/// past; the runner deletes it as the TTL service would, its REMOVE
+/// reaches the router as an expiry, EventBridge routes `Node Expired` to
+/// the reap rule's queue, the runner feeds the reaper from it, the reaper
+/// deletes the edges, and every edge set equals a recomputation. Items
+/// whose TTL is in the future, more than five years old or not a number
+/// stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
+async fn local_ttl_expires_a_node_and_the_reaper_deletes_its_edges() -> Result<()> {
+    let moto = Moto::connect("local_ttl_expires_a_node_and_the_reaper_deletes_its_edges").await;
+    let (config, sdk) = setup(&moto, "run-ttl").await?;
+    let records = config.tables[0].name.clone();
+    let ttl = config.tables[0]
+        .ttl_attribute
+        .clone()
+        .context("the example's records table has a TTL attribute")?;
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    let with_ttl = |node: &str, value: Value| {
+        let mut image = item(&[("source", node), ("target", node), ("name", "x")]);
+        image.insert(ttl.clone(), value);
+        image
+    };
+    let staying = [
+        ("GOAL-7", Value::N((now_s + 3600).to_string())),
+        (
+            "TEAM-1",
+            Value::N((now_s - model::ttl::MAX_PAST_SECONDS - 60).to_string()),
+        ),
+        ("TEAM-2", Value::S((now_s - 60).to_string())),
+    ];
+    for (node, value) in &staying {
+        moto.put(&records, &with_ttl(node, value.clone())).await?;
+    }
+    moto.put(
+        &records,
+        &item(&[("source", "USER-42"), ("target", "USER-42"), ("name", "x")]),
+    )
+    .await?;
+    for (source, target, role) in [
+        ("GOAL-7", "GOALMEMBERSHIP-USER-42", "400-CONTRIBUTOR"),
+        ("TEAM-1", "TEAMMEMBERSHIP-USER-42", "100-MEMBER"),
+        ("USER-42", "TEAMMEMBERSHIP-TEAM-1", "100-MEMBER"),
+        ("USER-42", "TEAMMEMBERSHIP-TEAM-2", "100-MEMBER"),
+    ] {
+        moto.put(
+            &records,
+            &item(&[("source", source), ("target", target), ("gsi0", role)]),
+        )
+        .await?;
+    }
+    let mut runner = wired_runner(&sdk, &config, Checkpoints::default(), Some(200)).await?;
+    run_until_idle(&mut runner, Duration::from_secs(20)).await?;
+    ensure!(verify(&moto, &config).await.is_ok(), "the edge sets before the expiry");
+
+    // USER-42's TTL passes (a second ago).
+    moto.put(&records, &with_ttl("USER-42", Value::N((now_s - 1).to_string())))
+        .await?;
+    let touches_user = |i: &Image| {
+        i.get("source") == Some(&s("USER-42"))
+            || matches!(i.get("target"), Some(Value::S(t)) if t.ends_with("-USER-42"))
+    };
+    let events = run_until(&mut runner, Duration::from_secs(30), || async {
+        Ok(!moto.scan(&records).await?.iter().any(touches_user))
+    })
+    .await?;
+    ensure!(
+        events
+            .iter()
+            .any(|e| matches!(e, RunEvent::Expired(text) if text.contains("USER-42"))),
+        "local TTL did not report the deletion"
+    );
+    ensure!(
+        events
+            .iter()
+            .any(|e| matches!(e, RunEvent::Reaped(text) if text.contains("USER-42") && text.contains("deleted 2 out-edges and 2 in-edges"))),
+        "the reaper was not fed the Node Expired event from its rule's queue, or deleted other than its 2 out- and 2 in-edges: {:?}",
+        events.iter().filter(|e| matches!(e, RunEvent::Reaped(_))).map(ToString::to_string).collect::<Vec<_>>()
+    );
+    run_until_idle(&mut runner, Duration::from_secs(20)).await?;
+    verify(&moto, &config)
+        .await
+        .context("every edge set equals a recomputation")?;
+    for (node, _) in &staying {
+        ensure!(
+            moto.get(&records, &item(&[("source", node), ("target", node)]))
+                .await?
+                .is_some(),
+            "{node} was deleted though its TTL is not one the TTL service acts on"
+        );
+    }
+    ensure!(
+        runner.checkpoints().expiries.len() == 1,
+        "the deletion is kept in the checkpoints until the stream drops its record"
+    );
     Ok(())
 }

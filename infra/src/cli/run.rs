@@ -70,6 +70,14 @@ pub struct RunArgs {
     /// Do not poll the reap rules' queues (the reaper then gets nothing).
     #[arg(long)]
     pub no_reaper: bool,
+    /// Act as DynamoDB's TTL service, which a local endpoint lacks: every
+    /// second, delete the items of tables with a `ttl_attribute` whose TTL
+    /// (a Number of epoch seconds, at most five years old) has passed, and
+    /// deliver their REMOVE records as TTL deletions (the TTL service's
+    /// `userIdentity`), so EXPIRE routes, the router and the reaper see
+    /// what they see in AWS. Not against AWS, whose TTL service does this.
+    #[arg(long)]
+    pub local_ttl: bool,
     /// Do not print the EMF metric lines on stdout.
     #[arg(long)]
     pub no_emf: bool,
@@ -85,6 +93,9 @@ pub struct RunArgs {
 }
 
 /// Runs `streamdex run`.
+/// How often `--local-ttl` sweeps (milliseconds).
+pub const LOCAL_TTL_EVERY_MS: u64 = 1_000;
+
 pub fn run(args: &RunArgs) -> ExitCode {
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     ExitCode::from(run_with(args, &mut out, &mut err))
@@ -146,6 +157,7 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
             reaper: !args.no_reaper,
             discover_every_ms: args.discover_every.saturating_mul(1000),
             poll_interval_ms: args.poll_interval_ms,
+            local_ttl_every_ms: args.local_ttl.then_some(LOCAL_TTL_EVERY_MS),
             window_ms: args.batching_window_ms,
         };
         let mut runner = match local::connect(&sdk, config.clone(), Arc::new(SystemClock), checkpoints, wiring).await {
@@ -357,6 +369,7 @@ mod tests {
             discover_every: 10,
             batching_window_ms: None,
             no_reaper: true,
+            local_ttl: false,
             no_emf: true,
             exit_when_idle: true,
             give_up_after: 1,

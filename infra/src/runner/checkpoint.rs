@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use model::filter::Consumer;
+
+use super::expiry::Expiry;
 use serde::{Deserialize, Serialize};
 
 /// The file format's version.
@@ -76,6 +78,9 @@ pub struct Checkpoints {
     pub version: u32,
     #[serde(default)]
     pub streams: BTreeMap<String, StreamCheckpoints>,
+    /// Local TTL's deletions whose records may not have been read yet (see [`super::expiry`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expiries: Vec<Expiry>,
 }
 
 impl Default for Checkpoints {
@@ -83,6 +88,7 @@ impl Default for Checkpoints {
         Checkpoints {
             version: VERSION,
             streams: BTreeMap::new(),
+            expiries: Vec::new(),
         }
     }
 }
@@ -228,8 +234,21 @@ mod tests {
             },
         );
         c.save(&path).unwrap();
+        assert!(
+            !std::fs::read_to_string(&path).unwrap().contains("expiries"),
+            "no local TTL, no field: files stay as before"
+        );
+        c.expiries.push(Expiry {
+            table: "records".to_owned(),
+            key: "pk=S:a".to_owned(),
+            attribute: "expiresAt".to_owned(),
+            ttl: "1700000000".to_owned(),
+            deleted_ms: 1_700_000_000_500,
+            sequence_number: Some("4000".to_owned()),
+        });
+        c.save(&path).unwrap();
         let back = Checkpoints::load(&path).unwrap();
-        assert_eq!(back, c);
+        assert_eq!(back, c, "local TTL's deletions survive a restart");
         assert_eq!(back.get("arn:s", "shard-1", Consumer::Indexer), at("100"));
         assert_eq!(back.get("arn:s", "shard-1", Consumer::Router), Position::default());
         assert_eq!(back.get("arn:other", "shard-1", Consumer::Indexer), Position::default());

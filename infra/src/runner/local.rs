@@ -21,11 +21,13 @@ use stream_indexer::{Backoff, Indexer};
 use super::age::Thresholds;
 use super::checkpoint::Checkpoints;
 use super::clock::Clock;
+use super::expiry::Expiries;
 use super::failure::SqsOnFailure;
 use super::function::{ConsumerFunction, Function};
 use super::mapping::Settings;
 use super::reaper_feed::{Queue, ReaperFeed};
 use super::stream::dynamo::DynamoStreams;
+use super::sweeper::Sweeper;
 use super::{MappingSpec, Runner, RunnerOptions};
 use crate::stack::{self, FunctionRole, QueuePurpose, Stack};
 
@@ -49,6 +51,8 @@ pub struct Wiring {
     pub discover_every_ms: u64,
     /// The longest wait between reads of an idle shard (milliseconds).
     pub poll_interval_ms: u64,
+    /// Act as the TTL service, sweeping every this many milliseconds (`None`: off).
+    pub local_ttl_every_ms: Option<u64>,
     /// Overrides every mapping's batching window (milliseconds); `None`: the
     /// mappings' own (none in the template).
     pub window_ms: Option<u64>,
@@ -127,8 +131,16 @@ pub async fn connect(
             functions.push((consumer, function(consumer)));
         }
     }
+    let expiries = Arc::new(Expiries::new(checkpoints.expiries.clone()));
+    let sweeper = wiring
+        .local_ttl_every_ms
+        .and_then(|every| Some((Sweeper::new(dynamodb.clone(), &config, expiries.clone())?, every)));
+    let streams = match &sweeper {
+        Some(_) => DynamoStreams::new(sdk).with_expiries(expiries.clone()),
+        None => DynamoStreams::new(sdk),
+    };
     let mut runner = Runner::new(
-        Arc::new(DynamoStreams::new(sdk)),
+        Arc::new(streams),
         clock,
         RunnerOptions {
             discover_every_ms: wiring.discover_every_ms,
@@ -185,6 +197,9 @@ pub async fn connect(
                 Backoff::default(),
             )),
         });
+    }
+    if let Some((sweeper, every)) = sweeper {
+        runner.set_sweeper(sweeper, every, expiries);
     }
     Ok(runner)
 }

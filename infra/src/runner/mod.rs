@@ -19,7 +19,9 @@
 //! 4. measures the iterator age of each shard and consumer and raises and
 //!    clears its alarm at the config's thresholds ([`age`]);
 //! 5. feeds the reaper the events the reap rules routed to their queues
-//!    ([`reaper_feed`]).
+//!    ([`reaper_feed`]);
+//! 6. with local TTL on, deletes the items whose TTL has passed, as
+//!    DynamoDB's TTL service does ([`sweeper`], [`expiry`]).
 //!
 //! The runner works in rounds ([`Runner::round`]): each shard whose turn has
 //! come, concurrently. A shard that returned records is read again in the
@@ -34,6 +36,7 @@
 pub mod age;
 pub mod checkpoint;
 pub mod clock;
+pub mod expiry;
 pub mod failure;
 pub mod function;
 pub mod graph;
@@ -45,6 +48,7 @@ pub mod reaper_feed;
 pub mod replay;
 pub mod shards;
 pub mod stream;
+pub mod sweeper;
 pub mod tail;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,11 +60,13 @@ use model::filter::{Consumer, Pattern};
 use self::age::{human, Level, Thresholds, Transition};
 use self::checkpoint::Checkpoints;
 use self::clock::Clock;
+use self::expiry::Expiries;
 use self::failure::{FailureNotice, OnFailure};
 use self::function::{Function, Invocation, Response};
 use self::poller::{TickContext, Worker};
 use self::reaper_feed::ReaperFeed;
 use self::stream::{Position, ShardInfo, StreamSource};
+use self::sweeper::Sweeper;
 
 /// One event source mapping: a consumer of a table's stream.
 pub struct MappingSpec {
@@ -125,7 +131,9 @@ pub enum RunEvent {
         thresholds: Thresholds,
     },
     Reaped(String),
-    /// Something failed and will be tried again (reading, a delivery, a reap).
+    /// Local TTL deleted an item.
+    Expired(String),
+    // Something failed and will be tried again (reading, a delivery, a reap).
     Problem {
         context: String,
         error: String,
@@ -226,7 +234,7 @@ impl fmt::Display for RunEvent {
                 }
                 Ok(())
             }
-            RunEvent::Reaped(what) => f.write_str(what),
+            RunEvent::Reaped(what) | RunEvent::Expired(what) => f.write_str(what),
             RunEvent::Problem { context, error } => write!(f, "{context}: {error}"),
         }
     }
@@ -266,6 +274,10 @@ pub struct Runner {
     reaper: Option<ReaperFeed>,
     /// When to poll the reaper's queues next.
     reaper_due_ms: u64,
+    /// Local TTL: the sweeper, its interval, when it is due, and what it deleted.
+    sweeper: Option<(Sweeper, u64)>,
+    sweep_due_ms: u64,
+    expiries: Option<Arc<Expiries>>,
     /// Rounds so far, and the last one that did something (read records,
     /// invoked, reaped): an idle shard must have looked since.
     rounds: u64,
@@ -290,6 +302,9 @@ impl Runner {
             changed: false,
             reaper: None,
             reaper_due_ms: 0,
+            sweeper: None,
+            sweep_due_ms: 0,
+            expiries: None,
             rounds: 0,
             last_busy_round: 0,
         }
@@ -304,6 +319,13 @@ impl Runner {
     /// Feeds the reaper from its rules' queues every round.
     pub fn set_reaper_feed(&mut self, feed: ReaperFeed) {
         self.reaper = Some(feed);
+    }
+
+    /// Acts as the TTL service every `every_ms` (see [`sweeper`]); the
+    /// deletions it made are kept in the checkpoints.
+    pub fn set_sweeper(&mut self, sweeper: Sweeper, every_ms: u64, expiries: Arc<Expiries>) {
+        self.sweeper = Some((sweeper, every_ms));
+        self.expiries = Some(expiries);
     }
 
     pub fn mappings(&self) -> &[MappingSpec] {
@@ -388,6 +410,23 @@ impl Runner {
                 };
             }
         }
+        if let Some((sweeper, every_ms)) = &self.sweeper {
+            let now = self.clock.now_ms();
+            if now >= self.sweep_due_ms {
+                let swept = sweeper.sweep(now).await;
+                round.busy |= swept.deleted > 0;
+                round.events.extend(swept.events);
+                self.sweep_due_ms = now.saturating_add(*every_ms);
+            }
+        }
+        if let Some(expiries) = &self.expiries {
+            expiries.prune(self.clock.now_ms());
+            let now = expiries.snapshot();
+            if now != self.checkpoints.expiries {
+                self.checkpoints.expiries = now;
+                self.changed = true;
+            }
+        }
         if round.busy {
             self.last_busy_round = self.rounds;
         } else {
@@ -402,12 +441,14 @@ impl Runner {
         let now = self.clock.now_ms();
         let shards = self.workers.iter().filter_map(|w| w.due_ms(&self.mappings[w.mapping]));
         let reaper = self.reaper.as_ref().map(|_| self.reaper_due_ms);
+        let sweep = self.sweeper.as_ref().map(|_| self.sweep_due_ms);
         let listings = self.streams.values().map(|s| {
             s.listed_ms
                 .map_or(now, |at| at.saturating_add(self.options.discover_every_ms))
         });
         shards
             .chain(reaper)
+            .chain(sweep)
             .chain(listings)
             .min()
             .map_or(self.options.poll_interval_ms, |due| due.saturating_sub(now))

@@ -329,8 +329,8 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
             })
         }
     };
-    let ttl_expiry =
-        identity_type.as_deref() == Some("Service") && identity_principal.as_deref() == Some("dynamodb.amazonaws.com");
+    let ttl_expiry = identity_type.as_deref() == Some(crate::ttl::IDENTITY_TYPE)
+        && identity_principal.as_deref() == Some(crate::ttl::PRINCIPAL);
     let table = source_arn.as_deref().and_then(table_from_arn).map(str::to_owned);
 
     Ok(ChangeRecord {

@@ -2,24 +2,31 @@
 //! in the Lambda shape (`eventSourceARN` added, `userIdentity` spelt
 //! `type`/`principalId`), numbers as the stream sent them, the creation
 //! time with its exact fraction (spliced in as text, never through f64).
+//! With local TTL on ([`DynamoStreams::with_expiries`]), the REMOVE records
+//! of its deletions get the TTL service's `userIdentity` (see
+//! [`crate::runner::expiry`]).
 
 use std::collections::HashMap;
 
 use aws_config::SdkConfig;
 use aws_sdk_dynamodbstreams::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodbstreams::types::{AttributeValue, Record, ShardIteratorType};
+use std::sync::Arc;
+
+use aws_sdk_dynamodbstreams::types::{AttributeValue, Identity, OperationType, Record, ShardIteratorType};
 use base64::Engine as _;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::{json, Map, Value as Json};
 
 use super::{Page, Position, ShardInfo, StreamError, StreamRecord, StreamSource};
+use crate::runner::expiry::{key_text, Expiries};
 
 /// DynamoDB Streams (and DescribeTable for the stream's ARN).
 #[derive(Debug, Clone)]
 pub struct DynamoStreams {
     dynamodb: aws_sdk_dynamodb::Client,
     streams: aws_sdk_dynamodbstreams::Client,
+    expiries: Option<Arc<Expiries>>,
 }
 
 impl DynamoStreams {
@@ -27,6 +34,50 @@ impl DynamoStreams {
         DynamoStreams {
             dynamodb: aws_sdk_dynamodb::Client::new(sdk),
             streams: aws_sdk_dynamodbstreams::Client::new(sdk),
+            expiries: None,
+        }
+    }
+
+    /// Marks the REMOVE records of local TTL's deletions as TTL deletions.
+    pub fn with_expiries(mut self, expiries: Arc<Expiries>) -> DynamoStreams {
+        self.expiries = Some(expiries);
+        self
+    }
+
+    /// Gives `record` the TTL service's identity if it is the REMOVE of a local TTL deletion.
+    fn mark_expiry(&self, stream: &str, record: &mut Record) {
+        let Some(expiries) = &self.expiries else { return };
+        if record.event_name != Some(OperationType::Remove) || record.user_identity.is_some() {
+            return;
+        }
+        let (Some(table), Some(data)) = (model::record::table_from_arn(stream), &record.dynamodb) else {
+            return;
+        };
+        let (Some(keys), Some(sequence_number)) = (&data.keys, &data.sequence_number) else {
+            return;
+        };
+        let mut parts = Vec::new();
+        for (name, value) in keys {
+            let Ok(Json::Object(wire)) = wire_value(value) else {
+                return;
+            };
+            let Some((kind, Json::String(text))) = wire.into_iter().next() else {
+                return;
+            };
+            parts.push((name.clone(), kind, text));
+        }
+        let key = key_text(parts.iter().map(|(n, k, v)| (n.as_str(), k.as_str(), v.as_str())));
+        let old = |attribute: &str| match data.old_image.as_ref().and_then(|image| image.get(attribute)) {
+            Some(AttributeValue::N(text)) => Some(text.clone()),
+            _ => None,
+        };
+        if expiries.claim(table, &key, sequence_number, old) {
+            record.user_identity = Some(
+                Identity::builder()
+                    .r#type(model::ttl::IDENTITY_TYPE)
+                    .principal_id(model::ttl::PRINCIPAL)
+                    .build(),
+            );
         }
     }
 }
@@ -169,7 +220,8 @@ impl StreamSource for DynamoStreams {
                     }
                 })?;
             let mut records = Vec::new();
-            for record in output.records.unwrap_or_default() {
+            for mut record in output.records.unwrap_or_default() {
+                self.mark_expiry(stream, &mut record);
                 records.push(lambda_record(&record, stream).map_err(|reason| StreamError::Record {
                     shard: shard.to_owned(),
                     reason,
