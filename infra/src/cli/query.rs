@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use model::config::{Config, IndexConfig};
 use model::query::{self, Conditions, QueryError};
-use model::sortkey::{ColumnCondition, ColumnType, Direction, Nulls, Op, RangeError, SortValue};
+use model::sortkey::{ColumnCondition, Direction, Nulls, Op, RangeError, SortValue};
 use model::Backoff;
 
 use super::exit;
@@ -221,15 +221,7 @@ fn column_label(index: &IndexConfig, column: usize) -> String {
     let Some(c) = column.checked_sub(1).and_then(|i| index.sort.get(i)) else {
         return format!("sort column {column}");
     };
-    let ty = match c.column.ty {
-        ColumnType::S => "S",
-        ColumnType::N => "N",
-        ColumnType::B => "B",
-        ColumnType::Bool => "BOOL",
-        ColumnType::Date => "DATE",
-        ColumnType::Timestamp => "TIMESTAMP",
-        ColumnType::Any => "ANY",
-    };
+    let ty = c.column.ty;
     let order = match c.column.direction {
         Direction::Asc => "asc",
         Direction::Desc => "desc",

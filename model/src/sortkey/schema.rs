@@ -114,9 +114,10 @@ impl FromStr for ColumnType {
     }
 }
 
-impl fmt::Display for ColumnType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl ColumnType {
+    /// The type's name in upper case (`S`, `BOOL`, `TIMESTAMP`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
             ColumnType::S => "S",
             ColumnType::N => "N",
             ColumnType::B => "B",
@@ -124,7 +125,13 @@ impl fmt::Display for ColumnType {
             ColumnType::Date => "DATE",
             ColumnType::Timestamp => "TIMESTAMP",
             ColumnType::Any => "ANY",
-        })
+        }
+    }
+}
+
+impl fmt::Display for ColumnType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -140,7 +140,7 @@ impl On<'_> {
         if !matches!(ty, ColumnType::S | ColumnType::Any) {
             return Err(RangeError::NotAString {
                 column: self.number,
-                ty: type_label(ty),
+                ty: ty.as_str(),
             });
         }
         let mut x = self.p.to_owned();
@@ -196,16 +196,4 @@ fn tags(ty: ColumnType) -> (u8, u8) {
 /// A character of the ascending form as a DESC column writes it.
 fn mapped(c: u8) -> u8 {
     0x9F - c
-}
-
-fn type_label(ty: ColumnType) -> &'static str {
-    match ty {
-        ColumnType::S => "S",
-        ColumnType::N => "N",
-        ColumnType::B => "B",
-        ColumnType::Bool => "BOOL",
-        ColumnType::Date => "DATE",
-        ColumnType::Timestamp => "TIMESTAMP",
-        ColumnType::Any => "ANY",
-    }
 }
