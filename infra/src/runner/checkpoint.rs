@@ -240,10 +240,11 @@ mod tests {
         );
         c.expiries.push(Expiry {
             table: "records".to_owned(),
-            key: "pk=S:a".to_owned(),
+            key: vec![("pk".to_owned(), "S".to_owned(), "a".to_owned())],
             attribute: "expiresAt".to_owned(),
             ttl: "1700000000".to_owned(),
-            deleted_ms: 1_700_000_000_500,
+            noted_ms: 1_700_000_000_500,
+            deleted: true,
             sequence_number: Some("4000".to_owned()),
         });
         c.save(&path).unwrap();

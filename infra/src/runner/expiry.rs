@@ -1,9 +1,11 @@
 //! Local TTL's memory: the TTL deletions the [`sweeper`](super::sweeper)
-//! made and whose stream records the runner has yet to read.
+//! decided on and whose stream records the runner has yet to read.
 //!
 //! DynamoDB marks the REMOVE record of a TTL deletion with the service's
 //! `userIdentity`; a local endpoint's REMOVE of a DeleteItem carries none.
-//! So the sweeper notes each deletion here before it deletes, and the
+//! So the sweeper notes each deletion here one sweep before it deletes
+//! (the note is in the saved checkpoints by then, so a crash cannot lose
+//! it), and the
 //! stream source ([`super::stream::dynamo::DynamoStreams`]) gives the
 //! matching REMOVE record (same table, same key, the same TTL value in its
 //! old image) the TTL service's identity, so every consumer, rule and the
@@ -23,13 +25,17 @@ use super::age::STREAM_RETENTION_MS;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expiry {
     pub table: String,
-    /// The item's key ([`key_text`]).
-    pub key: String,
+    /// The item's key attributes: (name, type `S`/`N`/`B`, value as
+    /// DynamoDB JSON spells it).
+    pub key: Vec<(String, String, String)>,
     /// The TTL attribute and the value (N text) it had when deleted.
     pub attribute: String,
     pub ttl: String,
-    /// When it was deleted (epoch milliseconds).
-    pub deleted_ms: u64,
+    /// When it was noted (epoch milliseconds).
+    pub noted_ms: u64,
+    /// Whether the DeleteItem was made (or found the item changed or gone).
+    #[serde(default)]
+    pub deleted: bool,
     /// The sequence number of its REMOVE record, once read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence_number: Option<String>,
@@ -39,6 +45,13 @@ pub struct Expiry {
 #[derive(Debug, Default)]
 pub struct Expiries {
     entries: Mutex<Vec<Expiry>>,
+}
+
+impl Expiry {
+    /// The key as [`key_text`].
+    pub fn key_text(&self) -> String {
+        key_text(self.key.iter().map(|(n, k, v)| (n.as_str(), k.as_str(), v.as_str())))
+    }
 }
 
 impl Expiries {
@@ -52,15 +65,30 @@ impl Expiries {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Notes a deletion about to be made.
-    pub fn add(&self, expiry: Expiry) {
-        self.lock().push(expiry);
+    /// Notes a deletion to be made; whether it is new (not noted already).
+    pub fn add(&self, expiry: Expiry) -> bool {
+        let mut entries = self.lock();
+        let known = entries
+            .iter()
+            .any(|e| e.table == expiry.table && e.key == expiry.key && e.ttl == expiry.ttl);
+        if !known {
+            entries.push(expiry);
+        }
+        !known
     }
 
-    /// Forgets a deletion that was not made (its condition failed).
-    pub fn remove(&self, table: &str, key: &str, ttl: &str) {
-        self.lock()
-            .retain(|e| !(e.table == table && e.key == key && e.ttl == ttl && e.sequence_number.is_none()));
+    /// The deletions noted and not yet made.
+    pub fn pending(&self) -> Vec<Expiry> {
+        self.lock().iter().filter(|e| !e.deleted).cloned().collect()
+    }
+
+    /// The deletion of `expiry` was made (or found nothing to delete).
+    pub fn made(&self, expiry: &Expiry) {
+        for e in self.lock().iter_mut() {
+            if e.table == expiry.table && e.key == expiry.key && e.ttl == expiry.ttl {
+                e.deleted = true;
+            }
+        }
     }
 
     /// Whether the REMOVE record `sequence_number` of `table` with key `key`
@@ -75,8 +103,9 @@ impl Expiries {
         }
         let found = entries.iter_mut().find(|e| {
             e.sequence_number.is_none()
+                && e.deleted
                 && e.table == table
-                && e.key == key
+                && e.key_text() == key
                 && old(&e.attribute).as_deref() == Some(e.ttl.as_str())
         });
         match found {
@@ -92,7 +121,7 @@ impl Expiries {
     pub fn prune(&self, now_ms: u64) -> bool {
         let mut entries = self.lock();
         let before = entries.len();
-        entries.retain(|e| now_ms.saturating_sub(e.deleted_ms) <= STREAM_RETENTION_MS);
+        entries.retain(|e| now_ms.saturating_sub(e.noted_ms) <= STREAM_RETENTION_MS);
         entries.len() != before
     }
 
@@ -120,10 +149,11 @@ mod tests {
     fn expiry(key: &str, ttl: &str) -> Expiry {
         Expiry {
             table: "t".to_owned(),
-            key: key.to_owned(),
+            key: vec![("pk".to_owned(), "S".to_owned(), key.to_owned())],
             attribute: "expires".to_owned(),
             ttl: ttl.to_owned(),
-            deleted_ms: 1_000,
+            noted_ms: 1_000,
+            deleted: false,
             sequence_number: None,
         }
     }
@@ -133,11 +163,24 @@ mod tests {
     }
 
     #[test]
+    fn keys_are_text_sorted_by_name() {
+        assert_eq!(key_text([("sk", "S", "a"), ("pk", "N", "1")]), "pk=N:1\nsk=S:a");
+    }
+
+    #[test]
     fn a_remove_of_the_same_key_and_ttl_is_claimed_and_pinned_to_its_record() {
         let expiries = Expiries::default();
-        let key = key_text([("sk", "S", "a"), ("pk", "S", "a")]);
-        assert_eq!(key, "pk=S:a\nsk=S:a", "sorted by name");
-        expiries.add(expiry(&key, "100"));
+        let noted = expiry("a", "100");
+        let key = noted.key_text();
+        assert!(expiries.add(noted.clone()));
+        assert!(!expiries.add(noted.clone()), "noted once");
+        assert!(
+            !expiries.claim("t", &key, "4", old("100")),
+            "not deleted yet: not its record"
+        );
+        assert_eq!(expiries.pending(), std::slice::from_ref(&noted));
+        expiries.made(&noted);
+        assert!(expiries.pending().is_empty());
         assert!(
             !expiries.claim("t", &key, "5", old("101")),
             "another TTL value: another item"
@@ -155,11 +198,8 @@ mod tests {
     }
 
     #[test]
-    fn a_deletion_not_made_is_forgotten_and_old_ones_are_pruned() {
+    fn old_notes_are_pruned() {
         let expiries = Expiries::default();
-        expiries.add(expiry("k", "100"));
-        expiries.remove("t", "k", "100");
-        assert!(!expiries.claim("t", "k", "1", old("100")));
         expiries.add(expiry("k", "100"));
         assert!(!expiries.prune(1_000 + STREAM_RETENTION_MS));
         assert!(expiries.prune(1_001 + STREAM_RETENTION_MS));

@@ -415,8 +415,13 @@ impl Runner {
             if now >= self.sweep_due_ms {
                 let swept = sweeper.sweep(now).await;
                 round.busy |= swept.deleted > 0;
+                if swept.noted {
+                    // Delete once the checkpoints with the notes are saved: after this round.
+                    self.sweep_due_ms = now;
+                } else {
+                    self.sweep_due_ms = now.saturating_add(*every_ms);
+                }
                 round.events.extend(swept.events);
-                self.sweep_due_ms = now.saturating_add(*every_ms);
             }
         }
         if let Some(expiries) = &self.expiries {

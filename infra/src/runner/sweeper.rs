@@ -4,12 +4,13 @@
 //!
 //! Each sweep Scans those tables for items whose TTL attribute is a Number
 //! of epoch seconds at or before now and not more than five years before
-//! ([`model::ttl::verdict`]; a Scan filter narrows, the verdict decides),
-//! notes each in [`Expiries`] and deletes it with a condition that its TTL
-//! is still the value read (an item whose TTL was moved meanwhile stays).
-//! Its REMOVE record then reaches the consumers as a TTL deletion (see
+//! ([`model::ttl::verdict`]; a Scan filter narrows, the verdict decides)
+//! and notes each in [`Expiries`]; the next sweep, once the note is saved
+//! with the checkpoints, deletes it with a condition that its TTL is still
+//! the value read (an item whose TTL was moved meanwhile stays). Its REMOVE
+//! record then reaches the consumers as a TTL deletion (see
 //! [`super::expiry`]). AWS's TTL service deletes within days of expiry;
-//! this one within a sweep interval.
+//! this one within two sweep intervals.
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use model::ttl::{self, Verdict};
 use model::{Config, Value};
 
-use super::expiry::{key_text, Expiries, Expiry};
+use super::expiry::{Expiries, Expiry};
 use super::RunEvent;
 
 /// At most this many Scan pages per table and sweep (the rest waits for the next sweep).
@@ -43,6 +44,8 @@ pub struct Sweeper {
 #[derive(Debug, Default)]
 pub struct Swept {
     pub deleted: usize,
+    /// Whether it noted a deletion (made at the next sweep).
+    pub noted: bool,
     pub events: Vec<RunEvent>,
 }
 
@@ -67,15 +70,30 @@ impl Sweeper {
         })
     }
 
-    /// Deletes what has expired at `now_ms`.
+    /// Deletes what the last sweep noted, then notes what has expired at `now_ms`.
     pub async fn sweep(&self, now_ms: u64) -> Swept {
         let mut swept = Swept::default();
+        for expiry in self.expiries.pending() {
+            self.delete(&expiry, &mut swept).await;
+        }
         let now_s = now_ms / 1000;
         for table in &self.tables {
             match self.expired(table, now_s).await {
                 Ok(items) => {
                     for (key, ttl) in items {
-                        self.delete(table, key, ttl, now_ms, &mut swept).await;
+                        if let Some(key) = key_parts(&key) {
+                            let noted = self.expiries.add(Expiry {
+                                table: table.name.clone(),
+                                key,
+                                attribute: table.attribute.clone(),
+                                ttl,
+                                noted_ms: now_ms,
+                                deleted: false,
+                                sequence_number: None,
+                            });
+                            // Delete at the next sweep, once the note is saved.
+                            swept.noted |= noted;
+                        }
                     }
                 }
                 Err(error) => swept.events.push(RunEvent::Problem {
@@ -137,69 +155,86 @@ impl Sweeper {
         Ok(found)
     }
 
-    async fn delete(
-        &self,
-        table: &TtlTable,
-        key: std::collections::HashMap<String, AttributeValue>,
-        ttl: String,
-        now_ms: u64,
-        swept: &mut Swept,
-    ) {
-        let Some(text) = key_of(&key) else {
-            return;
+    async fn delete(&self, expiry: &Expiry, swept: &mut Swept) {
+        let key = expiry
+            .key
+            .iter()
+            .map(|(name, kind, value)| Ok((name.clone(), attribute(kind, value)?)))
+            .collect::<Result<std::collections::HashMap<_, _>, String>>();
+        let shown = expiry.key_text().replace('\n', ", ");
+        let key = match key {
+            Ok(key) => key,
+            Err(e) => {
+                // A note from a hand-edited checkpoints file: nothing to delete.
+                self.expiries.made(expiry);
+                swept.events.push(RunEvent::Problem {
+                    context: format!("local TTL of table {}", expiry.table),
+                    error: format!("the noted key {shown} is not usable ({e}); skipped"),
+                });
+                return;
+            }
         };
-        self.expiries.add(Expiry {
-            table: table.name.clone(),
-            key: text.clone(),
-            attribute: table.attribute.clone(),
-            ttl: ttl.clone(),
-            deleted_ms: now_ms,
-            sequence_number: None,
-        });
         let deleted = self
             .dynamodb
             .delete_item()
-            .table_name(&table.name)
+            .table_name(&expiry.table)
             .set_key(Some(key))
             .condition_expression("#ttl = :ttl")
-            .expression_attribute_names("#ttl", &table.attribute)
-            .expression_attribute_values(":ttl", AttributeValue::N(ttl.clone()))
+            .expression_attribute_names("#ttl", &expiry.attribute)
+            .expression_attribute_values(":ttl", AttributeValue::N(expiry.ttl.clone()))
             .send()
             .await;
-        let shown = text.replace('\n', ", ");
         match deleted {
             Ok(_) => {
+                self.expiries.made(expiry);
                 swept.deleted += 1;
                 swept.events.push(RunEvent::Expired(format!(
-                    "local TTL: deleted {shown} of {} ({} {ttl} has passed)",
-                    table.name, table.attribute
+                    "local TTL: deleted {shown} of {} ({} {} has passed)",
+                    expiry.table, expiry.attribute, expiry.ttl
                 )));
             }
-            Err(e) => {
-                self.expiries.remove(&table.name, &text, &ttl);
-                if !matches!(&e, SdkError::ServiceError(s) if s.err().is_conditional_check_failed_exception()) {
-                    swept.events.push(RunEvent::Problem {
-                        context: format!("local TTL of table {}", table.name),
-                        error: format!("DeleteItem {shown}: {}", aws_kit::error::sdk_message(&e)),
-                    });
-                }
+            // Its TTL moved, or it is gone (deleted before a restart, say): nothing to do.
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
+                self.expiries.made(expiry);
             }
+            Err(e) => swept.events.push(RunEvent::Problem {
+                context: format!("local TTL of table {}", expiry.table),
+                error: format!(
+                    "DeleteItem {shown}: {}; tried again at the next sweep",
+                    aws_kit::error::sdk_message(&e)
+                ),
+            }),
         }
     }
 }
 
-/// The key of an item as [`key_text`]; `None` for a key attribute that is not S, N or B.
-fn key_of(key: &std::collections::HashMap<String, AttributeValue>) -> Option<String> {
+/// An item's key attributes as (name, type, value as DynamoDB JSON spells
+/// it); `None` for a key attribute that is not S, N or B.
+fn key_parts(key: &std::collections::HashMap<String, AttributeValue>) -> Option<Vec<(String, String, String)>> {
     use base64::Engine as _;
-    let mut parts: Vec<(String, &str, String)> = Vec::new();
-    for (name, value) in key {
-        let (kind, text) = match value {
-            AttributeValue::S(s) => ("S", s.clone()),
-            AttributeValue::N(n) => ("N", n.clone()),
-            AttributeValue::B(b) => ("B", base64::engine::general_purpose::STANDARD.encode(b.as_ref())),
-            _ => return None,
-        };
-        parts.push((name.clone(), kind, text));
+    key.iter()
+        .map(|(name, value)| {
+            let (kind, text) = match value {
+                AttributeValue::S(s) => ("S", s.clone()),
+                AttributeValue::N(n) => ("N", n.clone()),
+                AttributeValue::B(b) => ("B", base64::engine::general_purpose::STANDARD.encode(b.as_ref())),
+                _ => return None,
+            };
+            Some((name.clone(), kind.to_owned(), text))
+        })
+        .collect()
+}
+
+/// A key attribute back from its (type, text).
+fn attribute(kind: &str, value: &str) -> Result<AttributeValue, String> {
+    use base64::Engine as _;
+    match kind {
+        "S" => Ok(AttributeValue::S(value.to_owned())),
+        "N" => Ok(AttributeValue::N(value.to_owned())),
+        "B" => base64::engine::general_purpose::STANDARD
+            .decode(value)
+            .map(|b| AttributeValue::B(b.into()))
+            .map_err(|e| format!("binary value: {e}")),
+        other => Err(format!("type `{other}` is not a key type")),
     }
-    Some(key_text(parts.iter().map(|(n, k, v)| (n.as_str(), *k, v.as_str()))))
 }
