@@ -382,3 +382,79 @@ async fn local_ttl_expires_a_node_and_the_reaper_deletes_its_edges() -> Result<(
     );
     Ok(())
 }
+
+/// Local TTL notes a deletion in the checkpoints before it makes it: a
+/// runner stopped right after the sweep that deleted an expired node,
+/// before its REMOVE record was read, leaves the record to the next runner,
+/// which still delivers it as a TTL deletion: the reaper deletes the node's
+/// in-edge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
+async fn a_local_ttl_deletion_noted_before_a_restart_is_still_an_expiry() -> Result<()> {
+    let moto = Moto::connect("a_local_ttl_deletion_noted_before_a_restart_is_still_an_expiry").await;
+    let (config, sdk) = setup(&moto, "run-ttl-restart").await?;
+    let records = config.tables[0].name.clone();
+    let ttl = config.tables[0].ttl_attribute.clone().context("a TTL attribute")?;
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    for node in ["USER-42", "GOAL-7"] {
+        moto.put(&records, &item(&[("source", node), ("target", node), ("name", "x")]))
+            .await?;
+    }
+    let edge = item(&[
+        ("source", "GOAL-7"),
+        ("target", "GOALMEMBERSHIP-USER-42"),
+        ("gsi0", "400-CONTRIBUTOR"),
+    ]);
+    moto.put(&records, &edge).await?;
+    let mut expired = item(&[("source", "USER-42"), ("target", "USER-42"), ("name", "x")]);
+    expired.insert(ttl, Value::N((now_s - 1).to_string()));
+    moto.put(&records, &expired).await?;
+
+    let mut first = wired_runner(&sdk, &config, Checkpoints::default(), Some(60_000)).await?;
+    first.round().await;
+    ensure!(
+        first.checkpoints().expiries.len() == 1 && !first.checkpoints().expiries[0].deleted,
+        "the first sweep notes the deletion without making it: {:?}",
+        first.checkpoints().expiries
+    );
+    let node = item(&[("source", "USER-42"), ("target", "USER-42")]);
+    ensure!(moto.get(&records, &node).await?.is_some(), "not deleted yet");
+    // The next round reads the streams, then sweeps: it deletes, and its REMOVE is not read yet.
+    first.round().await;
+    ensure!(
+        moto.get(&records, &node).await?.is_none(),
+        "deleted by the second sweep"
+    );
+    let noted = &first.checkpoints().expiries;
+    ensure!(
+        noted.len() == 1 && noted[0].deleted && noted[0].sequence_number.is_none(),
+        "deleted, its record not read yet: {noted:?}"
+    );
+    let saved = first.checkpoints().clone();
+    drop(first);
+
+    let mut second = wired_runner(&sdk, &config, saved, Some(60_000)).await?;
+    let events = run_until(&mut second, Duration::from_secs(30), || async {
+        Ok(moto
+            .get(
+                &records,
+                &item(&[("source", "GOAL-7"), ("target", "GOALMEMBERSHIP-USER-42")]),
+            )
+            .await?
+            .is_none())
+    })
+    .await?;
+    ensure!(
+        events
+            .iter()
+            .any(|e| matches!(e, RunEvent::Reaped(text) if text.contains("USER-42") && text.contains("1 in-edges"))),
+        "the restarted runner's deletion did not reach the reaper as an expiry"
+    );
+    run_until_idle(&mut second, Duration::from_secs(20)).await?;
+    verify(&moto, &config)
+        .await
+        .context("every edge set equals a recomputation")?;
+    Ok(())
+}
