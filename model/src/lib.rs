@@ -58,6 +58,7 @@ pub mod testing;
 pub mod time;
 pub mod validate;
 pub mod value;
+pub mod version;
 
 pub use backoff::Backoff;
 pub use config::Config;
@@ -65,3 +66,4 @@ pub use fault::{Class, Fault};
 pub use plan::{Mutation, Plan, PlanError, Planner};
 pub use record::{ChangeRecord, EventKind};
 pub use value::{Image, Projection, Value};
+pub use version::Version;
