@@ -1001,7 +1001,7 @@ fn the_version_attributes_are_reserved() {
             "{name}: {}",
             show(&problems)
         );
-        let text = format!("{BASE}").replace("attribute = \"edges\"", &format!("attribute = \"{name}\""));
+        let text = BASE.replace("attribute = \"edges\"", &format!("attribute = \"{name}\""));
         let problems = refused(&text);
         assert!(
             problems.iter().any(|p| p.reason.contains("reserved")),
