@@ -92,6 +92,24 @@ pub fn newer(new: &Version, stored: Option<&Version>) -> bool {
     stored.is_none_or(|s| new > s)
 }
 
+/// An index row as read (its non-key attributes, as stored) as readers see
+/// it: `None` for a tombstone, else the row without its version.
+pub fn live_row(mut attributes: crate::Image) -> Option<crate::Image> {
+    if attributes.contains_key(TOMBSTONE_ATTRIBUTE) {
+        return None;
+    }
+    attributes.remove(VERSION_ATTRIBUTE);
+    Some(attributes)
+}
+
+/// The version an index row (or tombstone) holds, as read.
+pub fn row_version(attributes: &crate::Image) -> Option<Version> {
+    match attributes.get(VERSION_ATTRIBUTE) {
+        Some(crate::Value::S(text)) => Version::parse_stored(text),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +151,28 @@ mod tests {
         assert!(newer(&v("100"), Some(&v("99"))));
         assert!(!newer(&v("100"), Some(&v("100"))));
         assert!(!newer(&v("99"), Some(&v("100"))));
+    }
+
+    #[test]
+    fn readers_see_live_rows_without_their_version() {
+        use crate::{Image, Value};
+        let v = Version::of_sequence("7").unwrap_or_else(|e| panic!("{e}"));
+        let live = Image::from([
+            ("name".to_owned(), Value::S("x".to_owned())),
+            (VERSION_ATTRIBUTE.to_owned(), Value::S(v.as_str().to_owned())),
+        ]);
+        assert_eq!(row_version(&live), Some(v.clone()));
+        assert_eq!(
+            live_row(live),
+            Some(Image::from([("name".to_owned(), Value::S("x".to_owned()))]))
+        );
+        let tombstone = Image::from([
+            (VERSION_ATTRIBUTE.to_owned(), Value::S(v.as_str().to_owned())),
+            (TOMBSTONE_ATTRIBUTE.to_owned(), Value::N("1700000000".to_owned())),
+        ]);
+        assert_eq!(row_version(&tombstone), Some(v));
+        assert_eq!(live_row(tombstone), None);
+        assert_eq!(row_version(&Image::new()), None);
     }
 
     fn digits(max: usize) -> impl Strategy<Value = String> {

@@ -722,6 +722,7 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
                 sort: format!("s{k:02}"),
             },
             put: Some(attributes.clone().into()),
+            version: model::Version::zero(),
         })
         .collect();
     ensure!(
@@ -768,6 +769,7 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
             sort: "x".repeat(1100),
         },
         put: Some(attributes.clone().into()),
+        version: model::Version::zero(),
     };
     match store.write_rows(vec![long]).await {
         Err(e) if e.class() == model::Class::Refused => {
