@@ -95,3 +95,6 @@ impl Stamping {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
