@@ -42,8 +42,11 @@ fn indexer(store: &Arc<MemoryStore>, guard: Guard) -> TestIndexer {
     Indexer::new(store.config().clone(), store.clone(), MemoryQuarantine::new(), options)
 }
 
+/// Handles `records` as one batch, which must succeed whole.
 fn deliver(ix: &TestIndexer, records: &[ChangeRecord]) -> crate::BatchOutcome {
-    block(ix.handle(&lambda_event(records))).unwrap_or_else(|e| panic!("{e}"))
+    let outcome = block(ix.handle(&lambda_event(records))).unwrap_or_else(|e| panic!("{e}"));
+    assert!(outcome.failed.is_none(), "{:?}", outcome.failures);
+    outcome
 }
 
 /// The memory store as the history's tables.
@@ -202,7 +205,7 @@ proptest! {
         if live_first {
             let live = indexer(&store, Guard::InOrder);
             for batch in batches(&records, seed) {
-                deliver(&live, batch);
+                let _ = deliver(&live, batch);
             }
             prop_assert_eq!(store.snapshot(), store.recompute(), "the in-order stream converges");
             let before = store.snapshot();
@@ -279,7 +282,7 @@ fn a_deleted_row_keeps_a_tombstone_that_an_older_record_cannot_pass() {
     // 99 < 100 as numbers, not as strings.
     let insert = issue_record(99, None, Some("a"));
     let moved = issue_record(100, Some("a"), Some("b"));
-    deliver(&live, &[insert.clone(), moved]);
+    let _ = deliver(&live, &[insert.clone(), moved]);
     let rows = store.rows(0);
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0].0.partition, "b");
@@ -295,7 +298,7 @@ fn a_deleted_row_keeps_a_tombstone_that_an_older_record_cannot_pass() {
 
     // Unguarded, it would have: the guard is what holds.
     let unguarded = indexer(&store, Guard::InOrder);
-    deliver(&unguarded, &[insert]);
+    let _ = deliver(&unguarded, &[insert]);
     assert_eq!(store.rows(0).len(), 2, "an unguarded old record resurrects the row");
 }
 
@@ -350,7 +353,7 @@ fn a_node_s_mark_skips_older_set_changes_and_counts_them() {
     let records: Vec<ChangeRecord> = store.take_stream().into_iter().map(|e| e.record).collect();
     store.record_stream(false);
     let live = indexer(&store, Guard::InOrder);
-    deliver(&live, &records);
+    let _ = deliver(&live, &records);
     assert_eq!(store.snapshot(), store.recompute());
     let last = records.last().map(|r| r.sequence_number.clone()).unwrap_or_default();
     let last = model::Version::of_sequence(&last).unwrap_or_else(|e| panic!("{e}"));
@@ -386,7 +389,7 @@ fn the_in_order_mark_never_claims_a_record_not_fully_applied() {
     let mut lead = edge("GOAL-2", 1);
     let _ = memory.put_item("records", lead.clone());
     let setup: Vec<ChangeRecord> = memory.take_stream().into_iter().map(|e| e.record).collect();
-    deliver(&indexer(&memory, Guard::InOrder), &setup);
+    let _ = deliver(&indexer(&memory, Guard::InOrder), &setup);
     let setup_mark = mark_of(&memory, "GOAL-2");
     assert!(setup_mark.is_some());
     lead.insert("gsi0".to_owned(), s("400-CONTRIBUTOR"));
