@@ -256,4 +256,6 @@ pub use repair::{repair, KindCounts, RepairStats};
 pub use verify::verify;
 
 #[cfg(test)]
+mod race_tests;
+#[cfg(test)]
 mod tests;
