@@ -340,12 +340,15 @@ fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std
             s.apply.stale
         )?;
     }
+    let guarded_puts = match s.apply.requests.put_row_if {
+        0 => String::new(),
+        n => format!(", PutItem {n}"),
+    };
     writeln!(
         err,
-        "  requests:   {} (BatchWriteItem {}, PutItem {}, UpdateItem {}, Query {})",
+        "  requests:   {} (BatchWriteItem {}{guarded_puts}, UpdateItem {}, Query {})",
         s.apply.requests.total(),
         s.apply.requests.write_rows,
-        s.apply.requests.put_row_if,
         s.apply.requests.update_set,
         s.apply.requests.query_partition
     )?;
