@@ -43,9 +43,10 @@ pub enum VersionError {
 }
 
 /// A source version: a sequence number, padded to [`WIDTH`] digits. Its
-/// `Ord` (the string's) is the numbers' order.
+/// `Ord` (the string's) is the numbers' order. Shared text: every write of
+/// a record carries it, and a clone costs no allocation.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version(String);
+pub struct Version(std::sync::Arc<str>);
 
 impl Version {
     /// The version of a sequence number (decimal digits, at most [`WIDTH`]
@@ -58,18 +59,18 @@ impl Version {
         if digits.len() > WIDTH {
             return Err(VersionError::TooLong(sequence.to_owned()));
         }
-        Ok(Version(format!("{digits:0>WIDTH$}")))
+        Ok(Version(format!("{digits:0>WIDTH$}").into()))
     }
 
     /// The lowest version: what any record beats (a row rebuilt where there
     /// was none, with nothing to say how new its source is).
     pub fn zero() -> Version {
-        Version("0".repeat(WIDTH))
+        Version("0".repeat(WIDTH).into())
     }
 
     /// A version as stored: exactly [`WIDTH`] digits.
     pub fn parse_stored(text: &str) -> Option<Version> {
-        (text.len() == WIDTH && text.bytes().all(|b| b.is_ascii_digit())).then(|| Version(text.to_owned()))
+        (text.len() == WIDTH && text.bytes().all(|b| b.is_ascii_digit())).then(|| Version(text.into()))
     }
 
     /// The stored text ([`WIDTH`] digits).

@@ -116,6 +116,8 @@ pub(super) async fn run_lane<S: Store>(
         backoff,
         stamping,
         remaining: BTreeMap::new(),
+        settled: 0,
+        settled_last: None,
         queue: SetQueue::default(),
         progress: Progress::default(),
     };
@@ -139,6 +141,10 @@ struct Lane<'a, S> {
     stamping: &'a Stamping,
     /// Per record: set mutations not yet done (applied or refused).
     remaining: BTreeMap<usize, usize>,
+    /// Every record of the lane below this one is done; `settled_last` is
+    /// the last of them (see `prefix_mark`).
+    settled: usize,
+    settled_last: Option<usize>,
     queue: SetQueue,
     progress: Progress,
 }
@@ -218,7 +224,7 @@ impl<S: Store> Lane<'_, S> {
 
     /// The stamp of a request that completes the set changes `completing`
     /// (records, once per change) of a request holding `records`.
-    fn stamp(&self, edge_set: usize, node: &str, completing: &[usize], records: &[usize]) -> SetStamp {
+    fn stamp(&mut self, edge_set: usize, node: &str, completing: &[usize], records: &[usize]) -> SetStamp {
         match &self.stamping.guard {
             Guard::InOrder => SetStamp {
                 guard: MarkGuard::None,
@@ -240,11 +246,20 @@ impl<S: Store> Lane<'_, S> {
 
     /// The version of the last record of the lane whose set changes, and
     /// every earlier record's, are all done once `completing` are.
-    fn prefix_mark(&self, completing: &[usize]) -> Option<model::Version> {
-        let mut last = None;
-        for (&record, &left) in &self.remaining {
-            let finishing = completing.iter().filter(|&&r| r == record).count();
-            if left > finishing {
+    /// Linear in the lane over all its requests: the records known done
+    /// from the start are skipped (their counts only fall).
+    fn prefix_mark(&mut self, completing: &[usize]) -> Option<model::Version> {
+        while let Some((&record, _)) = self.remaining.range(self.settled..).next().filter(|(_, &n)| n == 0) {
+            self.settled_last = Some(record);
+            self.settled = record + 1;
+        }
+        let mut finishing: HashMap<usize, usize> = HashMap::new();
+        for &record in completing {
+            *finishing.entry(record).or_default() += 1;
+        }
+        let mut last = self.settled_last;
+        for (&record, &left) in self.remaining.range(self.settled..) {
+            if left > finishing.get(&record).copied().unwrap_or(0) {
                 break;
             }
             last = Some(record);
