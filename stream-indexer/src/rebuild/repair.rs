@@ -45,6 +45,9 @@ pub(super) async fn write_through_executor<S: Store>(
             source: stopped.error,
         });
     }
+    // A correction lost to a newer stream write is not written; which of a
+    // group's corrections lost is not told apart, so a group with a loss
+    // counts none by kind (`stale` and `items_written` say the rest).
     if applied.stats.stale == 0 {
         for (kind, _) in corrections {
             stats.written.count(*kind);
