@@ -332,29 +332,7 @@ impl Store for DynamoStore {
     }
 
     async fn put_row_if(&self, write: RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
-        let index = self.index(write.index)?;
-        let expires = super::tombstone_expiry(&self.config);
-        let item = row_item(index, &write, expires);
-        let request = self
-            .client
-            .put_item()
-            .table_name(&index.table)
-            .set_item(Some(item))
-            .expression_attribute_names("#v", VERSION_ATTRIBUTE);
-        let request = match guard {
-            RowGuard::Newer => request
-                .condition_expression("attribute_not_exists(#v) OR #v < :v")
-                .expression_attribute_values(":v", AttributeValue::S(write.version.as_str().to_owned())),
-            RowGuard::AsRead(Some(read)) => request
-                .condition_expression("#v = :read")
-                .expression_attribute_values(":read", AttributeValue::S(read.as_str().to_owned())),
-            RowGuard::AsRead(None) => request.condition_expression("attribute_not_exists(#v)"),
-        };
-        match request.send().await {
-            Ok(_) => Ok(RowOutcome::Written),
-            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(RowOutcome::Stale),
-            Err(e) => Err(store_error("PutItem", &index.table, e)),
-        }
+        self.put_row_conditional(write, guard).await
     }
 
     async fn update_set_stamped(
