@@ -278,6 +278,7 @@ impl<S: Store> Lane<'_, S> {
             queue.push_back(Vec::new()); // the marker only
         }
         let mut restore_refused = None;
+        let mut stale = false;
         while let Some(chunk) = queue.pop_front() {
             let texts: Vec<String> = chunk.iter().map(|m| m.text.clone()).collect();
             let mut completing: Vec<usize> = chunk.iter().flat_map(|m| m.records.iter().copied()).collect();
@@ -288,6 +289,7 @@ impl<S: Store> Lane<'_, S> {
             match self.send_set(edge_set, node, kind.change(texts), stamp).await {
                 Ok(outcome) => {
                     self.count_outcome(outcome);
+                    stale |= outcome == SetOutcome::Stale;
                     for record in chunk.iter().flat_map(|m| m.records.iter().copied()) {
                         self.done(record);
                         match (kind, outcome) {
@@ -331,7 +333,9 @@ impl<S: Store> Lane<'_, S> {
             match restore_refused {
                 None => {
                     self.done(record);
-                    self.progress.stats.applied.restore_set += 1;
+                    if !stale {
+                        self.progress.stats.applied.restore_set += 1;
+                    }
                 }
                 Some(message) => {
                     let reason = format!(
@@ -362,7 +366,9 @@ impl<S: Store> Lane<'_, S> {
             Ok(outcome) => {
                 self.count_outcome(outcome);
                 self.done(record);
-                self.progress.stats.applied.set_marker += 1;
+                if outcome != SetOutcome::Stale {
+                    self.progress.stats.applied.set_marker += 1;
+                }
             }
             Err(error) if error.is_refused() => {
                 let reason = format!(
