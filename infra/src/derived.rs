@@ -50,6 +50,7 @@ pub async fn derived_json<S: Scan>(store: &S, config: &Config) -> Result<Json, S
         rows.sort_by(|a, b| a.0.cmp(&b.0));
         let rows = rows
             .into_iter()
+            .filter_map(|(key, attributes)| Some((key, model::version::live_row(attributes)?)))
             .map(|(key, attributes)| {
                 let mut row: BTreeMap<String, Value> = attributes.into_iter().collect();
                 row.insert(index.partition_key.clone(), Value::S(key.partition));

@@ -23,7 +23,7 @@ use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
 use model::filter::Consumer;
 use model::Config;
 
-use crate::runner::function::{Function, Response};
+use crate::runner::function::{ConsumerFunction, Function, Response};
 use crate::runner::local::consumer_function;
 use crate::stack::{self, FunctionRole};
 
@@ -261,6 +261,28 @@ fn consumer_of(name: &str) -> Option<Consumer> {
 /// The consumers a redrive sends records through (each as its Lambda runs
 /// it, against the deployment of a config), built once per command, with an
 /// in-memory quarantine that says whether a record was refused again.
+/// The indexer as redrive runs it: its writes guarded (`Guard::Newer`), so
+/// a record older than what the tables hold is skipped, not applied.
+fn guarded_indexer(
+    config: &Arc<Config>,
+    dynamodb: &aws_sdk_dynamodb::Client,
+    quarantine: Arc<MemoryQuarantine>,
+) -> Arc<dyn Function> {
+    let options = stream_indexer::Options {
+        guard: stream_indexer::apply::Guard::Newer,
+        ..stream_indexer::Options::default()
+    };
+    Arc::new(ConsumerFunction {
+        name: stack::function_name(config, FunctionRole::Indexer),
+        consumer: stream_indexer::Indexer::new(
+            config.clone(),
+            stream_indexer::store::dynamo::DynamoStore::new(dynamodb.clone(), config.clone()),
+            quarantine,
+            options,
+        ),
+    })
+}
+
 pub struct Redriver {
     quarantine: Arc<MemoryQuarantine>,
     functions: Vec<(Consumer, Arc<dyn Function>)>,
@@ -272,7 +294,12 @@ impl Redriver {
         let dynamodb = aws_kit::clients::dynamodb_client(sdk);
         let functions = Consumer::ALL
             .into_iter()
-            .map(|c| (c, consumer_function(sdk, &dynamodb, config, c, quarantine.clone())))
+            .map(|c| match c {
+                // A redriven record is out of order: newer derived data may be
+                // there already, and it must win (guarded writes).
+                Consumer::Indexer => (c, guarded_indexer(config, &dynamodb, quarantine.clone())),
+                Consumer::Router => (c, consumer_function(sdk, &dynamodb, config, c, quarantine.clone())),
+            })
             .collect();
         Redriver { quarantine, functions }
     }

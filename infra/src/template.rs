@@ -8,7 +8,8 @@
 //!   String keys, on-demand billing, a `NEW_AND_OLD_IMAGES` stream, TTL,
 //!   point-in-time recovery, the `target_index` GSI on tables with an edge set;
 //! - the index tables (derived data: deleted with the stack, `rebuild`
-//!   restores them);
+//!   restores them), with TTL on the tombstones' expiry attribute
+//!   (`model::version::TOMBSTONE_ATTRIBUTE`);
 //! - the event bus (unless `default`), one rule per route with
 //!   [`model::event::pattern`], named by [`model::event::rule_name`]; the
 //!   reaper is the target of `reap` routes' rules (with a retry policy and a
@@ -157,6 +158,11 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
                 ],
                 "KeySchema": key_schema(&table.partition_key, Some(&table.sort_key)),
                 "SSESpecification": encryption::table(),
+                // A deleted row's tombstone expires once no older record can arrive.
+                "TimeToLiveSpecification": {
+                    "AttributeName": model::version::TOMBSTONE_ATTRIBUTE,
+                    "Enabled": true,
+                },
             },
         });
         suppress::keep(&mut resource, &[suppress::TABLE_KEY, suppress::INDEX_BACKUP]);

@@ -239,8 +239,9 @@ pub fn classify(config: &Config, table: &TableConfig, record: &ChangeRecord) -> 
 }
 
 /// Whether a MODIFY changed nothing but what the pipeline owns (the edge
-/// set attribute and the completeness marker of the table's edge set): the
-/// indexer's own writes, which are derived data, not domain changes.
+/// set attribute, the completeness marker and the edge mark of the table's
+/// edge set): the indexer's own writes, which are derived data, not domain
+/// changes.
 fn only_pipeline_changes(config: &Config, table: &TableConfig, record: &ChangeRecord) -> bool {
     let Some(set) = config.edge_set(&table.name) else {
         return false;
@@ -250,9 +251,9 @@ fn only_pipeline_changes(config: &Config, table: &TableConfig, record: &ChangeRe
     };
     let changed = changed(Some(old), Some(new));
     !changed.is_empty()
-        && changed
-            .iter()
-            .all(|name| *name == set.attribute || *name == set.complete_attribute)
+        && changed.iter().all(|name| {
+            *name == set.attribute || *name == set.complete_attribute || name == crate::version::EDGE_MARK_ATTRIBUTE
+        })
 }
 
 /// The same event without `oldImage`/`newImage`, flagged `imagesOmitted`:

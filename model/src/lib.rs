@@ -59,6 +59,7 @@ pub mod time;
 pub mod ttl;
 pub mod validate;
 pub mod value;
+pub mod version;
 
 pub use backoff::Backoff;
 pub use config::Config;
@@ -66,3 +67,4 @@ pub use fault::{Class, Fault};
 pub use plan::{Mutation, Plan, PlanError, Planner};
 pub use record::{ChangeRecord, EventKind};
 pub use value::{Image, Projection, Value};
+pub use version::Version;

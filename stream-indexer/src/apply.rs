@@ -73,6 +73,7 @@
 //! the batch's lowest failure). A row call failing for good thus makes every
 //! record with a write in it unfinished, whichever groups they belong to.
 
+mod guard;
 mod rows;
 mod sets;
 
@@ -92,6 +93,7 @@ pub const MAX_MEMBERS_PER_UPDATE: usize = 1000;
 pub const MAX_MEMBER_BYTES_PER_UPDATE: usize = 256 * 1024;
 
 pub use aws_kit::retry::pause;
+pub use guard::{Guard, ReadVersions, Stamping};
 pub use model::backoff::Backoff;
 
 /// Mutations by kind.
@@ -138,6 +140,9 @@ pub struct RequestCounts {
     /// Set UpdateItems: member changes, restores' ADDs and markers.
     pub update_set: usize,
     pub query_partition: usize,
+    /// Conditional PutItems of rows (guarded writes: replay into tables,
+    /// redrive, rebuild, repair).
+    pub put_row_if: usize,
     /// Of those, how many were resends (after an error or unprocessed items).
     pub retries: usize,
 }
@@ -145,13 +150,14 @@ pub struct RequestCounts {
 impl RequestCounts {
     /// All requests made.
     pub fn total(&self) -> usize {
-        self.write_rows + self.update_set + self.query_partition
+        self.write_rows + self.update_set + self.query_partition + self.put_row_if
     }
 
     pub fn add(&mut self, other: &RequestCounts) {
         self.write_rows += other.write_rows;
         self.update_set += other.update_set;
         self.query_partition += other.query_partition;
+        self.put_row_if += other.put_row_if;
         self.retries += other.retries;
     }
 }
@@ -170,6 +176,9 @@ pub struct ApplyStats {
     pub flagged: usize,
     /// Mutations the store refused.
     pub refused: usize,
+    /// Guarded writes skipped because what they would replace is newer (or
+    /// changed since it was read): row writes, and set requests.
+    pub stale: usize,
 }
 
 impl ApplyStats {
@@ -180,6 +189,7 @@ impl ApplyStats {
         self.node_missing += other.node_missing;
         self.flagged += other.flagged;
         self.refused += other.refused;
+        self.stale += other.stale;
     }
 }
 
@@ -282,14 +292,20 @@ enum Work {
     Set(SetOp),
 }
 
-fn work(record: usize, mutation: Mutation) -> Work {
+fn work(record: usize, mutation: Mutation, stamping: &Stamping) -> Work {
     match mutation {
         Mutation::PutRow { index, key, attributes } => Work::Row(RowWrite {
+            version: stamping.row_version(record, index, &key),
             index,
             key,
             put: Some(attributes),
         }),
-        Mutation::DeleteRow { index, key } => Work::Row(RowWrite { index, key, put: None }),
+        Mutation::DeleteRow { index, key } => Work::Row(RowWrite {
+            version: stamping.row_version(record, index, &key),
+            index,
+            key,
+            put: None,
+        }),
         Mutation::AddMember { edge_set, node, member } => Work::Set(SetOp::Member {
             record,
             edge_set,
@@ -329,7 +345,7 @@ struct Split {
     lanes: BTreeMap<usize, Vec<SetOp>>,
 }
 
-fn split(ops: impl IntoIterator<Item = (usize, Op)>) -> Split {
+fn split(ops: impl IntoIterator<Item = (usize, Op)>, stamping: &Stamping) -> Split {
     let mut split = Split::default();
     for (group, Op { record, mutation }) in ops {
         debug_assert!(record + 1 >= split.pending.len(), "ops come in batch order");
@@ -337,7 +353,7 @@ fn split(ops: impl IntoIterator<Item = (usize, Op)>) -> Split {
             split.pending.resize(record + 1, 0);
         }
         split.pending[record] += 1;
-        match work(record, mutation) {
+        match work(record, mutation, stamping) {
             Work::Row(write) => split.rows.push(record, write),
             Work::Set(op) => split.lanes.entry(group).or_default().push(op),
         }
@@ -349,19 +365,21 @@ fn split(ops: impl IntoIterator<Item = (usize, Op)>) -> Split {
 /// order: records by increasing number (in stream order within a group),
 /// each record's mutations in plan order; `group` names the record's
 /// partition-key group. Row calls and set lanes are each in flight at most
-/// `concurrency` at a time. See the module doc.
+/// `concurrency` at a time. `stamping` gives each record's version and how
+/// writes are guarded. See the module doc.
 pub async fn apply_batch<S: Store>(
     store: &S,
     config: &Config,
     backoff: &Backoff,
     concurrency: usize,
+    stamping: &Stamping,
     ops: impl IntoIterator<Item = (usize, Op)>,
 ) -> Applied {
-    let Split { pending, rows, lanes } = split(ops);
+    let Split { pending, rows, lanes } = split(ops, stamping);
     let concurrency = concurrency.max(1);
-    let row_work = rows::write_all(store, config, backoff, concurrency, rows);
+    let row_work = rows::write_all(store, config, backoff, concurrency, stamping, rows);
     let set_work = stream::iter(lanes.into_values())
-        .map(|lane| sets::run_lane(store, config, backoff, lane))
+        .map(|lane| sets::run_lane(store, config, backoff, stamping, lane))
         .buffer_unordered(concurrency)
         .collect::<Vec<Progress>>();
     let (row_progress, lane_progress) = futures::join!(row_work, set_work);
@@ -400,7 +418,8 @@ fn account(mut pending: Vec<usize>, rows: Progress, lanes: Vec<Progress>) -> App
 /// record's in plan order), one row call at a time.
 pub async fn apply_group<S: Store>(store: &S, config: &Config, backoff: &Backoff, ops: Vec<Op>) -> GroupResult {
     let records = ops.iter().map(|op| op.record + 1).max().unwrap_or(0);
-    let applied = apply_batch(store, config, backoff, 1, ops.into_iter().map(|op| (0, op))).await;
+    let stamping = Stamping::default();
+    let applied = apply_batch(store, config, backoff, 1, &stamping, ops.into_iter().map(|op| (0, op))).await;
     let stopped = applied.first_unfinished(0..records);
     let mut refused = applied.refused;
     if let Some(stopped) = &stopped {

@@ -37,7 +37,7 @@ use model::config::Config;
 use model::record::{self, CreationTime, ParseError, RawJson, Received};
 use model::{validate, Plan, Planner};
 
-use crate::apply::{self, Applied, ApplyStats, Backoff, MutationCounts, Op};
+use crate::apply::{self, Applied, ApplyStats, Backoff, Guard, MutationCounts, Op, Stamping};
 use crate::store::{Store, StoreError};
 use aws_kit::quarantine::Quarantine;
 use aws_kit::settle::settle;
@@ -57,6 +57,10 @@ pub struct Options {
     pub backoff: Backoff,
     /// The `consumer` of quarantine entries.
     pub consumer: String,
+    /// Where records may come out of order: `Guard::InOrder` for the
+    /// stream (Lambda, `run`); `Guard::Newer` for replay into tables and
+    /// redrive (see `apply::guard`).
+    pub guard: Guard,
 }
 
 impl Default for Options {
@@ -65,6 +69,7 @@ impl Default for Options {
             concurrency: 16,
             backoff: Backoff::default(),
             consumer: CONSUMER.to_owned(),
+            guard: Guard::InOrder,
         }
     }
 }
@@ -267,6 +272,13 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         }
         stats.groups = groups.len() + entries.iter().filter(|e| e.group.is_none()).count();
 
+        // Each record's version: its sequence number (DynamoDB's have at
+        // most 40 digits; one that cannot be a version is the lowest).
+        let versions = entries
+            .iter()
+            .map(|e| model::Version::of_sequence(e.sequence_number).unwrap_or_else(|_| model::Version::zero()))
+            .collect();
+        let stamping = Stamping::new(versions, self.options.guard.clone());
         let ops = entries.iter_mut().enumerate().flat_map(|(record, entry)| {
             // Lone records plan nothing; their lane number is never shared.
             let lane = entry.group.unwrap_or(usize::MAX - record);
@@ -276,7 +288,15 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                 .map(move |mutation| (lane, Op { record, mutation }))
         });
         let concurrency = self.options.concurrency.max(1);
-        let applied = apply::apply_batch(&self.store, &self.config, &self.options.backoff, concurrency, ops).await;
+        let applied = apply::apply_batch(
+            &self.store,
+            &self.config,
+            &self.options.backoff,
+            concurrency,
+            &stamping,
+            ops,
+        )
+        .await;
         stats.apply.add(&applied.stats);
         handled.extend(reckon(entries, applied));
 

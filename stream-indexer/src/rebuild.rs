@@ -45,7 +45,9 @@ use model::Image;
 
 use aws_kit::retry::{Flow, Retry, Step};
 
-use crate::apply::{self, Backoff, Op, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE};
+use crate::apply::{
+    self, Backoff, Guard, Op, ReadVersions, Stamping, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE,
+};
 use crate::store::scan::{Marker, Scan, Segment, MAX_BATCH_READS};
 use crate::store::{Store, StoreError};
 
@@ -244,6 +246,7 @@ pub async fn rebuild<S: Store + Scan + Marker>(
 
 mod budget;
 mod checkpoint;
+mod read;
 mod repair;
 mod verify;
 
@@ -252,5 +255,7 @@ pub use checkpoint::{fingerprint, Checkpoint};
 pub use repair::{repair, KindCounts, RepairStats};
 pub use verify::verify;
 
+#[cfg(test)]
+mod race_tests;
 #[cfg(test)]
 mod tests;

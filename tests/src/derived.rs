@@ -88,14 +88,15 @@ pub async fn verify(moto: &Moto, config: &Config) -> Result<usize> {
         }
         // A ghost: a node item holding only its keys and what the pipeline writes.
         let owned = [
-            &table.partition_key,
-            table.sort_key.as_ref().unwrap_or(&table.partition_key),
+            table.partition_key.as_str(),
+            table.sort_key.as_deref().unwrap_or(&table.partition_key),
             &set.attribute,
             &set.complete_attribute,
+            model::version::EDGE_MARK_ATTRIBUTE,
         ];
         for (id, item) in &nodes {
             ensure!(
-                item.keys().any(|name| !owned.contains(&name)),
+                item.keys().any(|name| !owned.contains(&name.as_str())),
                 "edge set #{e}: ghost node {id}: {item:?}"
             );
             let actual: BTreeSet<String> = match item.get(&set.attribute) {
@@ -129,7 +130,11 @@ pub async fn verify(moto: &Moto, config: &Config) -> Result<usize> {
             }
         }
         let mut actual: BTreeMap<RowKey, Image> = BTreeMap::new();
-        for mut row in moto.scan(&index.table).await? {
+        for row in moto.scan(&index.table).await? {
+            // A tombstone (a deleted row's version) is no row; a version is not data.
+            let Some(mut row) = model::version::live_row(row) else {
+                continue;
+            };
             let key = match (row.remove(&index.partition_key), row.remove(&index.sort_key)) {
                 (Some(Value::S(partition)), Some(Value::S(sort))) => RowKey { partition, sort },
                 other => return Err(anyhow!("index {}: row with a bad key {other:?}", index.name)),

@@ -24,7 +24,7 @@ use model::config::{self, EXAMPLE_CONFIG};
 use model::index::RowKey;
 use model::{Config, Image, Value};
 use stream_indexer::store::dynamo::DynamoStore;
-use stream_indexer::store::{RowWrite, SetChange, SetOutcome, Store};
+use stream_indexer::store::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, Store};
 use stream_indexer::{Indexer, Options};
 use streamdex_tests::derived::{drain, verify};
 use streamdex_tests::moto::{prefixed, unique_prefix, Moto, StreamReader};
@@ -722,6 +722,7 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
                 sort: format!("s{k:02}"),
             },
             put: Some(attributes.clone().into()),
+            version: model::Version::zero(),
         })
         .collect();
     ensure!(
@@ -745,7 +746,47 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
         .map(|w| RowWrite { put: None, ..w.clone() })
         .collect();
     ensure!(store.write_rows(deletes).await?.is_empty());
-    ensure!(moto.scan(&index_table).await?.len() == 5);
+    // A delete leaves a tombstone: the key, the version and the expiry.
+    let rows = moto.scan(&index_table).await?;
+    let live: Vec<&Image> = rows
+        .iter()
+        .filter(|r| !r.contains_key(model::version::TOMBSTONE_ATTRIBUTE))
+        .collect();
+    ensure!(
+        live.len() == 5 && rows.len() == 25,
+        "{} live of {}",
+        live.len(),
+        rows.len()
+    );
+    for row in &rows {
+        ensure!(
+            row.get(model::version::VERSION_ATTRIBUTE) == Some(&s(model::Version::zero().as_str())),
+            "every row and tombstone carries its version: {row:?}"
+        );
+    }
+    // A guarded put: an older version never replaces a newer one.
+    let newer = |v: &str| model::Version::of_sequence(v).map_err(|e| anyhow!("{e}"));
+    let key = writes[0].key.clone();
+    let put = |version: model::Version| RowWrite {
+        index: 0,
+        key: key.clone(),
+        put: Some(attributes.clone().into()),
+        version,
+    };
+    ensure!(store.put_row_if(put(newer("100")?), &RowGuard::Newer).await? == RowOutcome::Written);
+    ensure!(store.put_row_if(put(newer("99")?), &RowGuard::Newer).await? == RowOutcome::Stale);
+    ensure!(store.put_row_if(put(newer("100")?), &RowGuard::Newer).await? == RowOutcome::Stale);
+    ensure!(
+        store
+            .put_row_if(put(newer("7")?), &RowGuard::AsRead(Some(newer("100")?)))
+            .await?
+            == RowOutcome::Written,
+        "as read: the version read is there"
+    );
+    ensure!(
+        store.put_row_if(put(newer("8")?), &RowGuard::AsRead(None)).await? == RowOutcome::Stale,
+        "as read: nothing was read, but a row is there"
+    );
 
     // query_partition: every item of one partition, and only those.
     moto.put(&t.records, &node("GOAL-1", &[("n", n(exact))])).await?;
@@ -768,6 +809,7 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
             sort: "x".repeat(1100),
         },
         put: Some(attributes.clone().into()),
+        version: model::Version::zero(),
     };
     match store.write_rows(vec![long]).await {
         Err(e) if e.class() == model::Class::Refused => {

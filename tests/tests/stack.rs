@@ -285,6 +285,11 @@ async fn up_repairs_what_is_missing_and_leaves_the_rest() -> Result<()> {
     let mut expected = vec![
         ("queue", quarantine.clone()),
         ("table", config.indexes[0].table.clone()),
+        // The new index table's tombstones expire by TTL.
+        (
+            "ttl",
+            format!("{}/{}", config.indexes[0].table, model::version::TOMBSTONE_ATTRIBUTE),
+        ),
         (
             "target",
             format!("{rule} -> {}", stack::rule_queue_name(&config, route)),

@@ -46,8 +46,9 @@ Example:\n  \
     /// each one refused again stays, with its new reason.
     #[command(
         after_help = "Records go back one at a time, in the order given (with --all: the queue's). \
-A redriven record is applied as the stream would have applied it then: redrive a record only \
-when nothing newer of the same item has been applied since, or follow with `streamdex verify --repair`.\n\n\
+A redriven record is applied as the stream would have applied it then, guarded: a write older \
+than what the index row or the node's edge set already holds is skipped (see the README, \
+\"How it decides\").\n\n\
 Exit codes: 0 every selected record applied, 1 some stayed (refused again or failed) or an AWS \
 failure, 2 a bad config or no record selected.\n\n\
 Examples:\n  \

@@ -209,12 +209,13 @@ fn render(
                 let after = t.after.as_ref().map_or(0, |r| r.findings.len());
                 writeln!(
                     out,
-                    "{}: {before} findings, {} corrections written ({} items, {} skipped), {} verifications, \
-                     {after} left",
+                    "{}: {before} findings, {} corrections written ({} items, {} skipped, {} lost to newer stream \
+                     writes), {} verifications, {after} left",
                     t.table,
                     t.repairs.written.total(),
                     t.repairs.items_written,
                     t.repairs.skipped,
+                    t.repairs.stale,
                     t.passes
                 )?;
                 if let Some(r) = &t.before {

@@ -23,6 +23,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use model::config::{self, Config};
 use model::record::Received;
 use serde_json::{json, Value as Json};
+use stream_indexer::apply::Guard;
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
 use stream_indexer::{Indexer, MemoryQuarantine, Options};
 
@@ -151,12 +152,13 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             args.region.as_deref(),
         ));
         let store = DynamoStore::new(dynamodb_client(&sdk), config.clone());
-        let indexer = Indexer::new(
-            config.clone(),
-            store.clone(),
-            MemoryQuarantine::new(),
-            Options::default(),
-        );
+        // Tables that have moved on: a recorded record must never overwrite
+        // newer derived data (conditional writes, older ones skipped).
+        let guarded = Options {
+            guard: Guard::Newer,
+            ..Options::default()
+        };
+        let indexer = Indexer::new(config.clone(), store.clone(), MemoryQuarantine::new(), guarded);
         let router = Router::new(
             config.clone(),
             EventBridgePublisher::new(eventbridge_client(&sdk), config.events.bus.clone()),
@@ -331,9 +333,20 @@ fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std
         "  edge sets:  {} members added, {} removed, {} sets restored ({} updates found no node, {} nodes flagged)",
         a.add_member, a.remove_member, a.restore_set, s.apply.node_missing, s.apply.flagged
     )?;
+    if s.apply.requests.put_row_if > 0 || s.apply.stale > 0 {
+        writeln!(
+            err,
+            "  skipped:    {} writes older than what the tables hold (guarded writes)",
+            s.apply.stale
+        )?;
+    }
+    let guarded_puts = match s.apply.requests.put_row_if {
+        0 => String::new(),
+        n => format!(", PutItem {n}"),
+    };
     writeln!(
         err,
-        "  requests:   {} (BatchWriteItem {}, UpdateItem {}, Query {})",
+        "  requests:   {} (BatchWriteItem {}{guarded_puts}, UpdateItem {}, Query {})",
         s.apply.requests.total(),
         s.apply.requests.write_rows,
         s.apply.requests.update_set,

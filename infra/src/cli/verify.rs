@@ -259,7 +259,7 @@ pub async fn execute<S: Store + Scan + Marker>(
     }
     match (&repaired, report.is_clean()) {
         (_, true) => exit::OK,
-        (Some(stats), false) if stats.skipped == 0 => exit::OK,
+        (Some(stats), false) if stats.skipped == 0 && stats.stale == 0 => exit::OK,
         _ => exit::DRIFT,
     }
 }

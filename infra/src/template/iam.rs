@@ -113,6 +113,7 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
                 let mut attributes: Vec<&str> = table.key_attributes();
                 attributes.push(&set.attribute);
                 attributes.push(&set.complete_attribute);
+                attributes.push(model::version::EDGE_MARK_ATTRIBUTE);
                 out.push(json!({
                     "Sid": format!("EdgeSetOnly{}", ids::pascal(&table.name)),
                     "Effect": "Allow",

@@ -69,6 +69,12 @@ fn source_tables_have_keys_stream_ttl_pitr_and_the_target_gsi() {
         let p = &template["Resources"][ids::index_table(&index.table)]["Properties"];
         assert_eq!(p["TableName"], index.table.as_str());
         assert_eq!(p["KeySchema"][0]["AttributeName"], index.partition_key.as_str());
+        assert_eq!(
+            p["TimeToLiveSpecification"]["AttributeName"],
+            model::version::TOMBSTONE_ATTRIBUTE,
+            "tombstones expire"
+        );
+        assert_eq!(p["TimeToLiveSpecification"]["Enabled"], true);
     }
 }
 
@@ -267,7 +273,13 @@ fn the_indexer_may_update_only_the_edge_set_attributes() {
     let condition = &updates[0]["Condition"];
     assert_eq!(
         condition["ForAllValues:StringEquals"]["dynamodb:Attributes"],
-        serde_json::json!(["source", "target", "edges", "edgesComplete"])
+        serde_json::json!([
+            "source",
+            "target",
+            "edges",
+            "edgesComplete",
+            model::version::EDGE_MARK_ATTRIBUTE
+        ])
     );
     assert_eq!(
         condition["StringEqualsIfExists"]["dynamodb:ReturnValues"],

@@ -17,10 +17,10 @@ use toml::de::{DeTable, DeValue, ValueDeserializer};
 use toml::Spanned;
 
 use super::error::{line_column, ConfigError, Problem};
-use super::raw::{RawAlarms, RawEdgeSet, RawEvents, RawIndex, RawRoute, RawSortColumn, RawTable, Text};
+use super::raw::{RawAlarms, RawEdgeSet, RawEvents, RawIndex, RawPipeline, RawRoute, RawSortColumn, RawTable, Text};
 use super::{
-    AlarmConfig, Config, EdgeSetConfig, EventsConfig, IndexConfig, RouteConfig, RouteEvent, RouteItems, SortColumn,
-    SourceConfig, TableConfig, Template, ValueRef,
+    AlarmConfig, Config, EdgeSetConfig, EventsConfig, IndexConfig, PipelineConfig, RouteConfig, RouteEvent, RouteItems,
+    SortColumn, SourceConfig, TableConfig, Template, ValueRef,
 };
 use crate::sortkey::{Column, ColumnType, Direction, Nulls};
 
@@ -39,6 +39,8 @@ pub mod defaults {
     pub const MAX_REQUEST_BYTES: usize = 256 * 1024;
     pub const ITERATOR_AGE_WARN_SECONDS: u64 = 300;
     pub const ITERATOR_AGE_PAGE_SECONDS: u64 = 3600;
+    /// `[pipeline] tombstone_ttl_hours`: the stream's 24 h and a day to redrive.
+    pub const TOMBSTONE_TTL_HOURS: u32 = 48;
     pub const MAX_MEMBERS: usize = 2000;
     pub const COMPLETE_ATTRIBUTE: &str = "edgesComplete";
     pub const TARGET_INDEX: &str = "byTarget";
@@ -64,6 +66,9 @@ pub mod limits {
     pub const INDEX_NAME_CHARS: std::ops::RangeInclusive<usize> = 1..=64;
     /// `[[index]] shards`: partitions each rendered partition value is spread over.
     pub const INDEX_SHARDS: std::ops::RangeInclusive<i64> = 1..=256;
+    /// `[pipeline] tombstone_ttl_hours`: at least the stream's 24 h (a record
+    /// still in the stream must find the tombstone), at most a year.
+    pub const TOMBSTONE_TTL_HOURS: std::ops::RangeInclusive<i64> = 24..=8760;
     /// EventBridge `Source` and bus names.
     pub const EVENT_NAME_CHARS: usize = 256;
 }
@@ -123,6 +128,7 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigError> {
 struct RawConfig {
     events: Option<RawEvents>,
     alarms: Option<RawAlarms>,
+    pipeline: Option<RawPipeline>,
     /// Offset of the `table` key, if present.
     table_key: Option<usize>,
     /// `table` is present but not a table (reported already).
@@ -136,7 +142,7 @@ struct RawConfig {
     routes: Vec<RawRoute>,
 }
 
-const TOP_LEVEL_KEYS: &str = "`events`, `alarms`, `table`, `edge_set`, `index`, `route`";
+const TOP_LEVEL_KEYS: &str = "`events`, `alarms`, `pipeline`, `table`, `edge_set`, `index`, `route`";
 
 struct Checker<'a> {
     text: &'a str,
@@ -213,6 +219,7 @@ impl Checker<'_> {
             match name {
                 "events" => raw.events = self.section(value, "[events]"),
                 "alarms" => raw.alarms = self.section(value, "[alarms]"),
+                "pipeline" => raw.pipeline = self.section(value, "[pipeline]"),
                 "table" => {
                     raw.table_key = Some(key.span().start);
                     let Some(tables) = value.get_ref().as_table() else {
@@ -281,6 +288,7 @@ impl Checker<'_> {
     fn validate(&mut self, raw: RawConfig) -> Config {
         let events = self.events(raw.events);
         let alarms = self.alarms(raw.alarms);
+        let pipeline = self.pipeline(raw.pipeline);
         let tables = self.tables(raw.table_key, raw.table_malformed, &raw.tables);
         let (edge_sets, edge_set_infos) = self.edge_sets(raw.edge_sets, &tables);
         let indexes = self.indexes(raw.indexes, &tables, &edge_set_infos);
@@ -292,6 +300,7 @@ impl Checker<'_> {
             events,
             routes,
             alarms,
+            pipeline,
         }
     }
 
@@ -303,6 +312,8 @@ impl Checker<'_> {
             "empty attribute name".to_string()
         } else if n.len() > limits::ATTRIBUTE_NAME_BYTES {
             format!("attribute name longer than {} bytes", limits::ATTRIBUTE_NAME_BYTES)
+        } else if crate::version::RESERVED_ATTRIBUTES.contains(&n.as_str()) {
+            format!("\"{n}\" is reserved: the pipeline keeps its versions of derived data under that name")
         } else {
             return true;
         };

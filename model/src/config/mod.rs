@@ -32,6 +32,7 @@ pub struct Config {
     pub events: EventsConfig,
     pub routes: Vec<RouteConfig>,
     pub alarms: AlarmConfig,
+    pub pipeline: PipelineConfig,
 }
 
 /// Why a record's table could not be found (see [`Config::table_of_record`]).
@@ -276,6 +277,23 @@ pub struct RouteConfig {
     /// node's edges (in and out). Needs `items = "nodes"` and only
     /// `EXPIRE` / `REMOVE` events.
     pub reap: bool,
+}
+
+/// The `[pipeline]` settings: how long out-of-order protection lasts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineConfig {
+    /// How long a deleted index row's tombstone (its version, kept so that
+    /// an older record cannot bring the row back) lives before the index
+    /// table's TTL removes it: the stream's 24 h plus the window in which
+    /// quarantined or failed records may be redriven. Default 48.
+    pub tombstone_ttl_hours: u32,
+}
+
+impl PipelineConfig {
+    /// The tombstone lifetime in seconds.
+    pub fn tombstone_ttl_seconds(&self) -> u64 {
+        u64::from(self.tombstone_ttl_hours) * 3600
+    }
 }
 
 /// Alarm thresholds (`[alarms]`), in seconds of iterator age.

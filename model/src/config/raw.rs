@@ -28,6 +28,13 @@ pub(crate) struct RawAlarms {
     pub iterator_age_page_seconds: Option<Spanned<i64>>,
 }
 
+/// `[pipeline]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPipeline {
+    pub tombstone_ttl_hours: Option<Spanned<i64>>,
+}
+
 /// `[table.NAME]` (the name is the key).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

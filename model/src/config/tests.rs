@@ -952,3 +952,61 @@ fn load_reads_files() {
 
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_tombstone_lifetime_is_read_defaulted_and_bounded() {
+    assert_eq!(
+        accepted(BASE).pipeline.tombstone_ttl_hours,
+        defaults::TOMBSTONE_TTL_HOURS
+    );
+    let config = accepted(&format!("{BASE}\n[pipeline]\ntombstone_ttl_hours = 72\n"));
+    assert_eq!(config.pipeline.tombstone_ttl_hours, 72);
+    assert_eq!(config.pipeline.tombstone_ttl_seconds(), 72 * 3600);
+    let text = format!("{BASE}\n[pipeline]\ntombstone_ttl_hours = 12\n");
+    let problems = refused(&text);
+    let line = text.lines().count();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.line == line && p.key == "[pipeline] tombstone_ttl_hours" && p.reason.contains("24 h")),
+        "{}",
+        show(&problems)
+    );
+    let problems = refused(&format!("{BASE}\n[pipeline]\ntombstone_ttl_hours = 9000\n"));
+    assert!(
+        problems.iter().any(|p| p.reason.contains("out of range")),
+        "{}",
+        show(&problems)
+    );
+    let problems = refused(&format!("{BASE}\n[pipeline]\ntombstone_ttl = 48\n"));
+    assert!(
+        problems.iter().any(|p| p.key.contains("pipeline")),
+        "{}",
+        show(&problems)
+    );
+}
+
+#[test]
+fn the_version_attributes_are_reserved() {
+    for name in crate::version::RESERVED_ATTRIBUTES {
+        let text = format!(
+            "{BASE}\n[[index]]\nname = \"by-state\"\nsource = {{ table = \"issues\" }}\ntable = \"ByState\"\n\
+             partition = \"{{state}}\"\nsort = [ {{ value = \"{{state}}\", type = \"S\" }} ]\nproject = [\"{name}\"]\n"
+        );
+        let problems = refused(&text);
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.reason.contains("reserved") && p.key.contains("project")),
+            "{name}: {}",
+            show(&problems)
+        );
+        let text = BASE.replace("attribute = \"edges\"", &format!("attribute = \"{name}\""));
+        let problems = refused(&text);
+        assert!(
+            problems.iter().any(|p| p.reason.contains("reserved")),
+            "{name}: {}",
+            show(&problems)
+        );
+    }
+}

@@ -123,12 +123,16 @@ impl<'c> Verification<'c> {
         }
     }
 
-    /// One stored row of index `index`: its key and non-key attributes.
+    /// One stored row of index `index`: its key and non-key attributes, as
+    /// stored (a tombstone is no row, and a row's version is not drift).
     /// Call only once every source item has been fed.
     pub fn index_row(&mut self, index: usize, key: RowKey, attributes: Image) {
         if !self.scope.indexes.contains(&index) {
             return;
         }
+        let Some(attributes) = crate::version::live_row(attributes) else {
+            return;
+        };
         self.scanned.rows += 1;
         let expected = self.rows.remove(&(index, key.clone()));
         if let Some((kind, correction)) =

@@ -591,6 +591,18 @@ fn the_pipelines_own_set_updates_are_not_domain_events() {
         false,
     );
     assert!(run(&config, &set_update).is_empty(), "only the set and marker changed");
+    // The edge mark (versioning) is the pipeline's too.
+    let mut marked = new.clone();
+    marked[crate::version::EDGE_MARK_ATTRIBUTE] = json!({"S": "0000000000000000000000000000000000000042"});
+    let mark_update = lambda_record(
+        "MODIFY",
+        "records",
+        keys.clone(),
+        Some(new.clone()),
+        Some(marked),
+        false,
+    );
+    assert!(run(&config, &mark_update).is_empty(), "only the edge mark changed");
 
     // A user's change alongside is a domain change: one event.
     let mut renamed = new.clone();

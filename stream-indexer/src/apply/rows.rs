@@ -38,6 +38,13 @@
 //! refused call of several writes is split into one call per write to find
 //! the culprit; a refused single write makes its record a refusal, and the
 //! call goes on.
+//!
+//! # Guarded writes
+//!
+//! Under a [`Guard`] other than `InOrder` (see `guard`), a call's writes go
+//! one by one as conditional PutItems ([`Store::put_row_if`]), in the same
+//! order and under the same retry driver; a write whose condition fails is
+//! done (skipped, counted in `stale`).
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashSet, VecDeque};
@@ -49,8 +56,8 @@ use model::config::Config;
 use model::index::RowKey;
 use model::pack::{Limits, Packed, Packer, SameKey};
 
-use super::{Backoff, Progress, MAX_BATCH_WRITES};
-use crate::store::{RowWrite, Store, StoreError};
+use super::{Backoff, Progress, Stamping, MAX_BATCH_WRITES};
+use crate::store::{RowOutcome, RowWrite, Store, StoreError};
 
 /// What one BatchWriteItem call may hold: distinct keys, at most 25 writes
 /// (its request size is far under DynamoDB's limit for index rows).
@@ -104,6 +111,7 @@ pub(super) async fn write_all<S: Store>(
     config: &Config,
     backoff: &Backoff,
     concurrency: usize,
+    stamping: &Stamping,
     rows: Rows,
 ) -> Progress {
     let (calls, writes) = rows.finish();
@@ -117,7 +125,7 @@ pub(super) async fn write_all<S: Store>(
     let results = dispatch(calls.iter().map(|c| c.after.as_slice()), concurrency, |i| {
         let call = calls.get(i).map(&mut take).unwrap_or_default();
         async move {
-            let (progress, result) = send_call(store, config, backoff, call).await;
+            let (progress, result) = send_call(store, config, backoff, stamping, call).await;
             let succeeded = result.is_ok();
             ((progress, result), succeeded)
         }
@@ -156,12 +164,14 @@ async fn send_call<S: Store>(
     store: &S,
     config: &Config,
     backoff: &Backoff,
+    stamping: &Stamping,
     writes: Vec<(usize, RowWrite)>,
 ) -> (Progress, Result<(), StoreError>) {
     let mut call = Call {
         store,
         config,
         backoff,
+        stamping,
         queue: VecDeque::from([writes]),
         progress: Progress::default(),
     };
@@ -178,6 +188,7 @@ struct Call<'a, S> {
     store: &'a S,
     config: &'a Config,
     backoff: &'a Backoff,
+    stamping: &'a Stamping,
     /// Requests to make: the call, or its writes one by one after a refusal.
     queue: VecDeque<Vec<(usize, RowWrite)>>,
     progress: Progress,
@@ -199,7 +210,56 @@ impl<S: Store> Call<'_, S> {
     /// Works through the queue; on failure the writes not done stay in it.
     async fn run(&mut self) -> Result<(), StoreError> {
         while let Some(batch) = self.queue.pop_front() {
-            self.request(batch).await?;
+            if self.stamping.guard.is_guarded() {
+                self.guarded(batch).await?;
+            } else {
+                self.request(batch).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The writes one by one, each a conditional PutItem; on failure the
+    /// writes left go back to the front of the queue.
+    async fn guarded(&mut self, batch: Vec<(usize, RowWrite)>) -> Result<(), StoreError> {
+        let mut batch = VecDeque::from(batch);
+        while let Some((record, write)) = batch.pop_front() {
+            let Some(guard) = self.stamping.row_guard(write.index, &write.key) else {
+                // Not guarded after all: the unconditional request.
+                self.request(vec![(record, write)]).await?;
+                continue;
+            };
+            let (store, requests) = (self.store, &mut self.progress.stats.requests);
+            let sent = aws_kit::retry::call(self.backoff, |attempt| {
+                if attempt > 0 {
+                    requests.retries += 1;
+                }
+                requests.put_row_if += 1;
+                store.put_row_if(write.clone(), &guard)
+            })
+            .await;
+            match sent {
+                Ok(RowOutcome::Written) => self.row_done(record, &write),
+                Ok(RowOutcome::Stale) => {
+                    // Done: what is there is newer.
+                    self.progress.done.push(record);
+                    self.progress.stats.stale += 1;
+                }
+                Err(error) if error.is_refused() => {
+                    let what = if write.put.is_some() { "put" } else { "delete" };
+                    let reason = format!(
+                        "index `{}`: row {what} refused: {}",
+                        self.index_name(write.index),
+                        error.message()
+                    );
+                    self.progress.refuse(record, reason);
+                }
+                Err(error) => {
+                    batch.push_front((record, write));
+                    self.queue.push_front(batch.into());
+                    return Err(error);
+                }
+            }
         }
         Ok(())
     }

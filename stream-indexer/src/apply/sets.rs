@@ -2,6 +2,16 @@
 //! group, coalesced into as few UpdateItems as order allows (see the parent
 //! module's doc). A lane sends one request at a time; the first request that
 //! fails for good stops it, and nothing after it is sent.
+//!
+//! Every request carries a [`SetStamp`] (see `guard`). In order, it sets
+//! the node's edge mark to the version of the last record of the lane whose
+//! set changes, and every earlier record's, are all done once the request
+//! is: coalescing may send a later record's change before an earlier one's,
+//! and the mark never claims a record not fully applied. Under
+//! `Guard::Newer` a request holds one record's changes (the queue is sent
+//! whenever the record changes), conditioned on the mark not being newer
+//! than the record, and sets the mark to it. Under `Guard::AsRead` it is
+//! conditioned on the mark read and leaves it as is.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
@@ -9,8 +19,8 @@ use std::future::Future;
 use model::config::Config;
 use model::edge::{self, GraphItem};
 
-use super::{Backoff, Progress, RequestCounts, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE};
-use crate::store::{SetChange, SetOutcome, Store, StoreError};
+use super::{Backoff, Guard, Progress, RequestCounts, Stamping, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE};
+use crate::store::{MarkGuard, SetChange, SetOutcome, SetStamp, Store, StoreError};
 
 /// One set mutation of a lane.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,12 +103,21 @@ where
 /// Carries out one group's set mutations (in record order, each record's in
 /// plan order). When a request fails for good, every record of the lane
 /// whose set mutations are not all done is reported unfinished.
-pub(super) async fn run_lane<S: Store>(store: &S, config: &Config, backoff: &Backoff, ops: Vec<SetOp>) -> Progress {
+pub(super) async fn run_lane<S: Store>(
+    store: &S,
+    config: &Config,
+    backoff: &Backoff,
+    stamping: &Stamping,
+    ops: Vec<SetOp>,
+) -> Progress {
     let mut lane = Lane {
         store,
         config,
         backoff,
+        stamping,
         remaining: BTreeMap::new(),
+        settled: 0,
+        settled_last: None,
         queue: SetQueue::default(),
         progress: Progress::default(),
     };
@@ -119,8 +138,13 @@ struct Lane<'a, S> {
     store: &'a S,
     config: &'a Config,
     backoff: &'a Backoff,
+    stamping: &'a Stamping,
     /// Per record: set mutations not yet done (applied or refused).
     remaining: BTreeMap<usize, usize>,
+    /// Every record of the lane below this one is done; `settled_last` is
+    /// the last of them (see `prefix_mark`).
+    settled: usize,
+    settled_last: Option<usize>,
     queue: SetQueue,
     progress: Progress,
 }
@@ -187,6 +211,13 @@ impl<S: Store> Lane<'_, S> {
         member: String,
     ) -> Result<(), StoreError> {
         self.retarget(edge_set, node).await?;
+        let other_record = self.queue.last_record.is_some_and(|(r, _)| r != record);
+        if self.stamping.guard == Guard::Newer && other_record {
+            // One record per request: each is conditioned on its own version.
+            let target = self.queue.target.clone();
+            self.flush().await?;
+            self.queue.target = target;
+        }
         self.queue.push(kind, member, record);
         Ok(())
     }
@@ -203,16 +234,23 @@ impl<S: Store> Lane<'_, S> {
             SetOutcome::Applied => {}
             SetOutcome::NodeMissing => self.progress.stats.node_missing += 1,
             SetOutcome::Flagged => self.progress.stats.flagged += 1,
+            SetOutcome::Stale => self.progress.stats.stale += 1,
         }
     }
 
-    async fn send_set(&mut self, edge_set: usize, node: &str, change: SetChange) -> Result<SetOutcome, StoreError> {
+    async fn send_set(
+        &mut self,
+        edge_set: usize,
+        node: &str,
+        change: SetChange,
+        stamp: SetStamp,
+    ) -> Result<SetOutcome, StoreError> {
         let store = self.store;
         retrying(
             self.backoff,
             &mut self.progress.stats.requests,
             |c| &mut c.update_set,
-            || store.update_set(edge_set, node, change.clone()),
+            || store.update_set_stamped(edge_set, node, change.clone(), stamp.clone()),
         )
         .await
     }
@@ -233,21 +271,31 @@ impl<S: Store> Lane<'_, S> {
         let SetRequest {
             kind, members, restore, ..
         } = request;
+        let mut records: Vec<usize> = members.iter().flat_map(|m| m.records.iter().copied()).collect();
+        records.extend(restore);
         let mut queue = chunks(members, |m| m.text.as_str());
         if queue.is_empty() && restore.is_some() {
             queue.push_back(Vec::new()); // the marker only
         }
         let mut restore_refused = None;
+        let mut stale = false;
         while let Some(chunk) = queue.pop_front() {
             let texts: Vec<String> = chunk.iter().map(|m| m.text.clone()).collect();
-            match self.send_set(edge_set, node, kind.change(texts)).await {
+            let mut completing: Vec<usize> = chunk.iter().flat_map(|m| m.records.iter().copied()).collect();
+            if queue.is_empty() {
+                completing.extend(restore);
+            }
+            let stamp = self.stamp(edge_set, node, &completing, &records);
+            match self.send_set(edge_set, node, kind.change(texts), stamp).await {
                 Ok(outcome) => {
                     self.count_outcome(outcome);
+                    stale |= outcome == SetOutcome::Stale;
                     for record in chunk.iter().flat_map(|m| m.records.iter().copied()) {
                         self.done(record);
-                        match kind {
-                            SetKind::Add => self.progress.stats.applied.add_member += 1,
-                            SetKind::Remove => self.progress.stats.applied.remove_member += 1,
+                        match (kind, outcome) {
+                            (_, SetOutcome::Stale) => {}
+                            (SetKind::Add, _) => self.progress.stats.applied.add_member += 1,
+                            (SetKind::Remove, _) => self.progress.stats.applied.remove_member += 1,
                         }
                     }
                 }
@@ -285,7 +333,9 @@ impl<S: Store> Lane<'_, S> {
             match restore_refused {
                 None => {
                     self.done(record);
-                    self.progress.stats.applied.restore_set += 1;
+                    if !stale {
+                        self.progress.stats.applied.restore_set += 1;
+                    }
                 }
                 Some(message) => {
                     let reason = format!(
@@ -304,18 +354,21 @@ impl<S: Store> Lane<'_, S> {
     async fn marker(&mut self, record: usize, edge_set: usize, node: String, complete: bool) -> Result<(), StoreError> {
         self.flush().await?;
         let store = self.store;
+        let stamp = self.stamp(edge_set, &node, &[record], &[record]);
         let sent = retrying(
             self.backoff,
             &mut self.progress.stats.requests,
             |c| &mut c.update_set,
-            || store.set_marker(edge_set, &node, complete),
+            || store.set_marker_stamped(edge_set, &node, complete, stamp.clone()),
         )
         .await;
         match sent {
             Ok(outcome) => {
                 self.count_outcome(outcome);
                 self.done(record);
-                self.progress.stats.applied.set_marker += 1;
+                if outcome != SetOutcome::Stale {
+                    self.progress.stats.applied.set_marker += 1;
+                }
             }
             Err(error) if error.is_refused() => {
                 let reason = format!(
@@ -376,6 +429,7 @@ impl<S: Store> Lane<'_, S> {
     }
 }
 
+mod mark;
 mod queue;
 pub(super) use queue::chunks;
 use queue::*;

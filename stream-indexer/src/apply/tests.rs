@@ -527,7 +527,15 @@ async fn rows_of_several_groups_share_calls_and_a_failed_call_fails_all_its_reco
     store.inner().put_item("records", node("N")).expect("put");
     let mut groups: Vec<Vec<Op>> = (0..30).map(|r| vec![put(r, &format!("k{r:02}"))]).collect();
     groups.push(vec![add(30, "M")]);
-    let applied = apply_batch(&store, &config, &Backoff::immediate(3), 4, in_batch_order(groups)).await;
+    let applied = apply_batch(
+        &store,
+        &config,
+        &Backoff::immediate(3),
+        4,
+        &Stamping::default(),
+        in_batch_order(groups),
+    )
+    .await;
     let sizes: Vec<usize> = row_calls(&store).iter().map(Vec::len).collect();
     assert_eq!(
         sizes,
@@ -553,7 +561,15 @@ async fn a_call_after_a_failed_call_on_a_shared_key_is_never_sent() {
     });
     // Group A writes "a" twice (records 0 and 2); group B writes "x" and "y".
     let groups = vec![vec![put(0, "a"), delete(2, "a")], vec![put(1, "x"), put(3, "y")]];
-    let applied = apply_batch(&store, &config, &Backoff::immediate(3), 4, in_batch_order(groups)).await;
+    let applied = apply_batch(
+        &store,
+        &config,
+        &Backoff::immediate(3),
+        4,
+        &Stamping::default(),
+        in_batch_order(groups),
+    )
+    .await;
     let w = |p: &str, put: bool| (p.to_owned(), put);
     // Call 0 holds a, x, y and fails at once; call 1 (delete a) waits on it
     // and is never sent.
@@ -589,7 +605,15 @@ async fn a_later_write_to_a_key_waits_until_the_earlier_one_landed() {
         cap: Duration::from_millis(40),
         max_attempts: 4,
     };
-    let applied = apply_batch(&store, &config, &backoff, 4, in_batch_order(groups)).await;
+    let applied = apply_batch(
+        &store,
+        &config,
+        &backoff,
+        4,
+        &Stamping::default(),
+        in_batch_order(groups),
+    )
+    .await;
     assert!((0..=60).all(|r| applied.is_finished(r)));
     let calls = row_calls(&store);
     let last_put = calls
@@ -627,22 +651,31 @@ impl crate::store::Store for Slow {
         self.in_flight.fetch_sub(1, SeqCst);
         Ok(Vec::new())
     }
-    async fn update_set(
+    async fn put_row_if(
+        &self,
+        _write: RowWrite,
+        _guard: &crate::store::RowGuard,
+    ) -> Result<crate::store::RowOutcome, StoreError> {
+        Ok(crate::store::RowOutcome::Written)
+    }
+    async fn update_set_stamped(
         &self,
         _e: usize,
         _node: &str,
         _change: SetChange,
+        _stamp: crate::store::SetStamp,
     ) -> Result<crate::store::SetOutcome, StoreError> {
         Ok(crate::store::SetOutcome::Applied)
     }
     async fn query_partition(&self, _table: &str, _partition: &str) -> Result<Vec<Image>, StoreError> {
         Ok(Vec::new())
     }
-    async fn set_marker(
+    async fn set_marker_stamped(
         &self,
         _e: usize,
         _node: &str,
         _complete: bool,
+        _stamp: crate::store::SetStamp,
     ) -> Result<crate::store::SetOutcome, StoreError> {
         Ok(crate::store::SetOutcome::Applied)
     }
@@ -653,7 +686,15 @@ async fn row_calls_are_in_flight_at_most_concurrency_at_a_time() {
     let config = example();
     let store = Slow::default();
     let groups: Vec<Vec<Op>> = (0..200).map(|r| vec![put(r, &format!("k{r:03}"))]).collect();
-    let applied = apply_batch(&store, &config, &Backoff::immediate(3), 3, in_batch_order(groups)).await;
+    let applied = apply_batch(
+        &store,
+        &config,
+        &Backoff::immediate(3),
+        3,
+        &Stamping::default(),
+        in_batch_order(groups),
+    )
+    .await;
     assert!((0..200).all(|r| applied.is_finished(r)));
     use std::sync::atomic::Ordering::SeqCst;
     assert_eq!(store.calls.load(SeqCst), 8);

@@ -13,6 +13,7 @@ pub(super) async fn write_through_executor<S: Store>(
     store: &S,
     config: &Config,
     options: &Options,
+    stamping: &Stamping,
     corrections: &[(DriftKind, Correction)],
     what: impl Fn() -> String,
     stats: &mut RepairStats,
@@ -26,10 +27,11 @@ pub(super) async fn write_through_executor<S: Store>(
             },
         )
     });
-    let applied = apply::apply_batch(store, config, &options.backoff, 1, ops).await;
+    let applied = apply::apply_batch(store, config, &options.backoff, 1, stamping, ops).await;
     stats.requests += applied.stats.requests.total() as u64;
+    stats.stale += applied.stats.stale;
     stats.items_written += (applied.stats.applied.put_row + applied.stats.applied.delete_row) as u64
-        + applied.stats.requests.update_set as u64;
+        + (applied.stats.requests.update_set as u64).saturating_sub(applied.stats.stale as u64);
     stats.node_missing += applied.stats.node_missing;
     if let Some(refusal) = applied.refused.first() {
         return Err(RebuildError::Write {
@@ -43,8 +45,13 @@ pub(super) async fn write_through_executor<S: Store>(
             source: stopped.error,
         });
     }
-    for (kind, _) in corrections {
-        stats.written.count(*kind);
+    // A correction lost to a newer stream write is not written; which of a
+    // group's corrections lost is not told apart, so a group with a loss
+    // counts none by kind (`stale` and `items_written` say the rest).
+    if applied.stats.stale == 0 {
+        for (kind, _) in corrections {
+            stats.written.count(*kind);
+        }
     }
     Ok(())
 }
@@ -60,6 +67,10 @@ pub struct RepairStats {
     pub skipped: usize,
     /// Set updates that found no node (it was deleted since the scan).
     pub node_missing: usize,
+    /// Corrections not written because the derived data changed between
+    /// repair's read and its write: a stream record got there first, and
+    /// its write is newer (optimistic concurrency, see `read`).
+    pub stale: usize,
     /// Items written (rows put or deleted, node updates): what the budget counts.
     pub items_written: u64,
     /// Requests made, retries included.
@@ -71,6 +82,7 @@ impl RepairStats {
         self.written.add(&other.written);
         self.skipped += other.skipped;
         self.node_missing += other.node_missing;
+        self.stale += other.stale;
         self.items_written += other.items_written;
         self.requests += other.requests;
     }
@@ -271,78 +283,25 @@ pub(super) async fn repair_rows<S: Store + Scan>(
 ) -> Result<RepairStats, RebuildError> {
     let mut stats = RepairStats::default();
     let (index, table) = index_and_table(config, i)?;
-    // The source item, as it is now.
-    let item = match source {
-        Some(key) => {
-            stats.requests += 1;
-            retry(&options.backoff, || store.read_item(&table.name, key))
-                .await
-                .map_err(|source| RebuildError::Read {
-                    what: format!("item {key:?} of table `{}`", table.name),
-                    source,
-                })?
-        }
-        None => None,
-    };
-    // What it produces now (an item that cannot be indexed produces nothing, as in the planner).
-    let mut expected: BTreeMap<RowKey, Image> = BTreeMap::new();
-    if let Some(item) = &item {
-        if let Ok(rows) = index::rows(index, table, item) {
-            for key in rows.keys {
-                expected.insert(key, rows.projection.clone());
-            }
-        }
-    }
-    let mut keys: BTreeSet<RowKey> = reported
+    let keys: BTreeSet<RowKey> = reported
         .iter()
         .filter_map(|f| match f.correction.target() {
             Target::Row { key, .. } => Some(key),
             Target::Node { .. } => None,
         })
         .collect();
-    if mode == Mode::Rederive {
-        keys.extend(expected.keys().cloned());
-    }
-    // The rows, as they are now.
-    let mut actual: BTreeMap<RowKey, Image> = BTreeMap::new();
-    let keys: Vec<RowKey> = keys.into_iter().collect();
-    for chunk in keys.chunks(MAX_BATCH_READS) {
-        let mut pending = chunk.to_vec();
-        let mut again = Retry::new(&options.backoff);
-        let what = || format!("rows of table `{}`", index.table);
-        loop {
-            stats.requests += 1;
-            let step = match store.read_rows(i, pending.clone()).await {
-                Ok(read) => {
-                    let before = pending.len();
-                    actual.extend(read.found);
-                    pending = read.unprocessed;
-                    if pending.is_empty() {
-                        Step::Done(())
-                    } else {
-                        Step::Again {
-                            progressed: pending.len() < before,
-                            fault: StoreError::transient("BatchGetItem kept returning UnprocessedKeys"),
-                        }
-                    }
-                }
-                Err(e) => Step::of(Err(e)),
-            };
-            match again.next(step).await {
-                Flow::Again => continue,
-                Flow::Done(()) => break,
-                Flow::Failed(source) => return Err(RebuildError::Read { what: what(), source }),
-            }
-        }
-    }
-    let fresh: Vec<(DriftKind, Correction)> = keys
+    // The rows (and their versions) first, then the item: see `read`.
+    let read = read::rows_then_item(store, i, index, table, source, keys, mode, options, &mut stats.requests).await?;
+    let fresh: Vec<(DriftKind, Correction)> = read
+        .keys
         .iter()
-        .filter_map(|k| drift::compare_row(i, k, expected.get(k), actual.get(k)))
+        .filter_map(|k| drift::compare_row(i, k, read.expected.get(k), read.actual.get(k)))
         .collect();
+    let stamping = Stamping::new(Vec::new(), Guard::AsRead(read.versions));
     let chosen = select(mode, reported, fresh, &mut stats);
     budget.take(chosen.len() as u64).await;
     let what = || format!("rows of table `{}`", index.table);
-    write_through_executor(store, config, options, &chosen, what, &mut stats).await?;
+    write_through_executor(store, config, options, &stamping, &chosen, what, &mut stats).await?;
     Ok(stats)
 }
 
@@ -380,7 +339,7 @@ pub(super) fn expected_updates(corrections: &[(DriftKind, Correction)]) -> u64 {
 
 /// Re-reads one node's partition and corrects its set.
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn repair_node<S: Store + Marker>(
+pub(super) async fn repair_node<S: Store + Scan>(
     store: &S,
     config: &Config,
     e: usize,
@@ -398,6 +357,11 @@ pub(super) async fn repair_node<S: Store + Marker>(
         },
         None => return Ok(stats),
     };
+    // The node's mark first, then its partition: see `read`.
+    let mark = read::node_mark(store, set, table, node, options, &mut stats.requests).await?;
+    let mut versions = ReadVersions::default();
+    versions.marks.insert((e, node.to_owned()), mark);
+    let stamping = Stamping::new(Vec::new(), Guard::AsRead(std::sync::Arc::new(versions)));
     stats.requests += 1;
     let items = retry(&options.backoff, || store.query_partition(&table.name, node))
         .await
@@ -417,6 +381,6 @@ pub(super) async fn repair_node<S: Store + Marker>(
     // marker last; the set lane keeps it (a marker is a barrier).
     budget.take(expected_updates(&chosen)).await;
     let what = || format!("the set of node `{node}` in table `{}`", table.name);
-    write_through_executor(store, config, options, &chosen, what, &mut stats).await?;
+    write_through_executor(store, config, options, &stamping, &chosen, what, &mut stats).await?;
     Ok(stats)
 }

@@ -136,6 +136,7 @@ fn corrupt(store: &MemoryStore, c: &Corruption) -> Option<(Vec<DriftKind>, Targe
                 index: 0,
                 key: key.clone(),
                 put: None,
+                version: model::Version::zero(),
             });
             (vec![DriftKind::MissingRow], row(&key))
         }
@@ -148,6 +149,7 @@ fn corrupt(store: &MemoryStore, c: &Corruption) -> Option<(Vec<DriftKind>, Targe
                 index: 0,
                 key: key.clone(),
                 put: Some(Image::from([("name".to_owned(), s("ghost"))]).into()),
+                version: model::Version::zero(),
             });
             (vec![DriftKind::ExtraRow], row(&key))
         }
@@ -159,6 +161,7 @@ fn corrupt(store: &MemoryStore, c: &Corruption) -> Option<(Vec<DriftKind>, Targe
                 index: 0,
                 key: key.clone(),
                 put: Some(attributes.into()),
+                version: model::Version::zero(),
             });
             (vec![DriftKind::WrongProjection], row(&key))
         }
@@ -473,6 +476,7 @@ fn changing_shards_is_a_rebuild() {
             index: 0,
             key: key.clone(),
             put: Some(attributes.clone().into()),
+            version: model::Version::zero(),
         };
         block(store.write_rows(vec![write])).expect("write");
     }
@@ -522,6 +526,7 @@ fn changing_shards_is_a_rebuild() {
             index: 0,
             key: key.clone(),
             put: Some(attributes.clone().into()),
+            version: model::Version::zero(),
         };
         block(store_back.write_rows(vec![write])).expect("write");
     }

@@ -31,15 +31,14 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
-use aws_sdk_dynamodb::types::{
-    AttributeValue, DeleteRequest, PutRequest, ReturnValuesOnConditionCheckFailure, WriteRequest,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnValuesOnConditionCheckFailure, WriteRequest};
 use aws_sdk_dynamodb::Client;
 use model::config::{EdgeSetConfig, IndexConfig, TableConfig};
 use model::index::RowKey;
 use model::{Config, Image};
 
-use super::{RowWrite, SetChange, SetOutcome, Store, StoreError};
+use super::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp, Store, StoreError};
+use model::version::{TOMBSTONE_ATTRIBUTE, VERSION_ATTRIBUTE};
 
 pub use aws_kit::clients::{attempt_timeouts, dynamodb_client, ATTEMPT_TIMEOUT, CONNECT_TIMEOUT};
 pub use aws_kit::convert::{from_attribute, to_attribute, to_image, to_item};
@@ -115,14 +114,17 @@ impl DynamoStore {
         set: &EdgeSetConfig,
         table: &TableConfig,
         key: HashMap<String, AttributeValue>,
+        stamp: &SetStamp,
     ) -> UpdateItemFluentBuilder {
-        self.client
+        let request = self
+            .client
             .update_item()
             .table_name(&set.table)
             .set_key(Some(key))
             .expression_attribute_names("#pk", &table.partition_key)
             .expression_attribute_names("#marker", &set.complete_attribute)
-            .expression_attribute_values(":true", AttributeValue::Bool(true))
+            .expression_attribute_values(":true", AttributeValue::Bool(true));
+        stamp::names(request, stamp)
     }
 
     /// `SET marker = :false` on an existing node.
@@ -131,25 +133,26 @@ impl DynamoStore {
         set: &EdgeSetConfig,
         table: &TableConfig,
         key: HashMap<String, AttributeValue>,
+        stamp: &SetStamp,
     ) -> Result<SetOutcome, StoreError> {
-        let result = self
+        let request = self
             .client
             .update_item()
             .table_name(&set.table)
             .set_key(Some(key))
-            .update_expression("SET #marker = :false")
-            .condition_expression("attribute_exists(#pk)")
+            .update_expression(stamp::update("SET #marker = :false", stamp))
+            .condition_expression(stamp::condition("attribute_exists(#pk)", stamp))
             .expression_attribute_names("#marker", &set.complete_attribute)
             .expression_attribute_names("#pk", &table.partition_key)
-            .expression_attribute_values(":false", AttributeValue::Bool(false))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(SetOutcome::Flagged),
-            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
-                Ok(SetOutcome::NodeMissing)
-            }
-            Err(e) => Err(store_error("UpdateItem", &set.table, e)),
+            .expression_attribute_values(":false", AttributeValue::Bool(false));
+        match attempt(&set.table, stamp::names(request, stamp).send().await)? {
+            Attempt::Written => Ok(SetOutcome::Flagged),
+            Attempt::Conflict(old) if stamp::stale(&old, stamp) => Ok(SetOutcome::Stale),
+            Attempt::NodeMissing | Attempt::Conflict(_) => Ok(SetOutcome::NodeMissing),
+            Attempt::TooLarge => Err(StoreError::refused(format!(
+                "UpdateItem on table `{}`: flagging the node was refused for the item's size",
+                set.table
+            ))),
         }
     }
 
@@ -159,15 +162,17 @@ impl DynamoStore {
         set: &EdgeSetConfig,
         table: &TableConfig,
         key: HashMap<String, AttributeValue>,
+        stamp: &SetStamp,
     ) -> Result<SetOutcome, StoreError> {
         let result = self
-            .update(set, table, key)
-            .update_expression(SET_MARKER)
-            .condition_expression("attribute_exists(#pk)")
+            .update(set, table, key, stamp)
+            .update_expression(stamp::update(SET_MARKER, stamp))
+            .condition_expression(stamp::condition("attribute_exists(#pk)", stamp))
             .send()
             .await;
         match attempt(&set.table, result)? {
             Attempt::Written => Ok(SetOutcome::Applied),
+            Attempt::Conflict(old) if stamp::stale(&old, stamp) => Ok(SetOutcome::Stale),
             Attempt::NodeMissing | Attempt::Conflict(_) => Ok(SetOutcome::NodeMissing),
             Attempt::TooLarge => Err(StoreError::refused(format!(
                 "UpdateItem on table `{}`: setting the marker was refused for the item's size",
@@ -201,16 +206,21 @@ impl DynamoStore {
         table: &TableConfig,
         key: HashMap<String, AttributeValue>,
         members: Vec<String>,
+        stamp: &SetStamp,
     ) -> Result<SetOutcome, StoreError> {
         if members.len() > set.max_members {
             // Could never fit, even in an empty set.
-            return self.flag(set, table, key).await;
+            return self.flag(set, table, key, stamp).await;
         }
         let limit = set.max_members - members.len();
+        let add = stamp::update(&format!("ADD #set :members {SET_MARKER}"), stamp);
         let result = self
-            .update(set, table, key.clone())
-            .update_expression(format!("ADD #set :members {SET_MARKER}"))
-            .condition_expression("attribute_exists(#pk) AND (attribute_not_exists(#set) OR size(#set) <= :limit)")
+            .update(set, table, key.clone(), stamp)
+            .update_expression(&add)
+            .condition_expression(stamp::condition(
+                "attribute_exists(#pk) AND (attribute_not_exists(#set) OR size(#set) <= :limit)",
+                stamp,
+            ))
             .expression_attribute_names("#set", &set.attribute)
             .expression_attribute_values(":members", AttributeValue::Ss(members.clone()))
             .expression_attribute_values(":limit", AttributeValue::N(limit.to_string()))
@@ -220,35 +230,47 @@ impl DynamoStore {
         let mut old = match attempt(&set.table, result)? {
             Attempt::Written => return Ok(SetOutcome::Applied),
             Attempt::NodeMissing => return Ok(SetOutcome::NodeMissing),
-            Attempt::TooLarge => return self.flag(set, table, key).await,
+            Attempt::TooLarge => return self.flag(set, table, key, stamp).await,
             Attempt::Conflict(old) => old,
         };
         for _ in 0..MAX_ADD_ROUNDS {
+            if stamp::stale(&old, stamp) {
+                return Ok(SetOutcome::Stale);
+            }
             let current = set_members(&old, set)?;
+            let mark_is_set = stamp.mark.is_none() || stamp::stored_mark(&old) == stamp.mark;
             let missing = match plan_add(current, &members, set.max_members) {
-                AddPlan::Overflow => return self.flag(set, table, key).await,
-                AddPlan::Present if old.contains_key(&set.complete_attribute) => return Ok(SetOutcome::Applied),
-                AddPlan::Present => return self.mark(set, table, key).await,
+                AddPlan::Overflow => return self.flag(set, table, key, stamp).await,
+                AddPlan::Present if old.contains_key(&set.complete_attribute) && mark_is_set => {
+                    return Ok(SetOutcome::Applied)
+                }
+                AddPlan::Present => return self.mark(set, table, key, stamp).await,
                 AddPlan::Missing(missing) => missing,
             };
             let mut request = self
-                .update(set, table, key.clone())
-                .update_expression(format!("ADD #set :members {SET_MARKER}"))
+                .update(set, table, key.clone(), stamp)
+                .update_expression(&add)
                 .expression_attribute_names("#set", &set.attribute)
                 .expression_attribute_values(":members", AttributeValue::Ss(missing))
                 .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
             // DynamoDB never stores an empty set: no attribute is the empty set.
             request = if current.is_empty() {
-                request.condition_expression("attribute_exists(#pk) AND attribute_not_exists(#set)")
+                request.condition_expression(stamp::condition(
+                    "attribute_exists(#pk) AND attribute_not_exists(#set)",
+                    stamp,
+                ))
             } else {
                 request
-                    .condition_expression("attribute_exists(#pk) AND size(#set) = :observed")
+                    .condition_expression(stamp::condition(
+                        "attribute_exists(#pk) AND size(#set) = :observed",
+                        stamp,
+                    ))
                     .expression_attribute_values(":observed", AttributeValue::N(current.len().to_string()))
             };
             old = match attempt(&set.table, request.send().await)? {
                 Attempt::Written => return Ok(SetOutcome::Applied),
                 Attempt::NodeMissing => return Ok(SetOutcome::NodeMissing),
-                Attempt::TooLarge => return self.flag(set, table, key).await,
+                Attempt::TooLarge => return self.flag(set, table, key, stamp).await,
                 Attempt::Conflict(old) => old,
             };
         }
@@ -265,11 +287,12 @@ impl Store for DynamoStore {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
+        let expires = super::tombstone_expiry(&self.config);
         let mut requests: HashMap<String, Vec<WriteRequest>> = HashMap::new();
         let mut pending: HashMap<(String, RowKey), RowWrite> = HashMap::with_capacity(writes.len());
         for write in writes {
             let index = self.index(write.index)?;
-            let request = write_request(index, &write)?;
+            let request = write_request(index, &write, expires)?;
             requests.entry(index.table.clone()).or_default().push(request);
             let slot = (index.table.clone(), write.key.clone());
             if pending.insert(slot, write).is_some() {
@@ -308,7 +331,18 @@ impl Store for DynamoStore {
         Ok(unprocessed)
     }
 
-    async fn update_set(&self, edge_set: usize, node: &str, change: SetChange) -> Result<SetOutcome, StoreError> {
+    async fn put_row_if(&self, write: RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
+        self.put_row_conditional(write, guard).await
+    }
+
+    async fn update_set_stamped(
+        &self,
+        edge_set: usize,
+        node: &str,
+        change: SetChange,
+        stamp: SetStamp,
+    ) -> Result<SetOutcome, StoreError> {
+        let stamp = &stamp;
         let (set, table, sort_key) = self.edge_set(edge_set)?;
         let key = HashMap::from([
             (table.partition_key.clone(), AttributeValue::S(node.to_owned())),
@@ -322,21 +356,22 @@ impl Store for DynamoStore {
         let members: Vec<String> = members.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
         if members.is_empty() {
             // Nothing to add or remove (a restore of a node without edges): only the marker.
-            return self.mark(set, table, key).await;
+            return self.mark(set, table, key, stamp).await;
         }
         if adding {
-            return self.add(set, table, key, members).await;
+            return self.add(set, table, key, members, stamp).await;
         }
         let result = self
-            .update(set, table, key)
-            .update_expression(format!("DELETE #set :members {SET_MARKER}"))
-            .condition_expression("attribute_exists(#pk)")
+            .update(set, table, key, stamp)
+            .update_expression(stamp::update(&format!("DELETE #set :members {SET_MARKER}"), stamp))
+            .condition_expression(stamp::condition("attribute_exists(#pk)", stamp))
             .expression_attribute_names("#set", &set.attribute)
             .expression_attribute_values(":members", AttributeValue::Ss(members))
             .send()
             .await;
         match attempt(&set.table, result)? {
             Attempt::Written => Ok(SetOutcome::Applied),
+            Attempt::Conflict(old) if stamp::stale(&old, stamp) => Ok(SetOutcome::Stale),
             Attempt::NodeMissing | Attempt::Conflict(_) => Ok(SetOutcome::NodeMissing),
             Attempt::TooLarge => Err(StoreError::refused(format!(
                 "UpdateItem on table `{}`: a DELETE of members was refused for the item's size",
@@ -354,16 +389,26 @@ impl Store for DynamoStore {
         aws_kit::convert::query_partition(&self.client, table, None, &config.partition_key, partition).await
     }
 
-    async fn set_marker(&self, edge_set: usize, node: &str, complete: bool) -> Result<SetOutcome, StoreError> {
-        self.update_marker(edge_set, node, complete).await
+    async fn set_marker_stamped(
+        &self,
+        edge_set: usize,
+        node: &str,
+        complete: bool,
+        stamp: SetStamp,
+    ) -> Result<SetOutcome, StoreError> {
+        self.update_marker(edge_set, node, complete, &stamp).await
     }
 }
 
 mod node_update;
 mod row_writes;
+mod stamp;
 use node_update::*;
 pub use node_update::{plan_add, AddPlan};
 use row_writes::*;
+pub(in crate::store) use stamp::{
+    condition as stamp_condition, names as stamp_names, stale as stamp_stale, update as stamp_update,
+};
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 use model::index::RowKey;
 use model::Image;
 
-use super::{RowWrite, SetChange, SetOutcome, Store, StoreError};
+use super::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp, Store, StoreError};
 
 /// One call, as the script sees it.
 #[derive(Debug, Clone, Copy)]
@@ -340,7 +340,21 @@ impl<S: Store> Store for FaultyStore<S> {
         timeout(&fault, result)
     }
 
-    async fn update_set(&self, edge_set: usize, node: &str, change: SetChange) -> Result<SetOutcome, StoreError> {
+    async fn put_row_if(&self, write: RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
+        let fault = self.decide(Call::WriteRows(std::slice::from_ref(&write)));
+        if let Some(result) = injected(&fault) {
+            return result;
+        }
+        timeout(&fault, self.inner.put_row_if(write, guard).await)
+    }
+
+    async fn update_set_stamped(
+        &self,
+        edge_set: usize,
+        node: &str,
+        change: SetChange,
+        stamp: SetStamp,
+    ) -> Result<SetOutcome, StoreError> {
         let fault = self.decide(Call::UpdateSet {
             edge_set,
             node,
@@ -349,7 +363,10 @@ impl<S: Store> Store for FaultyStore<S> {
         if let Some(result) = injected(&fault) {
             return result;
         }
-        timeout(&fault, self.inner.update_set(edge_set, node, change).await)
+        timeout(
+            &fault,
+            self.inner.update_set_stamped(edge_set, node, change, stamp).await,
+        )
     }
 
     async fn query_partition(&self, table: &str, partition: &str) -> Result<Vec<Image>, StoreError> {
@@ -360,7 +377,13 @@ impl<S: Store> Store for FaultyStore<S> {
         timeout(&fault, self.inner.query_partition(table, partition).await)
     }
 
-    async fn set_marker(&self, edge_set: usize, node: &str, complete: bool) -> Result<SetOutcome, StoreError> {
+    async fn set_marker_stamped(
+        &self,
+        edge_set: usize,
+        node: &str,
+        complete: bool,
+        stamp: SetStamp,
+    ) -> Result<SetOutcome, StoreError> {
         let fault = self.decide(Call::SetMarker {
             edge_set,
             node,
@@ -369,6 +392,9 @@ impl<S: Store> Store for FaultyStore<S> {
         if let Some(result) = injected(&fault) {
             return result;
         }
-        timeout(&fault, self.inner.set_marker(edge_set, node, complete).await)
+        timeout(
+            &fault,
+            self.inner.set_marker_stamped(edge_set, node, complete, stamp).await,
+        )
     }
 }

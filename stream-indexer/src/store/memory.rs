@@ -28,7 +28,9 @@ use model::sortkey::{self, MAX_KEY_BYTES};
 use model::{Image, Projection, Value};
 
 use super::scan::{Page, RowsRead, Scan, Segment, MAX_BATCH_READS};
-use super::{RowWrite, SetChange, SetOutcome, Store, StoreError, MAX_BATCH_WRITES};
+use super::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp, Store, StoreError, MAX_BATCH_WRITES};
+use model::version::EDGE_MARK_ATTRIBUTE;
+use model::Version;
 
 /// A primary key attribute value, as DynamoDB compares them: numbers by value
 /// (kept as canonical text), strings and binaries by content.
@@ -104,6 +106,8 @@ pub struct Derived {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MemoryRequests {
     pub write_rows: usize,
+    /// Conditional PutItems of rows ([`Store::put_row_if`]).
+    pub put_row_if: usize,
     pub update_set: usize,
     pub query_partition: usize,
 }
@@ -193,6 +197,16 @@ impl MemoryStore {
         if let Some(stream) = self.lock().stream.as_mut() {
             out.append(stream);
         }
+    }
+
+    /// How many tombstones the index tables keep (deleted rows' versions).
+    pub fn tombstones(&self) -> usize {
+        self.lock().rows.tombstones()
+    }
+
+    /// The version stored for an index row (its own or its tombstone's).
+    pub fn row_version(&self, index: usize, key: &RowKey) -> Option<Version> {
+        self.lock().rows.version(index, key).cloned()
     }
 
     /// How many requests the store answered, by kind.

@@ -16,19 +16,80 @@ pub mod scan;
 use std::future::Future;
 
 use model::index::RowKey;
-use model::Image;
+use model::{Image, Version};
 
 /// At most this many writes go in one `write_rows` call (BatchWriteItem's limit).
 pub const MAX_BATCH_WRITES: usize = 25;
 
-/// One write to an index row: a put (with the row's non-key attributes) or a delete.
+/// One write to an index row: a put (with the row's non-key attributes) or a
+/// delete. Either carries its source version (`model::version`): a put
+/// stores it on the row, a delete leaves a *tombstone* (the key, the
+/// version and [`model::version::TOMBSTONE_ATTRIBUTE`], the expiry the
+/// index table's TTL acts on: now + `[pipeline] tombstone_ttl_hours`). A
+/// tombstone is absent to every reader; it is there so that an older record
+/// cannot bring the row back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowWrite {
     /// Position of the index in the config's `indexes`.
     pub index: usize,
     pub key: RowKey,
-    /// `Some(attributes)` puts the row, `None` deletes it.
+    /// `Some(attributes)` puts the row, `None` deletes it (a tombstone).
     pub put: Option<model::Projection>,
+    /// The version of what it was derived from.
+    pub version: Version,
+}
+
+/// The condition of a guarded row write ([`Store::put_row_if`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowGuard {
+    /// Only over an older version (or none): `attribute_not_exists(v) OR v < :v`.
+    Newer,
+    /// Only over exactly what was read before (rebuild and repair's
+    /// optimistic concurrency): this version, or no row and no tombstone.
+    AsRead(Option<Version>),
+}
+
+/// What a guarded row write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowOutcome {
+    Written,
+    /// The condition failed: what is there is newer (or changed since it was
+    /// read). Nothing was written; this is success, not an error.
+    Stale,
+}
+
+/// The condition of a guarded node update, on the node's edge mark
+/// ([`model::version::EDGE_MARK_ATTRIBUTE`]), beside the node-exists one.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum MarkGuard {
+    /// No condition on the mark (the in-order Lambda path).
+    #[default]
+    None,
+    /// Only if the mark is absent or not newer than this version (a
+    /// record's own changes may take two requests, so equal passes; they
+    /// are idempotent).
+    NotNewer(Version),
+    /// Only if the mark is exactly what was read (or absent if `None`).
+    AsRead(Option<Version>),
+}
+
+/// The versioning of a node update: the condition, and the mark it leaves.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SetStamp {
+    pub guard: MarkGuard,
+    /// `SET mark = this` with the update (`None`: the mark is left as is).
+    pub mark: Option<Version>,
+}
+
+impl SetStamp {
+    /// Whether the guard lets an update through a node holding `mark`.
+    pub fn admits(&self, mark: Option<&Version>) -> bool {
+        match &self.guard {
+            MarkGuard::None => true,
+            MarkGuard::NotNewer(v) => mark.is_none_or(|m| m <= v),
+            MarkGuard::AsRead(read) => mark == read.as_ref(),
+        }
+    }
 }
 
 /// A change to one node's edge set.
@@ -54,11 +115,24 @@ pub enum SetOutcome {
     /// Adding would pass `max_members`: the members were not added and the
     /// node's `complete_attribute` is now `false`.
     Flagged,
+    /// The node's edge mark failed the [`SetStamp`]'s guard: the set
+    /// already reflects a newer record (or changed since it was read).
+    /// Nothing was written.
+    Stale,
 }
 
 /// A request that failed: the one error type of every port
 /// (`model::Fault`, classified transient / refused / deployment).
 pub type StoreError = model::Fault;
+
+/// When a tombstone written now expires (epoch seconds): now plus
+/// `[pipeline] tombstone_ttl_hours`.
+pub fn tombstone_expiry(config: &model::Config) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    now.saturating_add(config.pipeline.tombstone_ttl_seconds())
+}
 
 /// The indexer's view of DynamoDB.
 pub trait Store: Send + Sync {
@@ -66,6 +140,15 @@ pub trait Store: Send + Sync {
     /// row keys (possibly of several index tables). Returns the writes that
     /// were not processed (`UnprocessedItems`), for the caller to resend.
     fn write_rows(&self, writes: Vec<RowWrite>) -> impl Future<Output = Result<Vec<RowWrite>, StoreError>> + Send;
+
+    /// One conditional PutItem of a row (or of its tombstone), under `guard`
+    /// on the version stored there. A failed condition is
+    /// [`RowOutcome::Stale`], never an error.
+    fn put_row_if(
+        &self,
+        write: RowWrite,
+        guard: &RowGuard,
+    ) -> impl Future<Output = Result<RowOutcome, StoreError>> + Send;
 
     /// One UpdateItem of node `node` (partition key = sort key = `node`) in the
     /// table of edge set `edge_set`: ADD or DELETE the members of the set
@@ -86,6 +169,19 @@ pub trait Store: Send + Sync {
         edge_set: usize,
         node: &str,
         change: SetChange,
+    ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send {
+        self.update_set_stamped(edge_set, node, change, SetStamp::default())
+    }
+
+    /// [`Store::update_set`] under a [`SetStamp`]: when the node's edge mark
+    /// fails the guard, nothing is written ([`SetOutcome::Stale`]);
+    /// otherwise the update also sets the mark the stamp carries.
+    fn update_set_stamped(
+        &self,
+        edge_set: usize,
+        node: &str,
+        change: SetChange,
+        stamp: SetStamp,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send;
 
     /// Every item of one partition of a source table (a Query, all pages).
@@ -107,6 +203,18 @@ pub trait Store: Send + Sync {
         edge_set: usize,
         node: &str,
         complete: bool,
+    ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send {
+        self.set_marker_stamped(edge_set, node, complete, SetStamp::default())
+    }
+
+    /// [`Store::set_marker`] under a [`SetStamp`] (see
+    /// [`Store::update_set_stamped`]).
+    fn set_marker_stamped(
+        &self,
+        edge_set: usize,
+        node: &str,
+        complete: bool,
+        stamp: SetStamp,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send;
 }
 
@@ -117,13 +225,22 @@ impl<S: Store> Store for std::sync::Arc<S> {
         S::write_rows(self, writes)
     }
 
-    fn update_set(
+    fn put_row_if(
+        &self,
+        write: RowWrite,
+        guard: &RowGuard,
+    ) -> impl Future<Output = Result<RowOutcome, StoreError>> + Send {
+        S::put_row_if(self, write, guard)
+    }
+
+    fn update_set_stamped(
         &self,
         edge_set: usize,
         node: &str,
         change: SetChange,
+        stamp: SetStamp,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send {
-        S::update_set(self, edge_set, node, change)
+        S::update_set_stamped(self, edge_set, node, change, stamp)
     }
 
     fn query_partition(
@@ -134,12 +251,13 @@ impl<S: Store> Store for std::sync::Arc<S> {
         S::query_partition(self, table, partition)
     }
 
-    fn set_marker(
+    fn set_marker_stamped(
         &self,
         edge_set: usize,
         node: &str,
         complete: bool,
+        stamp: SetStamp,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send {
-        S::set_marker(self, edge_set, node, complete)
+        S::set_marker_stamped(self, edge_set, node, complete, stamp)
     }
 }

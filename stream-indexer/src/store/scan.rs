@@ -248,6 +248,7 @@ impl DynamoStore {
         edge_set: usize,
         node: &str,
         complete: bool,
+        stamp: &super::SetStamp,
     ) -> Result<SetOutcome, StoreError> {
         let config = self.config();
         let set = config
@@ -266,24 +267,32 @@ impl DynamoStore {
                 set.table
             ))
         })?;
-        let result = self
+        let request = self
             .client()
             .update_item()
             .table_name(&set.table)
             .key(&table.partition_key, AttributeValue::S(node.to_owned()))
             .key(sort_key, AttributeValue::S(node.to_owned()))
-            .update_expression("SET #marker = :complete")
-            .condition_expression("attribute_exists(#pk)")
+            .update_expression(super::dynamo::stamp_update("SET #marker = :complete", stamp))
+            .condition_expression(super::dynamo::stamp_condition("attribute_exists(#pk)", stamp))
             .expression_attribute_names("#marker", &set.complete_attribute)
             .expression_attribute_names("#pk", &table.partition_key)
-            .expression_attribute_values(":complete", AttributeValue::Bool(complete))
-            .send()
-            .await;
-        match result {
+            .expression_attribute_values(":complete", AttributeValue::Bool(complete));
+        let request = super::dynamo::stamp_names(request, stamp);
+        match request.send().await {
             Ok(_) if complete => Ok(SetOutcome::Applied),
             Ok(_) => Ok(SetOutcome::Flagged),
             Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
-                Ok(SetOutcome::NodeMissing)
+                let old = match e.into_err() {
+                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(f) => {
+                        f.item
+                    }
+                    _ => None,
+                };
+                match old {
+                    Some(old) if super::dynamo::stamp_stale(&old, stamp) => Ok(SetOutcome::Stale),
+                    _ => Ok(SetOutcome::NodeMissing),
+                }
             }
             Err(e) => Err(store_error("UpdateItem", &set.table, e)),
         }

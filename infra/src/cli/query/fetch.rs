@@ -166,6 +166,10 @@ async fn page(
     let mut rows = Vec::new();
     for item in output.items.unwrap_or_default() {
         let image = to_image(item).map_err(|e| Fault::refused(format!("Query on table `{}`: {e}", index.table)))?;
+        // A tombstone (a deleted row's version) is no row; a version is not data.
+        let Some(image) = model::version::live_row(image) else {
+            continue;
+        };
         let Some(Value::S(sort)) = image.get(&index.sort_key) else {
             return Err(Fault::refused(format!(
                 "Query on table `{}`: a row of partition `{partition}` has no String sort key `{}`",

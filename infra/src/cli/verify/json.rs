@@ -127,6 +127,7 @@ pub fn repair_json(r: &RepairStats) -> Json {
         "written": r.written.total(),
         "written_by_kind": written,
         "skipped": r.skipped,
+        "stale": r.stale,
         "node_missing": r.node_missing,
         "items_written": r.items_written,
         "requests": r.requests,

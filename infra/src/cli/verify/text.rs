@@ -104,14 +104,15 @@ pub(super) fn write_text(
         writeln!(
             out,
             "repaired: {} corrections written ({} items, {} requests), {} skipped (changed since the scan), \
-             {} nodes gone",
+             {} lost to newer stream writes, {} nodes gone",
             r.written.total(),
             r.items_written,
             r.requests,
             r.skipped,
+            r.stale,
             r.node_missing
         )?;
-        if r.skipped > 0 {
+        if r.skipped > 0 || r.stale > 0 {
             writeln!(out, "run verify again: the data changed under some findings")?;
         }
     }

@@ -202,6 +202,8 @@ pub(super) async fn index_table(
             name: table.name.clone(),
             action: Action::Unchanged,
         });
+        // Tombstones (deleted rows' versions) expire by TTL.
+        changes.push(ttl(client, &table.name, model::version::TOMBSTONE_ATTRIBUTE).await?);
         return Ok(());
     }
     client
@@ -220,6 +222,7 @@ pub(super) async fn index_table(
         name: table.name.clone(),
         action: Action::Created,
     });
+    changes.push(ttl(client, &table.name, model::version::TOMBSTONE_ATTRIBUTE).await?);
     Ok(())
 }
 

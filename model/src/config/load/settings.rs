@@ -1,4 +1,4 @@
-//! The `[events]` and `[alarms]` sections.
+//! The `[events]`, `[alarms]` and `[pipeline]` sections.
 
 use super::*;
 
@@ -100,5 +100,27 @@ impl Checker<'_> {
             );
         }
         alarms
+    }
+
+    pub(super) fn pipeline(&mut self, raw: Option<RawPipeline>) -> PipelineConfig {
+        let mut pipeline = PipelineConfig {
+            tombstone_ttl_hours: defaults::TOMBSTONE_TTL_HOURS,
+        };
+        if let Some(hours) = raw.and_then(|r| r.tombstone_ttl_hours) {
+            let v = *hours.get_ref();
+            if v < *limits::TOMBSTONE_TTL_HOURS.start() {
+                self.problem(
+                    hours.span().start,
+                    "[pipeline] tombstone_ttl_hours",
+                    format!(
+                        "{v} is shorter than the stream's 24 h retention: a record still in the stream could \
+                         outlive the tombstone and bring a deleted row back"
+                    ),
+                );
+            } else if let Some(v) = self.int_in(&hours, limits::TOMBSTONE_TTL_HOURS, "[pipeline] tombstone_ttl_hours") {
+                pipeline.tombstone_ttl_hours = v as u32;
+            }
+        }
+        pipeline
     }
 }

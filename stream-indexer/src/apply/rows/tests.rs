@@ -26,6 +26,7 @@ fn pack<'a>(keys: impl IntoIterator<Item = (usize, &'a RowKey)>) -> Vec<Packed> 
                 index,
                 key: key.clone(),
                 put: None,
+                version: model::Version::zero(),
             },
         );
     }

@@ -49,6 +49,7 @@ async fn real_sdk_failures_are_classified() {
             sort: "s".into(),
         },
         put: None,
+        version: model::Version::zero(),
     };
     assert!(store
         .write_rows(vec![unknown])

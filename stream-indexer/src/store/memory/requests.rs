@@ -26,6 +26,20 @@ pub(super) fn check_row_key(key: &RowKey) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A node's edge mark, if it holds a well-formed one.
+fn stored_mark(item: &Image) -> Option<Version> {
+    match item.get(EDGE_MARK_ATTRIBUTE) {
+        Some(Value::S(text)) => Version::parse_stored(text),
+        _ => None,
+    }
+}
+
+/// The mark value to set, when the stamp sets one that differs.
+fn new_mark(item: &Image, stamp: &SetStamp) -> Option<Value> {
+    let mark = Value::S(stamp.mark.as_ref()?.as_str().to_owned());
+    (item.get(EDGE_MARK_ATTRIBUTE) != Some(&mark)).then_some(mark)
+}
+
 impl Store for MemoryStore {
     async fn write_rows(&self, writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
         let mut state = self.lock();
@@ -51,16 +65,51 @@ impl Store for MemoryStore {
                 ));
             }
         }
+        let expires = super::super::tombstone_expiry(&self.config);
         for write in writes {
             match write.put {
-                Some(attributes) => state.rows.put(write.index, write.key, attributes),
-                None => state.rows.delete(write.index, write.key),
+                Some(attributes) => state.rows.put(write.index, write.key, attributes, write.version),
+                None => state.rows.delete(write.index, write.key, write.version, expires),
             }
         }
         Ok(Vec::new())
     }
 
-    async fn update_set(&self, edge_set: usize, node: &str, change: SetChange) -> Result<SetOutcome, StoreError> {
+    async fn put_row_if(&self, write: RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
+        let mut state = self.lock();
+        state.requests.put_row_if += 1;
+        if write.index >= self.config.indexes.len() {
+            return Err(StoreError::deployment(format!(
+                "ResourceNotFoundException: no index table #{}",
+                write.index
+            )));
+        }
+        check_row_key(&write.key)?;
+        let stored = state.rows.version(write.index, &write.key);
+        let holds = match guard {
+            RowGuard::Newer => model::version::newer(&write.version, stored),
+            RowGuard::AsRead(read) => stored == read.as_ref(),
+        };
+        if !holds {
+            return Ok(RowOutcome::Stale);
+        }
+        match write.put {
+            Some(attributes) => state.rows.put(write.index, write.key, attributes, write.version),
+            None => {
+                let expires = super::super::tombstone_expiry(&self.config);
+                state.rows.delete(write.index, write.key, write.version, expires)
+            }
+        }
+        Ok(RowOutcome::Written)
+    }
+
+    async fn update_set_stamped(
+        &self,
+        edge_set: usize,
+        node: &str,
+        change: SetChange,
+        stamp: SetStamp,
+    ) -> Result<SetOutcome, StoreError> {
         let mut state = self.lock();
         state.requests.update_set += 1;
         let set = self
@@ -92,6 +141,10 @@ impl Store for MemoryStore {
             // ConditionalCheckFailed: no node, nothing created.
             return Ok(SetOutcome::NodeMissing);
         };
+        if !stamp.admits(stored_mark(item).as_ref()) {
+            return Ok(SetOutcome::Stale);
+        }
+        let mark = new_mark(item, &stamp);
         // The stored set, sorted and distinct (a set's order means nothing
         // to DynamoDB; keeping it sorted makes each member a binary search).
         let current: &[String] = match item.get_mut(&set.attribute) {
@@ -131,7 +184,7 @@ impl Store for MemoryStore {
             Some(_) if outcome == SetOutcome::Applied => false,
             Some(stored) => *stored != marker,
         };
-        if members.is_empty() && !marker_changes {
+        if members.is_empty() && !marker_changes && mark.is_none() {
             return Ok(outcome);
         }
         let old = recording.then(|| item.clone());
@@ -157,6 +210,9 @@ impl Store for MemoryStore {
         if marker_changes {
             item.insert(set.complete_attribute.clone(), marker);
         }
+        if let Some(mark) = mark {
+            item.insert(EDGE_MARK_ATTRIBUTE.to_owned(), mark);
+        }
         if let Some(old) = old {
             let (keys, new) = (key_image(table, item), item.clone());
             state.record(&set.table, keys, Some(old), Some(new), Origin::Pipeline);
@@ -179,7 +235,13 @@ impl Store for MemoryStore {
         Ok(items.partition(&p).cloned().collect())
     }
 
-    async fn set_marker(&self, edge_set: usize, node: &str, complete: bool) -> Result<SetOutcome, StoreError> {
+    async fn set_marker_stamped(
+        &self,
+        edge_set: usize,
+        node: &str,
+        complete: bool,
+        stamp: SetStamp,
+    ) -> Result<SetOutcome, StoreError> {
         let mut state = self.lock();
         state.requests.update_set += 1;
         let set = self
@@ -201,10 +263,17 @@ impl Store for MemoryStore {
         let Some(item) = state.tables.get_mut(&set.table).and_then(|items| items.get_mut(&key)) else {
             return Ok(SetOutcome::NodeMissing);
         };
+        if !stamp.admits(stored_mark(item).as_ref()) {
+            return Ok(SetOutcome::Stale);
+        }
+        let mark = new_mark(item, &stamp);
         let marker = Value::Bool(complete);
-        if item.get(&set.complete_attribute) != Some(&marker) {
+        if item.get(&set.complete_attribute) != Some(&marker) || mark.is_some() {
             let old = recording.then(|| item.clone());
             item.insert(set.complete_attribute.clone(), marker);
+            if let Some(mark) = mark {
+                item.insert(EDGE_MARK_ATTRIBUTE.to_owned(), mark);
+            }
             if let Some(old) = old {
                 let (keys, new) = (key_image(table, item), item.clone());
                 state.record(&set.table, keys, Some(old), Some(new), Origin::Pipeline);

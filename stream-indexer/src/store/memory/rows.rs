@@ -2,42 +2,93 @@
 //! hash of the key per write, where a B-tree compares long keys a dozen
 //! times), and the rows' key order, built when a scan or a dump asks for it
 //! and kept until the next write.
+//!
+//! Every row carries its version; a deleted row stays as a tombstone (its
+//! version and expiry), absent to every read but [`Rows::version`] and the
+//! stored images a scan returns (as DynamoDB returns them).
 
 use std::collections::HashMap;
 
 use model::index::RowKey;
-use model::Projection;
+use model::version::{TOMBSTONE_ATTRIBUTE, VERSION_ATTRIBUTE};
+use model::{Image, Projection, Value, Version};
+
+/// One row as stored: live (its projection) or a tombstone.
+#[derive(Debug, Clone)]
+pub(super) struct Stored {
+    pub(super) version: Version,
+    /// `None`: a tombstone, expiring at `expires` (epoch seconds).
+    pub(super) body: Option<Projection>,
+    pub(super) expires: u64,
+}
+
+impl Stored {
+    /// The item as DynamoDB holds it, but the key attributes.
+    pub(super) fn image(&self) -> Image {
+        let mut image = self.body.as_deref().cloned().unwrap_or_default();
+        image.insert(VERSION_ATTRIBUTE.to_owned(), Value::S(self.version.as_str().to_owned()));
+        if self.body.is_none() {
+            image.insert(TOMBSTONE_ATTRIBUTE.to_owned(), Value::N(self.expires.to_string()));
+        }
+        image
+    }
+}
 
 #[derive(Default)]
 pub(super) struct Rows {
-    map: HashMap<(usize, RowKey), Projection>,
+    map: HashMap<(usize, RowKey), Stored>,
     /// Every key, sorted; `None` after a write.
     order: Option<Vec<(usize, RowKey)>>,
 }
 
 impl Rows {
-    pub(super) fn put(&mut self, index: usize, key: RowKey, projection: Projection) {
-        self.map.insert((index, key), projection);
-        self.order = None;
-    }
-
-    pub(super) fn delete(&mut self, index: usize, key: RowKey) {
-        if self.map.remove(&(index, key)).is_some() {
+    pub(super) fn put(&mut self, index: usize, key: RowKey, projection: Projection, version: Version) {
+        let stored = Stored {
+            version,
+            body: Some(projection),
+            expires: 0,
+        };
+        if self.map.insert((index, key), stored).is_none() {
             self.order = None;
         }
     }
 
+    /// Replaces the row (if any) with a tombstone.
+    pub(super) fn delete(&mut self, index: usize, key: RowKey, version: Version, expires: u64) {
+        let stored = Stored {
+            version,
+            body: None,
+            expires,
+        };
+        if self.map.insert((index, key), stored).is_none() {
+            self.order = None;
+        }
+    }
+
+    /// The version stored at `key`: the row's or its tombstone's.
+    pub(super) fn version(&self, index: usize, key: &RowKey) -> Option<&Version> {
+        // The map is keyed by owned keys; a lookup clones the key once.
+        self.map.get(&(index, key.clone())).map(|s| &s.version)
+    }
+
+    /// A live row.
+    #[cfg(test)]
     pub(super) fn get(&self, index: usize, key: RowKey) -> Option<&Projection> {
+        self.map.get(&(index, key)).and_then(|s| s.body.as_ref())
+    }
+
+    /// A row or tombstone as stored.
+    pub(super) fn stored(&self, index: usize, key: RowKey) -> Option<&Stored> {
         self.map.get(&(index, key))
     }
 
-    /// The rows of `index` after `after` (from the first when `None`), in
-    /// key order.
-    pub(super) fn after(
+    /// Every row and tombstone of `index` after `after` (from the first when
+    /// `None`), in key order.
+    pub(super) fn stored_after(
         &mut self,
         index: usize,
         after: Option<&RowKey>,
-    ) -> impl Iterator<Item = (&RowKey, &Projection)> + '_ {
+    ) -> impl Iterator<Item = (&RowKey, &Stored)> + '_ {
         let map = &self.map;
         let order = self.order.get_or_insert_with(|| {
             let mut keys: Vec<(usize, RowKey)> = map.keys().cloned().collect();
@@ -54,9 +105,27 @@ impl Rows {
             .filter_map(move |entry| map.get(entry).map(|row| (&entry.1, row)))
     }
 
-    /// Every row, in key order.
+    /// The live rows of `index` after `after`, in key order.
+    pub(super) fn after(
+        &mut self,
+        index: usize,
+        after: Option<&RowKey>,
+    ) -> impl Iterator<Item = (&RowKey, &Projection)> + '_ {
+        self.stored_after(index, after)
+            .filter_map(|(key, stored)| stored.body.as_ref().map(|body| (key, body)))
+    }
+
+    /// Every live row, in key order.
     pub(super) fn sorted(&self) -> std::collections::BTreeMap<(usize, RowKey), Projection> {
-        self.map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.map
+            .iter()
+            .filter_map(|(k, v)| v.body.as_ref().map(|body| (k.clone(), body.clone())))
+            .collect()
+    }
+
+    /// How many tombstones are kept.
+    pub(super) fn tombstones(&self) -> usize {
+        self.map.values().filter(|s| s.body.is_none()).count()
     }
 }
 
@@ -88,20 +157,24 @@ mod tests {
             (1, "b", "1"),
             (2, "a", "1"),
         ] {
-            rows.put(i, key(part, sort), p.clone());
+            rows.put(i, key(part, sort), p.clone(), Version::zero());
         }
         assert_eq!(keys(&mut rows, 1, None), ["a/9", "b/1", "b/2"]);
         assert_eq!(keys(&mut rows, 1, Some(&key("a", "9"))), ["b/1", "b/2"]);
         assert_eq!(keys(&mut rows, 1, Some(&key("b", "2"))), Vec::<String>::new());
         assert_eq!(keys(&mut rows, 3, None), Vec::<String>::new());
-        rows.delete(1, key("b", "1"));
-        rows.put(1, key("a", "0"), p.clone());
+        rows.delete(1, key("b", "1"), Version::zero(), 0);
+        rows.put(1, key("a", "0"), p.clone(), Version::zero());
         assert_eq!(
             keys(&mut rows, 1, None),
             ["a/0", "a/9", "b/2"],
             "a write is seen by the next scan"
         );
         assert!(rows.get(0, key("z", "1")).is_some());
-        assert_eq!(rows.sorted().len(), 5);
+        assert_eq!(rows.sorted().len(), 5, "the tombstone is no row");
+        assert_eq!(rows.tombstones(), 1);
+        assert!(rows.get(1, key("b", "1")).is_none());
+        assert_eq!(rows.version(1, &key("b", "1")), Some(&Version::zero()));
+        assert_eq!(rows.stored_after(1, None).count(), 4, "a scan sees the tombstone");
     }
 }

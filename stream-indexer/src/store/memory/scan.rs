@@ -107,12 +107,12 @@ impl Scan for MemoryStore {
             },
         };
         let mut state = self.lock();
-        let range = state.rows.after(index, after.as_ref());
+        let range = state.rows.stored_after(index, after.as_ref());
         Ok(page_of(
             range,
             segment,
             limit,
-            |k, v| (k.clone(), Image::clone(v)),
+            |k, v| (k.clone(), v.image()),
             |k| {
                 Image::from([
                     (config.partition_key.clone(), Value::S(k.partition.clone())),
@@ -142,7 +142,7 @@ impl Scan for MemoryStore {
         let state = self.lock();
         let found = keys
             .into_iter()
-            .filter_map(|k| state.rows.get(index, k.clone()).map(|row| (k, Image::clone(row))))
+            .filter_map(|k| state.rows.stored(index, k.clone()).map(|row| (k, row.image())))
             .collect();
         Ok(RowsRead {
             found,

@@ -119,6 +119,7 @@ fn rows_checks_and_queries() {
         index: 0,
         key: k,
         put: Some(Image::new().into()),
+        version: model::Version::zero(),
     };
     assert_eq!(
         block(store.write_rows(vec![put(key("a", "1")), put(key("b", "1"))])),
@@ -135,7 +136,8 @@ fn rows_checks_and_queries() {
     assert!(block(store.write_rows(vec![RowWrite {
         index: 9,
         key: key("a", "1"),
-        put: None
+        put: None,
+        version: model::Version::zero(),
     }]))
     .is_err_and(|e| e.class() == model::Class::Deployment));
     assert_eq!(store.rows(0).len(), 2);

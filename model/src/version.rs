@@ -1,0 +1,208 @@
+//! Source versions of derived data: what lets an old record lose to newer
+//! derived data (`docs/DESIGN.md`, invariant 9, "Old never beats new").
+//!
+//! A version is a stream sequence number (decimal, up to 40 digits) stored
+//! as a fixed-width, zero-padded decimal String of [`WIDTH`] digits. A
+//! DynamoDB N holds only 38 significant digits, and strings of one width
+//! compare as their numbers do, so a ConditionExpression such as
+//! `attribute_not_exists(v) OR v < :v` orders versions exactly as
+//! [`crate::sequence::cmp`] orders sequence numbers.
+//!
+//! The attributes the pipeline keeps for versions are named here, once:
+//! [`VERSION_ATTRIBUTE`] on every index row, [`TOMBSTONE_ATTRIBUTE`] on a
+//! deleted row's tombstone (its TTL expiry, epoch seconds), and
+//! [`EDGE_MARK_ATTRIBUTE`] on every node item whose edge set the pipeline
+//! keeps (the high-water mark of the records applied to the set). The config
+//! refuses to use these names for anything else.
+
+use std::fmt;
+
+/// Digits of a stored version: the longest sequence number DynamoDB gives.
+pub const WIDTH: usize = 40;
+
+/// The version of an index row (S, [`WIDTH`] digits).
+pub const VERSION_ATTRIBUTE: &str = "_sdx_version";
+/// On a tombstone (a deleted index row kept for its version): when it
+/// expires (N, epoch seconds). The index tables' TTL attribute. A row
+/// with this attribute is absent to every reader.
+pub const TOMBSTONE_ATTRIBUTE: &str = "_sdx_tombstone_expires";
+/// On a node item: the version of the last record applied to its edge set
+/// (S, [`WIDTH`] digits).
+pub const EDGE_MARK_ATTRIBUTE: &str = "_sdx_edges_version";
+
+/// Every attribute name reserved by the pipeline's versioning.
+pub const RESERVED_ATTRIBUTES: [&str; 3] = [VERSION_ATTRIBUTE, TOMBSTONE_ATTRIBUTE, EDGE_MARK_ATTRIBUTE];
+
+/// A sequence number that cannot be a version.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VersionError {
+    #[error("sequence number {0:?} is not a decimal number")]
+    NotDecimal(String),
+    #[error("sequence number {0:?} has more than {WIDTH} significant digits")]
+    TooLong(String),
+}
+
+/// A source version: a sequence number, padded to [`WIDTH`] digits. Its
+/// `Ord` (the string's) is the numbers' order. Shared text: every write of
+/// a record carries it, and a clone costs no allocation.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version(std::sync::Arc<str>);
+
+impl Version {
+    /// The version of a sequence number (decimal digits, at most [`WIDTH`]
+    /// significant ones; leading zeros are allowed).
+    pub fn of_sequence(sequence: &str) -> Result<Version, VersionError> {
+        if sequence.is_empty() || !sequence.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(VersionError::NotDecimal(sequence.to_owned()));
+        }
+        let digits = sequence.trim_start_matches('0');
+        if digits.len() > WIDTH {
+            return Err(VersionError::TooLong(sequence.to_owned()));
+        }
+        Ok(Version(format!("{digits:0>WIDTH$}").into()))
+    }
+
+    /// The lowest version: what any record beats (a row rebuilt where there
+    /// was none, with nothing to say how new its source is).
+    pub fn zero() -> Version {
+        Version("0".repeat(WIDTH).into())
+    }
+
+    /// A version as stored: exactly [`WIDTH`] digits.
+    pub fn parse_stored(text: &str) -> Option<Version> {
+        (text.len() == WIDTH && text.bytes().all(|b| b.is_ascii_digit())).then(|| Version(text.into()))
+    }
+
+    /// The stored text ([`WIDTH`] digits).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let digits = self.0.trim_start_matches('0');
+        f.write_str(if digits.is_empty() { "0" } else { digits })
+    }
+}
+
+/// What a guarded write found: whether a write of version `new` may replace
+/// what holds `stored` (none: nothing there, or no version). Strictly newer
+/// wins; an equal version is the same record again, which changes nothing.
+pub fn newer(new: &Version, stored: Option<&Version>) -> bool {
+    stored.is_none_or(|s| new > s)
+}
+
+/// An index row as read (its non-key attributes, as stored) as readers see
+/// it: `None` for a tombstone, else the row without its version.
+pub fn live_row(mut attributes: crate::Image) -> Option<crate::Image> {
+    if attributes.contains_key(TOMBSTONE_ATTRIBUTE) {
+        return None;
+    }
+    attributes.remove(VERSION_ATTRIBUTE);
+    Some(attributes)
+}
+
+/// The version an index row (or tombstone) holds, as read.
+pub fn row_version(attributes: &crate::Image) -> Option<Version> {
+    match attributes.get(VERSION_ATTRIBUTE) {
+        Some(crate::Value::S(text)) => Version::parse_stored(text),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sequence;
+    use proptest::prelude::*;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn versions_are_padded_and_checked() {
+        assert_eq!(Version::of_sequence("42").map(|v| v.as_str().len()), Ok(WIDTH));
+        assert_eq!(Version::of_sequence("0042"), Version::of_sequence("42"));
+        assert_eq!(Version::of_sequence("0").ok(), Some(Version::zero()));
+        assert!(matches!(Version::of_sequence(""), Err(VersionError::NotDecimal(_))));
+        assert!(matches!(Version::of_sequence("12a"), Err(VersionError::NotDecimal(_))));
+        assert!(matches!(Version::of_sequence("-1"), Err(VersionError::NotDecimal(_))));
+        let forty = "9".repeat(40);
+        assert!(Version::of_sequence(&forty).is_ok());
+        assert!(matches!(
+            Version::of_sequence(&format!("1{forty}")),
+            Err(VersionError::TooLong(_))
+        ));
+        assert!(
+            Version::of_sequence(&format!("000{forty}")).is_ok(),
+            "leading zeros do not count"
+        );
+        assert_eq!(
+            Version::of_sequence("00120").map(|v| v.to_string()),
+            Ok("120".to_owned())
+        );
+        assert_eq!(Version::zero().to_string(), "0");
+        assert_eq!(Version::parse_stored(Version::zero().as_str()), Some(Version::zero()));
+        assert_eq!(Version::parse_stored("12"), None);
+    }
+
+    #[test]
+    fn only_strictly_newer_wins() {
+        let v = |s: &str| Version::of_sequence(s).unwrap_or_else(|e| panic!("{e}"));
+        assert!(newer(&v("100"), None));
+        assert!(newer(&v("100"), Some(&v("99"))));
+        assert!(!newer(&v("100"), Some(&v("100"))));
+        assert!(!newer(&v("99"), Some(&v("100"))));
+    }
+
+    #[test]
+    fn readers_see_live_rows_without_their_version() {
+        use crate::{Image, Value};
+        let v = Version::of_sequence("7").unwrap_or_else(|e| panic!("{e}"));
+        let live = Image::from([
+            ("name".to_owned(), Value::S("x".to_owned())),
+            (VERSION_ATTRIBUTE.to_owned(), Value::S(v.as_str().to_owned())),
+        ]);
+        assert_eq!(row_version(&live), Some(v.clone()));
+        assert_eq!(
+            live_row(live),
+            Some(Image::from([("name".to_owned(), Value::S("x".to_owned()))]))
+        );
+        let tombstone = Image::from([
+            (VERSION_ATTRIBUTE.to_owned(), Value::S(v.as_str().to_owned())),
+            (TOMBSTONE_ATTRIBUTE.to_owned(), Value::N("1700000000".to_owned())),
+        ]);
+        assert_eq!(row_version(&tombstone), Some(v));
+        assert_eq!(live_row(tombstone), None);
+        assert_eq!(row_version(&Image::new()), None);
+    }
+
+    fn digits(max: usize) -> impl Strategy<Value = String> {
+        (0usize..4, proptest::collection::vec(0u8..10, 1..=max))
+            .prop_map(|(zeros, d)| "0".repeat(zeros) + &d.iter().map(|x| char::from(b'0' + x)).collect::<String>())
+    }
+
+    proptest! {
+        /// Padded, then compared as strings (as DynamoDB compares S values
+        /// in a condition) is the numbers' order, up to 40 digits.
+        #[test]
+        fn padded_strings_compare_as_the_numbers(a in digits(40), b in digits(40)) {
+            let (va, vb) = (Version::of_sequence(&a), Version::of_sequence(&b));
+            let (Ok(va), Ok(vb)) = (va, vb) else {
+                return Err(TestCaseError::fail("up to 40 digits is a version"));
+            };
+            prop_assert_eq!(va.as_str().cmp(vb.as_str()), sequence::cmp(&a, &b));
+            prop_assert_eq!(va.cmp(&vb), sequence::cmp(&a, &b));
+        }
+
+        #[test]
+        fn padding_agrees_with_u128(a in any::<u128>(), b in any::<u128>()) {
+            let (va, vb) = (Version::of_sequence(&a.to_string()), Version::of_sequence(&b.to_string()));
+            let (Ok(va), Ok(vb)) = (va, vb) else {
+                return Err(TestCaseError::fail("a u128 is a version"));
+            };
+            prop_assert_eq!(va.cmp(&vb), a.cmp(&b));
+            prop_assert_eq!(va.to_string(), a.to_string());
+            prop_assert_eq!(newer(&va, Some(&vb)), a.cmp(&b) == Ordering::Greater);
+        }
+    }
+}
