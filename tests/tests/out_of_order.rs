@@ -5,25 +5,30 @@
 //!   older prefix of it again: the derived data (rows, tombstones, sets and
 //!   marks, as stored) is unchanged, and the summary counts the writes it
 //!   skipped.
-//! - `rebuild` and `verify --repair` racing a writer and the in-order
-//!   indexer (`run`'s consumer, fed from the table's real stream): a store
-//!   wrapper lands a user write, and the indexer applies its record, right
-//!   after the command's read of the source item (or of the node's
-//!   partition) and before its write. The stream's write must stand: the
-//!   end state equals a recomputation and verify is clean.
+//! - `rebuild` and `verify --repair` racing a writer and `streamdex run`'s
+//!   engine (the runner, polling the tables' real streams): a store wrapper
+//!   lands a user write, and runs the runner until it is idle (its record
+//!   applied), right after the command's read of the source item (or of the
+//!   node's partition) and before its write. The stream's write must stand:
+//!   the end state equals a recomputation and verify is clean.
 //!
 //! They need a moto server at `STREAMDEX_TEST_ENDPOINT`, so they are
 //! `#[ignore]`d: `scripts/test.sh` starts one and runs them.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, ensure, Result};
-use aws_kit::quarantine::memory::MemoryQuarantine;
+use aws_sdk_dynamodb::types::AttributeValue;
 use infra::cli::exit;
 use infra::cli::rebuild::{execute as rebuild, RebuildArgs};
 use infra::cli::replay::{self, ReplayArgs};
 use infra::cli::verify::{execute as verify, Output, Selection, VerifyArgs};
+use infra::runner::checkpoint::Checkpoints;
+use infra::runner::clock::SystemClock;
+use infra::runner::local::{self, Wiring};
+use infra::runner::Runner;
 use model::config;
 use model::drift::Scope;
 use model::index::RowKey;
@@ -33,7 +38,6 @@ use stream_indexer::rebuild::Quiet;
 use stream_indexer::store::dynamo::DynamoStore;
 use stream_indexer::store::scan::{Page, RowsRead, Scan, Segment};
 use stream_indexer::store::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp, Store, StoreError};
-use stream_indexer::{Indexer, Options};
 use streamdex_tests::derived;
 use streamdex_tests::moto::{lambda_event, prefixed_toml, unique_prefix, Moto, StreamReader, StreamRecord};
 
@@ -261,14 +265,30 @@ enum After {
 
 type Writer = Box<dyn FnOnce(Moto) -> futures::future::BoxFuture<'static, Result<()>> + Send>;
 
-/// The DynamoDB store, racing a writer and the in-order indexer once.
+/// The DynamoDB store, racing a writer and the runner once.
 struct Racing {
     store: DynamoStore,
     moto: Moto,
-    indexer: Indexer<DynamoStore, MemoryQuarantine>,
-    readers: tokio::sync::Mutex<Vec<StreamReader>>,
+    runner: tokio::sync::Mutex<Runner>,
     race: Mutex<Option<(After, Writer)>>,
     fired: Mutex<usize>,
+}
+
+/// Runs the runner's rounds, paced as `streamdex run` paces them, until it
+/// is idle (every shard looked at its tip after the last busy round);
+/// bounded.
+async fn run_until_idle(runner: &mut Runner) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let round = runner.round().await;
+        if !round.busy && runner.idle() {
+            return Ok(());
+        }
+        ensure!(Instant::now() < deadline, "the runner was not idle within 30 s");
+        if !round.busy {
+            tokio::time::sleep(Duration::from_millis(round.wait_ms)).await;
+        }
+    }
 }
 
 impl Racing {
@@ -285,35 +305,14 @@ impl Racing {
         };
         *self.fired.lock().unwrap_or_else(|p| p.into_inner()) += 1;
         let written = writer(self.moto.clone()).await;
-        let drained = self.run().await;
-        if let Err(e) = written.and(drained) {
-            panic!("the racing writer or indexer failed: {e}");
+        let ran = self.run().await;
+        if let Err(e) = written.and(ran) {
+            panic!("the racing writer or runner failed: {e}");
         }
     }
 
-    /// `run`'s consumer: the in-order indexer fed from the real streams until dry.
     async fn run(&self) -> Result<()> {
-        let mut readers = self.readers.lock().await;
-        for _ in 0..8 {
-            let mut new = 0;
-            for reader in readers.iter_mut() {
-                let records = reader.read_new(&self.moto).await?;
-                new += records.len();
-                if records.is_empty() {
-                    continue;
-                }
-                let outcome = self
-                    .indexer
-                    .handle(&lambda_event(&records))
-                    .await
-                    .map_err(|e| anyhow!("{e:?}"))?;
-                ensure!(outcome.failed.is_none(), "{:?}", outcome.failures);
-            }
-            if new == 0 {
-                return Ok(());
-            }
-        }
-        Err(anyhow!("the streams never ran dry"))
+        run_until_idle(&mut *self.runner.lock().await).await
     }
 }
 
@@ -410,40 +409,73 @@ async fn run_verify<S: Store + Scan>(store: &S, config: &Config, repair: bool) -
     Ok((code, report, String::from_utf8_lossy(&err).into_owned()))
 }
 
-/// A stack whose indexer missed two records (written, never indexed: a
-/// consumer down for more than a day): issue-1's row and GOAL-1's member
-/// of USER-2 are missing. The race, armed at `after`: the user moves
-/// issue-1's field (a ReadItem race) or deletes the edge to USER-2 (a Query
-/// race), and the indexer applies it, between the command's read and write.
+/// A stack run by the runner, whose derived data then lost two things (an
+/// index table edited by hand: issue-1's row deleted; GOAL-1's member of
+/// USER-2 removed). The race, armed at `after`: the user moves issue-1's
+/// field (a ReadItem race) or deletes the edge to USER-2 (a Query race),
+/// and the runner applies it, between the command's read and its write.
 async fn racing(moto: &Moto, test: &str, after: After) -> Result<Racing> {
-    let mut stack = stack(moto, test, false).await?;
+    let stack = stack(moto, test, true).await?;
     let (records, issues) = (stack.records.clone(), stack.issues.clone());
     let config = stack.config.clone();
-    let store = DynamoStore::new(moto.dynamodb.clone(), config.clone());
-    let indexer = Indexer::new(
+    let wiring = Wiring {
+        reaper: false,
+        discover_every_ms: 10_000,
+        poll_interval_ms: 100,
+        window_ms: Some(0),
+    };
+    let runner = local::connect(
+        &sdk(moto).await,
         config.clone(),
-        store.clone(),
-        MemoryQuarantine::new(),
-        Options::default(),
-    );
-    moto.put(&records, &node("GOAL-1")).await?;
-    moto.put(&records, &edge("GOAL-1", 1, "400-CONTRIBUTOR")).await?;
-    let readers = std::mem::take(&mut stack.readers);
+        Arc::new(SystemClock),
+        Checkpoints::default(),
+        wiring,
+    )
+    .await?;
     let racing = Racing {
-        store,
+        store: DynamoStore::new(moto.dynamodb.clone(), config.clone()),
         moto: moto.clone(),
-        indexer,
-        readers: tokio::sync::Mutex::new(readers),
+        runner: tokio::sync::Mutex::new(runner),
         race: Mutex::new(None),
         fired: Mutex::new(0),
     };
-    racing.run().await?;
-    // The lost records: written, then skipped past in the streams.
-    moto.put(&issues, &issue("issue-1", &[("f1", "a")])).await?;
+    moto.put(&records, &node("GOAL-1")).await?;
+    moto.put(&records, &edge("GOAL-1", 1, "400-CONTRIBUTOR")).await?;
     moto.put(&records, &edge("GOAL-1", 2, "400-CONTRIBUTOR")).await?;
-    for reader in racing.readers.lock().await.iter_mut() {
-        reader.read_new(moto).await?;
+    moto.put(&issues, &issue("issue-1", &[("f1", "a")])).await?;
+    racing.run().await?;
+    derived::verify(moto, &config).await?;
+
+    // The drift, by hand (no stream record of the pipeline's plans it).
+    let index_table = &config.indexes[0].table;
+    let rows = moto.scan(index_table).await?;
+    ensure!(rows.len() == 1, "issue-1's one row: {rows:?}");
+    moto.delete(
+        index_table,
+        &item(&[("pk", rows[0]["pk"].clone()), ("sk", rows[0]["sk"].clone())]),
+    )
+    .await?;
+    let goal = moto
+        .get(&records, &item(&[("source", s("GOAL-1")), ("target", s("GOAL-1"))]))
+        .await?
+        .ok_or_else(|| anyhow!("no GOAL-1"))?;
+    let member = match goal.get("edges") {
+        Some(Value::Ss(members)) => members.iter().find(|m| m.contains("USER-2")).cloned(),
+        _ => None,
     }
+    .ok_or_else(|| anyhow!("no member of USER-2: {goal:?}"))?;
+    moto.dynamodb
+        .update_item()
+        .table_name(&records)
+        .key("source", AttributeValue::S("GOAL-1".to_owned()))
+        .key("target", AttributeValue::S("GOAL-1".to_owned()))
+        .update_expression("DELETE edges :m")
+        .expression_attribute_values(":m", AttributeValue::Ss(vec![member]))
+        .send()
+        .await?;
+    // The runner sees that MODIFY too (it plans nothing).
+    racing.run().await?;
+
     let writer: Writer = match after {
         After::ReadItem => Box::new(move |moto: Moto| {
             Box::pin(async move { moto.put(&issues, &issue("issue-1", &[("f2", "b")])).await })
@@ -460,9 +492,9 @@ fn fired(racing: &Racing) -> usize {
     *racing.fired.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
-async fn verify_repair_racing_a_writer_and_the_indexer_ends_clean() -> Result<()> {
+async fn verify_repair_racing_a_writer_and_run_ends_clean() -> Result<()> {
     let moto = Moto::connect("verify_repair_racing").await;
     for after in [After::ReadItem, After::Query] {
         let racing = racing(&moto, &format!("repair-race-{after:?}"), after).await?;
@@ -471,21 +503,25 @@ async fn verify_repair_racing_a_writer_and_the_indexer_ends_clean() -> Result<()
         ensure!(code == exit::DRIFT, "the lost records left drift: {report:#}\n{err}");
         let (code, report, err) = run_verify(&racing, &config, true).await?;
         ensure!(fired(&racing) == 1, "the race did not run");
+        // The stream's write stands: the derived data is the recomputation.
+        derived::verify(&moto, &config)
+            .await
+            .map_err(|e| anyhow!("{after:?}: after verify --repair: {e}"))?;
         ensure!(
             report["repair"]["stale"] == 1,
             "{after:?}: the stale correction lost: {report:#}\n{err}"
         );
         ensure!(code == exit::DRIFT, "a lost correction asks for another verify: {code}");
-        derived::verify(&moto, &config).await?;
         let (code, report, err) = run_verify(&racing.store, &config, false).await?;
         ensure!(code == exit::OK, "{after:?}: verify after the race: {report:#}\n{err}");
+        infra::stack::down(&sdk(&moto).await, &config).await?;
     }
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
-async fn rebuild_racing_a_writer_and_the_indexer_ends_clean() -> Result<()> {
+async fn rebuild_racing_a_writer_and_run_ends_clean() -> Result<()> {
     let moto = Moto::connect("rebuild_racing").await;
     for after in [After::ReadItem, After::Query] {
         let racing = racing(&moto, &format!("rebuild-race-{after:?}"), after).await?;
@@ -518,6 +554,7 @@ async fn rebuild_racing_a_writer_and_the_indexer_ends_clean() -> Result<()> {
         let (code, report, err) = run_verify(&racing.store, &config, false).await?;
         ensure!(code == exit::OK, "{after:?}: verify after rebuild: {report:#}\n{err}");
         let _ = std::fs::remove_file(checkpoint);
+        infra::stack::down(&sdk(&moto).await, &config).await?;
     }
     Ok(())
 }
