@@ -423,6 +423,7 @@ async fn racing(moto: &Moto, test: &str, after: After) -> Result<Racing> {
         discover_every_ms: 10_000,
         poll_interval_ms: 100,
         window_ms: Some(0),
+        local_ttl_every_ms: None,
     };
     let runner = local::connect(
         &sdk(moto).await,
