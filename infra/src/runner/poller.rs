@@ -18,6 +18,10 @@
 //! iterators go blind after a cancelled transaction; a refresh a second
 //! bounds the blindness). Trimmed records are reported and reading restarts
 //! at the trim horizon.
+//!
+//! Repeats: a record a read hands out again ([`RecentReads`]) is skipped,
+//! and a read that brought only repeats found nothing new (taken as new, a
+//! record moto hands out on every read kept the shard busy forever).
 
 use std::collections::VecDeque;
 
@@ -30,7 +34,7 @@ use super::clock::Clock;
 use super::failure::FailureNotice;
 use super::function::Response;
 use super::mapping::{Candidate, MappingState, Outcome, Step};
-use super::stream::{Position, StreamError, StreamRecord, StreamSource};
+use super::stream::{Position, RecentReads, StreamError, StreamRecord, StreamSource};
 use super::{MappingSpec, RunEvent};
 use crate::runner::checkpoint;
 
@@ -70,6 +74,8 @@ pub(crate) struct Worker {
     /// The last sequence number done with.
     checkpoint: Option<String>,
     last_read: Option<StreamRecord>,
+    /// The records read last, to skip one handed out again.
+    recent: RecentReads,
     buffer: VecDeque<Buffered>,
     state: MappingState,
     at_tip: bool,
@@ -107,6 +113,7 @@ impl Worker {
             tip_round: 0,
             checkpoint,
             last_read: None,
+            recent: RecentReads::default(),
             buffer: VecDeque::new(),
             state: MappingState::default(),
             at_tip: false,
@@ -257,8 +264,12 @@ impl Worker {
         };
         match source.records(&self.stream, &self.shard, &iterator, limit).await {
             Ok(page) => {
-                let got = page.records.len();
+                let mut got = 0;
                 for record in page.records {
+                    if !self.recent.first_read(&record) {
+                        continue;
+                    }
+                    got += 1;
                     self.read_from = Position::After(record.sequence_number.clone());
                     if filter::passes(&spec.filters, &filter_view(&record.json)) {
                         self.buffer.push_back(Buffered {

@@ -7,6 +7,10 @@
 pub mod dynamo;
 pub mod memory;
 
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
+
 use futures::future::BoxFuture;
 
 /// One shard of a stream.
@@ -28,6 +32,41 @@ pub struct StreamRecord {
     /// The record's JSON in the Lambda shape (with `eventSourceARN`; numbers
     /// as the stream sent them).
     pub json: String,
+}
+
+/// How many of the records read last a [`RecentReads`] remembers.
+pub const REMEMBERED_READS: usize = 1_000;
+
+/// The records of one shard read last (sequence number and a hash of the
+/// record), to know one that a read hands out again. DynamoDB Streams never
+/// does; moto does: it numbers a record by its shard's length when it is
+/// written, so two writes at once can share a number, and
+/// `AFTER_SEQUENCE_NUMBER` that number then hands out the second of them on
+/// every read (its next iterator is after the page's highest number).
+#[derive(Debug, Default)]
+pub struct RecentReads {
+    order: VecDeque<(String, u64)>,
+    known: HashSet<(String, u64)>,
+}
+
+impl RecentReads {
+    /// Remembers `record`; false if it was among the last
+    /// [`REMEMBERED_READS`] read (a repeat, to skip).
+    pub fn first_read(&mut self, record: &StreamRecord) -> bool {
+        let mut hasher = DefaultHasher::new();
+        record.json.hash(&mut hasher);
+        let id = (record.sequence_number.clone(), hasher.finish());
+        if !self.known.insert(id.clone()) {
+            return false;
+        }
+        self.order.push_back(id);
+        if self.order.len() > REMEMBERED_READS {
+            if let Some(oldest) = self.order.pop_front() {
+                self.known.remove(&oldest);
+            }
+        }
+        true
+    }
 }
 
 /// Where to start reading a shard.

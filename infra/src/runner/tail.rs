@@ -1,11 +1,12 @@
 //! Tailing streams (`streamdex record`): every record of the configured
 //! tables' streams, from the trim horizon or from now (`LATEST`), shard by
 //! shard with parents before children, for as long as the caller polls.
+//! A record a read hands out again ([`RecentReads`]) is not given twice.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::shards;
-use super::stream::{Position, ShardInfo, StreamRecord, StreamSource};
+use super::stream::{Position, RecentReads, ShardInfo, StreamRecord, StreamSource};
 
 /// Re-list the shards every this many polls.
 const LIST_EVERY: u32 = 20;
@@ -15,6 +16,8 @@ struct Cursor {
     read_from: Position,
     iterator: Option<String>,
     ended: bool,
+    /// To skip a record a read hands out again.
+    recent: RecentReads,
 }
 
 #[derive(Debug, Default)]
@@ -104,6 +107,7 @@ impl<'s> Tail<'s> {
                         read_from,
                         iterator,
                         ended: false,
+                        recent: RecentReads::default(),
                     },
                 );
             }
@@ -140,8 +144,12 @@ impl<'s> Tail<'s> {
             };
             match self.source.records(arn, shard, &iterator, 1000).await {
                 Ok(page) => {
-                    let got = page.records.len();
+                    let mut got = 0;
                     for record in page.records {
+                        if !cursor.recent.first_read(&record) {
+                            continue;
+                        }
+                        got += 1;
                         cursor.read_from = Position::After(record.sequence_number.clone());
                         polled
                             .records
@@ -200,5 +208,27 @@ mod tests {
         assert!(latest.poll().await.records.is_empty());
         streams.push("child", "300", None, "{}".to_owned());
         assert_eq!(seqs(&latest.poll().await), ["300"]);
+    }
+
+    /// moto can give two records one sequence number and then hands out the
+    /// second on every read after it (see `MemoryStreams::iterate_like_moto`):
+    /// `record --idle-exit` never saw the stream idle.
+    #[tokio::test]
+    async fn a_record_handed_out_again_is_given_once() {
+        let streams = MemoryStreams::new();
+        streams.add_shard("t", "s", None);
+        streams.iterate_like_moto();
+        streams.push("s", "100", None, "{\"a\":1}".to_owned());
+        streams.push("s", "101", None, "{\"b\":1}".to_owned());
+        streams.push("s", "101", None, "{\"c\":1}".to_owned());
+        let mut tail = Tail::new(&streams, vec!["t".to_owned()], Position::TrimHorizon);
+        let jsons = |p: &Polled| p.records.iter().map(|(_, r)| r.json.clone()).collect::<Vec<_>>();
+        assert_eq!(jsons(&tail.poll().await), ["{\"a\":1}", "{\"b\":1}", "{\"c\":1}"]);
+        for _ in 0..3 {
+            let again = tail.poll().await;
+            assert!(again.records.is_empty() && again.problems.is_empty(), "{again:?}");
+        }
+        streams.push("s", "103", None, "{\"d\":1}".to_owned());
+        assert_eq!(jsons(&tail.poll().await), ["{\"d\":1}"]);
     }
 }

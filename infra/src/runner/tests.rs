@@ -166,6 +166,35 @@ async fn settle(rig: &Rig, runner: &mut Runner) -> Vec<RunEvent> {
     panic!("the runner never became idle: {events:#?}");
 }
 
+/// moto numbers a stream record by its shard's length when it is written, so
+/// two writes at once can get one number, and `AFTER_SEQUENCE_NUMBER` that
+/// number then hands out the second of them again on every read (seen
+/// against a loaded moto: `streamdex run --exit-when-idle` re-read one record
+/// every round and never went idle). Each record is delivered once, the
+/// runner goes idle, and what is written next is read.
+#[tokio::test]
+async fn a_record_handed_out_again_is_delivered_once_and_the_runner_goes_idle() {
+    let rig = Rig::new();
+    rig.streams.add_shard("t", "s", None);
+    rig.streams.iterate_like_moto();
+    rig.push("t", "s", "100", "a");
+    rig.push("t", "s", "101", "b");
+    rig.push("t", "s", "101", "c");
+    let mut runner = rig.runner(settings(10), Vec::new(), Checkpoints::default());
+    settle(&rig, &mut runner).await;
+    assert_eq!(rig.function.delivered(), ["100", "101", "101"]);
+    let reads = rig.streams.reads();
+    settle(&rig, &mut runner).await;
+    assert!(rig.streams.reads() > reads, "it looked again");
+    assert_eq!(rig.function.delivered(), ["100", "101", "101"], "and found nothing new");
+
+    rig.push("t", "s", "103", "d");
+    settle(&rig, &mut runner).await;
+    assert_eq!(rig.function.delivered(), ["100", "101", "101", "103"]);
+    let position = runner.checkpoints().get(&stream_arn("t"), "s", Consumer::Indexer);
+    assert_eq!(position.sequence_number.as_deref(), Some("103"));
+}
+
 #[tokio::test]
 async fn a_parent_shard_is_processed_before_its_children() {
     let rig = Rig::new();

@@ -25,6 +25,8 @@ struct Inner {
     /// Failures to answer the next GetRecords calls with.
     fail_reads: usize,
     reads: usize,
+    /// Iterators resolve sequence numbers as moto's do (see [`MemoryStreams::iterate_like_moto`]).
+    like_moto: bool,
 }
 
 /// Streams in memory. See the module doc.
@@ -102,6 +104,25 @@ impl MemoryStreams {
         self.lock().fail_reads = n;
     }
 
+    /// Iterators as moto's: `AFTER_SEQUENCE_NUMBER n` reads from the record
+    /// after the first one numbered `n`, and a page's next iterator is
+    /// `AFTER_SEQUENCE_NUMBER` its highest number. moto numbers a record by
+    /// the shard's length when it is written, so two writes at once can get
+    /// one number: then the second of them is handed out again by every
+    /// read after it.
+    pub fn iterate_like_moto(&self) {
+        self.lock().like_moto = true;
+    }
+
+    /// The position after the first record numbered `seq`, moto's way; `None`
+    /// when no record has that number.
+    fn after_first(records: &[StreamRecord], seq: &str) -> Option<usize> {
+        records
+            .iter()
+            .position(|r| model::sequence::cmp(&r.sequence_number, seq).is_eq())
+            .map(|at| at + 1)
+    }
+
     /// GetRecords calls so far.
     pub fn reads(&self) -> usize {
         self.lock().reads
@@ -155,9 +176,15 @@ impl StreamSource for MemoryStreams {
                 let at = match position {
                     Position::TrimHorizon => 0,
                     Position::Latest => records.len(),
-                    Position::After(seq) => records
-                        .iter()
-                        .position(|r| model::sequence::cmp(&r.sequence_number, seq).is_gt())
+                    Position::After(seq) => inner
+                        .like_moto
+                        .then(|| Self::after_first(&records, seq))
+                        .flatten()
+                        .or_else(|| {
+                            records
+                                .iter()
+                                .position(|r| model::sequence::cmp(&r.sequence_number, seq).is_gt())
+                        })
                         .unwrap_or(records.len()),
                 };
                 Ok(format!("{shard}#{at}"))
@@ -196,7 +223,15 @@ impl StreamSource for MemoryStreams {
                         .saturating_add(usize::try_from(limit).unwrap_or(usize::MAX))
                         .min(records.len());
                     let page: Vec<StreamRecord> = records.get(at..end).map(<[_]>::to_vec).unwrap_or_default();
-                    let next = (!(closed && end >= records.len())).then(|| format!("{shard}#{end}"));
+                    let highest = page
+                        .iter()
+                        .map(|r| r.sequence_number.as_str())
+                        .max_by(|a, b| model::sequence::cmp(a, b));
+                    let resume = match highest {
+                        Some(seq) if inner.like_moto => Self::after_first(&records, seq).unwrap_or(end),
+                        _ => end,
+                    };
+                    let next = (!(closed && end >= records.len())).then(|| format!("{shard}#{resume}"));
                     Ok(Page { records: page, next })
                 }
             }
