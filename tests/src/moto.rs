@@ -24,7 +24,7 @@
 //!   DynamoDB event payload.
 //! - [`Moto::scan`], [`Moto::put`], [`Moto::delete`]: items as model images.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -382,6 +382,10 @@ pub struct StreamReader {
     pub stream_arn: String,
     /// Shard id → the last sequence number read from it.
     positions: BTreeMap<String, Option<String>>,
+    /// Every record read (sequence number and JSON): moto can give two
+    /// records one sequence number, and then hands out the second on every
+    /// read after it; it is returned once.
+    seen: BTreeSet<(String, String)>,
 }
 
 impl StreamReader {
@@ -402,6 +406,7 @@ impl StreamReader {
             table: table.to_owned(),
             stream_arn,
             positions: BTreeMap::new(),
+            seen: BTreeSet::new(),
         })
     }
 
@@ -462,12 +467,17 @@ impl StreamReader {
                     .send()
                     .await
                     .map_err(|e| anyhow!("GetRecords {shard}: {}", DisplayErrorContext(&e)))?;
-                let batch = output.records.unwrap_or_default();
-                if batch.is_empty() {
+                let mut new = Vec::new();
+                for record in &output.records.unwrap_or_default() {
+                    let wire = wire_record(record, &self.stream_arn)?;
+                    if self.seen.insert((wire.sequence_number.clone(), wire.json.clone())) {
+                        new.push(wire);
+                    }
+                }
+                if new.is_empty() {
                     break;
                 }
-                for record in &batch {
-                    let wire = wire_record(record, &self.stream_arn)?;
+                for wire in new {
                     *position = Some(wire.sequence_number.clone());
                     records.push(wire);
                 }

@@ -10,7 +10,7 @@ use model::filter::Consumer;
 use serde::Serialize;
 
 use super::checkpoint::Checkpoints;
-use super::stream::{Position, StreamError, StreamSource};
+use super::stream::{Position, RecentReads, StreamError, StreamRecord, StreamSource};
 use crate::stack::Stack;
 
 /// One consumer on one shard.
@@ -78,18 +78,35 @@ async fn shard_lag(
     if position.finished {
         return Ok(lag);
     }
+    let checkpoint = position.sequence_number.clone();
     let from = position.sequence_number.map_or(Position::TrimHorizon, Position::After);
     let mut iterator = Some(source.iterator(arn, shard, &from).await?);
     let mut oldest = None;
+    // A record handed out again, or numbered at or before the checkpoint, is
+    // not backlog, and a page of nothing new is the end (DynamoDB Streams
+    // never hands out either; moto does: see RecentReads).
+    let after_checkpoint = |r: &StreamRecord| {
+        checkpoint
+            .as_deref()
+            .is_none_or(|c| model::sequence::cmp(&r.sequence_number, c).is_gt())
+    };
+    let mut recent = RecentReads::default();
     while let Some(it) = iterator.take() {
         let page = source.records(arn, shard, &it, 1000).await?;
-        if page.records.is_empty() {
+        let mut new = page
+            .records
+            .iter()
+            .filter(|r| recent.first_read(r) && after_checkpoint(r))
+            .peekable();
+        if new.peek().is_none() {
             break;
         }
-        if oldest.is_none() {
-            oldest = page.records.first().and_then(|r| r.created_ms);
+        for record in new {
+            if oldest.is_none() {
+                oldest = record.created_ms;
+            }
+            lag.backlog = lag.backlog.saturating_add(1);
         }
-        lag.backlog += u64::try_from(page.records.len()).unwrap_or(u64::MAX);
         iterator = page.next;
     }
     lag.age_ms = oldest.map_or(0, |created| now_ms.saturating_sub(created));
@@ -150,5 +167,47 @@ mod tests {
         );
         assert_eq!(of("layers", "router"), Some((0, 0, None)));
         assert_eq!(of("layers", "indexer"), None, "layers has no indexer");
+    }
+
+    /// moto can hand out the last record on every read after it (see
+    /// `MemoryStreams::iterate_like_moto`): `lag` read it forever. It counts
+    /// each record once and stops at the first page of nothing new.
+    #[tokio::test]
+    async fn a_record_handed_out_again_is_counted_once_and_the_count_ends() {
+        let config = config::parse(config::EXAMPLE_CONFIG, "example").unwrap();
+        let stack = Stack::new(&config);
+        let streams = MemoryStreams::new();
+        for table in ["records", "issues", "layers"] {
+            streams.add_shard(table, &format!("{table}-0"), None);
+        }
+        streams.iterate_like_moto();
+        // Bounds the test: without the fix every read after 20 fails the count.
+        streams.fail_reads_after(20);
+        streams.push("records-0", "100", Some(1000), "{\"a\":1}".to_owned());
+        streams.push("records-0", "101", Some(2000), "{\"b\":1}".to_owned());
+        streams.push("records-0", "101", Some(3000), "{\"c\":1}".to_owned());
+        let mut checkpoints = Checkpoints::default();
+        checkpoints.set(
+            "records",
+            &stream_arn("records"),
+            "records-0",
+            Consumer::Indexer,
+            checkpoint::Position {
+                sequence_number: Some("101".to_owned()),
+                finished: false,
+            },
+        );
+        let lags = measure(&streams, &stack, &checkpoints, 10_000).await.unwrap();
+        let of = |table: &str, consumer: &str| {
+            lags.iter()
+                .find(|l| l.table == table && l.consumer == consumer)
+                .map(|l| l.backlog)
+        };
+        assert_eq!(of("records", "router"), Some(3), "from the trim horizon, each once");
+        assert_eq!(
+            of("records", "indexer"),
+            Some(0),
+            "after 101: the second 101 (moto's way) is not after the checkpoint, then nothing new"
+        );
     }
 }

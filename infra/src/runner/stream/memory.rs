@@ -25,6 +25,8 @@ struct Inner {
     /// Failures to answer the next GetRecords calls with.
     fail_reads: usize,
     reads: usize,
+    /// GetRecords calls past this many fail (a bound for tests of loops).
+    read_limit: Option<usize>,
     /// Iterators resolve sequence numbers as moto's do (see [`MemoryStreams::iterate_like_moto`]).
     like_moto: bool,
 }
@@ -123,6 +125,12 @@ impl MemoryStreams {
             .map(|at| at + 1)
     }
 
+    /// Every GetRecords call after the first `n` fails: a test that would
+    /// otherwise read forever ends.
+    pub fn fail_reads_after(&self, n: usize) {
+        self.lock().read_limit = Some(n);
+    }
+
     /// GetRecords calls so far.
     pub fn reads(&self) -> usize {
         self.lock().reads
@@ -202,7 +210,13 @@ impl StreamSource for MemoryStreams {
     ) -> BoxFuture<'a, Result<Page, StreamError>> {
         let mut inner = self.lock();
         inner.reads += 1;
-        let result = if inner.fail_reads > 0 {
+        let over_limit = inner.read_limit.is_some_and(|limit| inner.reads > limit);
+        let result = if over_limit {
+            Err(StreamError::Read {
+                shard: shard.to_owned(),
+                reason: "over the test's read limit".to_owned(),
+            })
+        } else if inner.fail_reads > 0 {
             inner.fail_reads -= 1;
             Err(StreamError::IteratorExpired {
                 shard: shard.to_owned(),
