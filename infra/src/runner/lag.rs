@@ -121,17 +121,18 @@ mod tests {
     use crate::runner::stream::memory::{stream_arn, MemoryStreams};
     use model::config;
 
-    #[tokio::test]
-    async fn lag_counts_what_is_after_the_checkpoint() {
+    /// The example's stack, each table's stream one empty in-memory shard (`TABLE-0`).
+    fn example_streams() -> (Stack, MemoryStreams) {
         let config = config::parse(config::EXAMPLE_CONFIG, "example").unwrap();
-        let stack = Stack::new(&config);
         let streams = MemoryStreams::new();
         for table in ["records", "issues", "layers"] {
             streams.add_shard(table, &format!("{table}-0"), None);
         }
-        for i in 1..=5u64 {
-            streams.push("records-0", &format!("{i}00"), Some(i * 1000), "{}".to_owned());
-        }
+        (Stack::new(&config), streams)
+    }
+
+    /// The records indexer's checkpoint at `sequence_number`; no other.
+    fn indexer_at(sequence_number: &str) -> Checkpoints {
         let mut checkpoints = Checkpoints::default();
         checkpoints.set(
             "records",
@@ -139,10 +140,20 @@ mod tests {
             "records-0",
             Consumer::Indexer,
             checkpoint::Position {
-                sequence_number: Some("300".to_owned()),
+                sequence_number: Some(sequence_number.to_owned()),
                 finished: false,
             },
         );
+        checkpoints
+    }
+
+    #[tokio::test]
+    async fn lag_counts_what_is_after_the_checkpoint() {
+        let (stack, streams) = example_streams();
+        for i in 1..=5u64 {
+            streams.push("records-0", &format!("{i}00"), Some(i * 1000), "{}".to_owned());
+        }
+        let checkpoints = indexer_at("300");
         let lags = measure(&streams, &stack, &checkpoints, 10_000).await.unwrap();
         let of = |table: &str, consumer: &str| {
             lags.iter()
@@ -174,29 +185,14 @@ mod tests {
     /// each record once and stops at the first page of nothing new.
     #[tokio::test]
     async fn a_record_handed_out_again_is_counted_once_and_the_count_ends() {
-        let config = config::parse(config::EXAMPLE_CONFIG, "example").unwrap();
-        let stack = Stack::new(&config);
-        let streams = MemoryStreams::new();
-        for table in ["records", "issues", "layers"] {
-            streams.add_shard(table, &format!("{table}-0"), None);
-        }
+        let (stack, streams) = example_streams();
         streams.iterate_like_moto();
         // Bounds the test: without the fix every read after 20 fails the count.
         streams.fail_reads_after(20);
         streams.push("records-0", "100", Some(1000), "{\"a\":1}".to_owned());
         streams.push("records-0", "101", Some(2000), "{\"b\":1}".to_owned());
         streams.push("records-0", "101", Some(3000), "{\"c\":1}".to_owned());
-        let mut checkpoints = Checkpoints::default();
-        checkpoints.set(
-            "records",
-            &stream_arn("records"),
-            "records-0",
-            Consumer::Indexer,
-            checkpoint::Position {
-                sequence_number: Some("101".to_owned()),
-                finished: false,
-            },
-        );
+        let checkpoints = indexer_at("101");
         let lags = measure(&streams, &stack, &checkpoints, 10_000).await.unwrap();
         let of = |table: &str, consumer: &str| {
             lags.iter()
