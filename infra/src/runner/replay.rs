@@ -66,7 +66,9 @@ pub struct Local {
 
 impl Local {
     pub fn new(config: Arc<Config>) -> Local {
-        let store = Arc::new(MemoryStore::new(config.clone()));
+        // Records come in order and nothing writes guarded: no tombstones,
+        // so the store stays the size of the tables, not of the history.
+        let store = Arc::new(MemoryStore::new(config.clone()).without_tombstones());
         Local {
             indexer: Indexer::new(
                 config.clone(),

@@ -125,6 +125,9 @@ struct State {
     /// Each sequence number is the last plus `last >> shift` (at least 1).
     sequence_growth: Option<u32>,
     requests: MemoryRequests,
+    /// Whether a deleted row stays as a tombstone (as in DynamoDB; see
+    /// [`MemoryStore::without_tombstones`]).
+    keep_tombstones: bool,
 }
 
 /// An in-memory DynamoDB for the tables of one config. See the module doc.
@@ -144,12 +147,24 @@ impl MemoryStore {
     pub fn new(config: Arc<Config>) -> MemoryStore {
         let state = State {
             next_sequence: FIRST_SEQUENCE_NUMBER,
+            keep_tombstones: true,
             ..State::default()
         };
         MemoryStore {
             config,
             state: Mutex::new(state),
         }
+    }
+
+    /// A store whose deleted rows go at once instead of staying as
+    /// tombstones: for a caller that delivers every item's records in order
+    /// and never writes guarded (the in-process `replay`), where a tombstone
+    /// guards against nothing and would only grow the store with the
+    /// history. Reads see the same rows either way.
+    #[must_use]
+    pub fn without_tombstones(self) -> MemoryStore {
+        self.lock().keep_tombstones = false;
+        self
     }
 
     pub fn config(&self) -> &Arc<Config> {

@@ -69,7 +69,8 @@ impl Store for MemoryStore {
         for write in writes {
             match write.put {
                 Some(attributes) => state.rows.put(write.index, write.key, attributes, write.version),
-                None => state.rows.delete(write.index, write.key, write.version, expires),
+                None if state.keep_tombstones => state.rows.delete(write.index, write.key, write.version, expires),
+                None => state.rows.remove(write.index, write.key),
             }
         }
         Ok(Vec::new())
@@ -95,10 +96,11 @@ impl Store for MemoryStore {
         }
         match write.put {
             Some(attributes) => state.rows.put(write.index, write.key, attributes, write.version),
-            None => {
+            None if state.keep_tombstones => {
                 let expires = super::super::tombstone_expiry(&self.config);
                 state.rows.delete(write.index, write.key, write.version, expires)
             }
+            None => state.rows.remove(write.index, write.key),
         }
         Ok(RowOutcome::Written)
     }

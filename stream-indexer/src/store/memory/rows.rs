@@ -65,6 +65,13 @@ impl Rows {
         }
     }
 
+    /// Removes the row (if any), leaving no tombstone.
+    pub(super) fn remove(&mut self, index: usize, key: RowKey) {
+        if self.map.remove(&(index, key)).is_some() {
+            self.order = None;
+        }
+    }
+
     /// The version stored at `key`: the row's or its tombstone's.
     pub(super) fn version(&self, index: usize, key: &RowKey) -> Option<&Version> {
         // The map is keyed by owned keys; a lookup clones the key once.
@@ -176,5 +183,20 @@ mod tests {
         assert!(rows.get(1, key("b", "1")).is_none());
         assert_eq!(rows.version(1, &key("b", "1")), Some(&Version::zero()));
         assert_eq!(rows.stored_after(1, None).count(), 4, "a scan sees the tombstone");
+    }
+
+    #[test]
+    fn a_removed_row_leaves_no_tombstone_and_the_order_follows() {
+        let mut rows = Rows::default();
+        let p = Projection::default();
+        rows.put(1, key("a", "1"), p.clone(), Version::zero());
+        rows.put(1, key("a", "2"), p.clone(), Version::zero());
+        assert_eq!(keys(&mut rows, 1, None), ["a/1", "a/2"]);
+        rows.remove(1, key("a", "1"));
+        rows.remove(1, key("z", "9"));
+        assert_eq!(keys(&mut rows, 1, None), ["a/2"], "the scan after the removal");
+        assert_eq!(rows.tombstones(), 0);
+        assert_eq!(rows.version(1, &key("a", "1")), None, "nothing stored");
+        assert_eq!(rows.stored_after(1, None).count(), 1);
     }
 }
