@@ -31,13 +31,13 @@ use infra::runner::local::{self, Wiring};
 use infra::runner::Runner;
 use model::config;
 use model::drift::Scope;
-use model::index::RowKey;
 use model::{Config, Image, Value};
 use serde_json::Value as Json;
 use stream_indexer::rebuild::Quiet;
 use stream_indexer::store::dynamo::DynamoStore;
-use stream_indexer::store::scan::{Page, RowsRead, Scan, Segment};
-use stream_indexer::store::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp, Store, StoreError};
+use stream_indexer::store::hooked::{AfterRead, Hooked, Read};
+use stream_indexer::store::scan::Scan;
+use stream_indexer::store::Store;
 use streamdex_tests::derived;
 use streamdex_tests::moto::{lambda_event, prefixed_toml, unique_prefix, Moto, StreamReader, StreamRecord};
 
@@ -266,8 +266,10 @@ enum After {
 type Writer = Box<dyn FnOnce(Moto) -> futures::future::BoxFuture<'static, Result<()>> + Send>;
 
 /// The DynamoDB store, racing a writer and the runner once.
-struct Racing {
-    store: DynamoStore,
+type Racing = Hooked<DynamoStore, Race>;
+
+/// The race: a writer, then the runner applying what it wrote.
+struct Race {
     moto: Moto,
     runner: tokio::sync::Mutex<Runner>,
     race: Mutex<Option<(After, Writer)>>,
@@ -291,7 +293,7 @@ async fn run_until_idle(runner: &mut Runner) -> Result<()> {
     }
 }
 
-impl Racing {
+impl Race {
     async fn fire(&self, now: After) {
         let writer = {
             let mut race = self.race.lock().unwrap_or_else(|p| p.into_inner());
@@ -316,68 +318,15 @@ impl Racing {
     }
 }
 
-impl Store for Racing {
-    async fn write_rows(&self, writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
-        self.store.write_rows(writes).await
-    }
-    async fn put_row_if(&self, write: RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
-        self.store.put_row_if(write, guard).await
-    }
-    async fn update_set_stamped(
-        &self,
-        e: usize,
-        node: &str,
-        change: SetChange,
-        stamp: SetStamp,
-    ) -> Result<SetOutcome, StoreError> {
-        self.store.update_set_stamped(e, node, change, stamp).await
-    }
-    async fn query_partition(&self, table: &str, partition: &str) -> Result<Vec<Image>, StoreError> {
-        let read = self.store.query_partition(table, partition).await;
-        self.fire(After::Query).await;
-        read
-    }
-    async fn set_marker_stamped(
-        &self,
-        e: usize,
-        node: &str,
-        complete: bool,
-        stamp: SetStamp,
-    ) -> Result<SetOutcome, StoreError> {
-        self.store.set_marker_stamped(e, node, complete, stamp).await
-    }
-}
-
-impl Scan for Racing {
-    async fn scan_items(
-        &self,
-        table: &str,
-        segment: Segment,
-        start: Option<Image>,
-        limit: u32,
-    ) -> Result<Page<Image>, StoreError> {
-        self.store.scan_items(table, segment, start, limit).await
-    }
-    async fn scan_rows(
-        &self,
-        index: usize,
-        segment: Segment,
-        start: Option<Image>,
-        limit: u32,
-    ) -> Result<Page<(RowKey, Image)>, StoreError> {
-        self.store.scan_rows(index, segment, start, limit).await
-    }
-    async fn read_item(&self, table: &str, key: &Image) -> Result<Option<Image>, StoreError> {
-        let read = self.store.read_item(table, key).await;
-        // Repair reads a node (its mark) before its partition: only a source
-        // item read of the issues table is the race's moment.
-        if !key.contains_key("source") {
-            self.fire(After::ReadItem).await;
+impl AfterRead for Race {
+    async fn after_read(&self, read: Read<'_>) {
+        match read {
+            Read::Query { .. } => self.fire(After::Query).await,
+            // Repair reads a node (its mark) before its partition: only a
+            // source item read of the issues table is the race's moment.
+            Read::Item { key, .. } if !key.contains_key("source") => self.fire(After::ReadItem).await,
+            Read::Item { .. } => {}
         }
-        read
-    }
-    async fn read_rows(&self, index: usize, keys: Vec<RowKey>) -> Result<RowsRead, StoreError> {
-        self.store.read_rows(index, keys).await
     }
 }
 
@@ -433,18 +382,20 @@ async fn racing(moto: &Moto, test: &str, after: After) -> Result<Racing> {
         wiring,
     )
     .await?;
-    let racing = Racing {
+    let racing = Hooked {
         store: DynamoStore::new(moto.dynamodb.clone(), config.clone()),
-        moto: moto.clone(),
-        runner: tokio::sync::Mutex::new(runner),
-        race: Mutex::new(None),
-        fired: Mutex::new(0),
+        hook: Race {
+            moto: moto.clone(),
+            runner: tokio::sync::Mutex::new(runner),
+            race: Mutex::new(None),
+            fired: Mutex::new(0),
+        },
     };
     moto.put(&records, &node("GOAL-1")).await?;
     moto.put(&records, &edge("GOAL-1", 1, "400-CONTRIBUTOR")).await?;
     moto.put(&records, &edge("GOAL-1", 2, "400-CONTRIBUTOR")).await?;
     moto.put(&issues, &issue("issue-1", &[("f1", "a")])).await?;
-    racing.run().await?;
+    racing.hook.run().await?;
     derived::verify(moto, &config).await?;
 
     // The drift, by hand (no stream record of the pipeline's plans it).
@@ -475,7 +426,7 @@ async fn racing(moto: &Moto, test: &str, after: After) -> Result<Racing> {
         .send()
         .await?;
     // The runner sees that MODIFY too (it plans nothing).
-    racing.run().await?;
+    racing.hook.run().await?;
 
     let writer: Writer = match after {
         After::ReadItem => Box::new(move |moto: Moto| {
@@ -485,12 +436,12 @@ async fn racing(moto: &Moto, test: &str, after: After) -> Result<Racing> {
             Box::new(move |moto: Moto| Box::pin(async move { moto.delete(&records, &edge_key("GOAL-1", 2)).await }))
         }
     };
-    *racing.race.lock().unwrap_or_else(|p| p.into_inner()) = Some((after, writer));
+    *racing.hook.race.lock().unwrap_or_else(|p| p.into_inner()) = Some((after, writer));
     Ok(racing)
 }
 
 fn fired(racing: &Racing) -> usize {
-    *racing.fired.lock().unwrap_or_else(|p| p.into_inner())
+    *racing.hook.fired.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,8 +12,8 @@ use model::drift::Scope;
 use model::{Image, Value};
 
 use super::*;
+use crate::store::hooked::{AfterRead, Hooked, Read};
 use crate::store::memory::{lambda_event, MemoryStore, Origin};
-use crate::store::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp};
 use crate::{Indexer, MemoryQuarantine};
 
 fn example() -> Arc<Config> {
@@ -55,31 +55,37 @@ enum After {
 type UserWrite = Box<dyn FnOnce(&MemoryStore) + Send>;
 
 /// The in-memory store, with a stream that races repair once.
-struct Racing {
-    store: Arc<MemoryStore>,
+type Racing = Hooked<Arc<MemoryStore>, Race>;
+
+/// The race: a user's write, and the stream indexer applying it.
+struct Race {
     stream: Indexer<Arc<MemoryStore>, MemoryQuarantine>,
     race: Mutex<Option<(After, UserWrite)>>,
     fired: Mutex<usize>,
 }
 
-impl Racing {
-    fn new(store: Arc<MemoryStore>) -> Racing {
-        let stream = Indexer::new(
-            store.config().clone(),
-            store.clone(),
-            MemoryQuarantine::new(),
-            crate::Options::default(),
-        );
-        Racing {
-            store,
-            stream,
-            race: Mutex::new(None),
-            fired: Mutex::new(0),
-        }
-    }
+fn racing(store: Arc<MemoryStore>) -> Racing {
+    let stream = Indexer::new(
+        store.config().clone(),
+        store.clone(),
+        MemoryQuarantine::new(),
+        crate::Options::default(),
+    );
+    let hook = Race {
+        stream,
+        race: Mutex::new(None),
+        fired: Mutex::new(0),
+    };
+    Hooked { store, hook }
+}
 
+impl Race {
     fn arm(&self, after: After, write: UserWrite) {
         *lock(&self.race) = Some((after, write));
+    }
+
+    fn armed(&self) -> After {
+        lock(&self.race).as_ref().map_or(After::Query, |(a, _)| *a)
     }
 
     /// The user's write, then the live indexer applying its record (and the
@@ -96,9 +102,25 @@ impl Racing {
             }
         };
         *lock(&self.fired) += 1;
-        self.store.record_stream(true);
-        write(&self.store);
+        let store = self.stream.store();
+        store.record_stream(true);
+        write(store);
         stream_dry(&self.stream).await;
+    }
+}
+
+impl AfterRead for Race {
+    async fn after_read(&self, read: Read<'_>) {
+        match read {
+            Read::Query { .. } => self.fire(After::Query).await,
+            Read::Item { table, .. } => {
+                if let After::ReadItem(t) = self.armed() {
+                    if t == table {
+                        self.fire(After::ReadItem(t)).await;
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -123,77 +145,6 @@ async fn stream_dry(ix: &Indexer<Arc<MemoryStore>, MemoryQuarantine>) {
     panic!("the stream never ran dry");
 }
 
-impl Store for Racing {
-    async fn write_rows(&self, writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
-        self.store.write_rows(writes).await
-    }
-    async fn put_row_if(&self, write: RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
-        self.store.put_row_if(write, guard).await
-    }
-    async fn update_set_stamped(
-        &self,
-        e: usize,
-        node: &str,
-        change: SetChange,
-        stamp: SetStamp,
-    ) -> Result<SetOutcome, StoreError> {
-        self.store.update_set_stamped(e, node, change, stamp).await
-    }
-    async fn query_partition(&self, table: &str, partition: &str) -> Result<Vec<Image>, StoreError> {
-        let read = self.store.query_partition(table, partition).await;
-        self.fire(After::Query).await;
-        read
-    }
-    async fn set_marker_stamped(
-        &self,
-        e: usize,
-        node: &str,
-        complete: bool,
-        stamp: SetStamp,
-    ) -> Result<SetOutcome, StoreError> {
-        self.store.set_marker_stamped(e, node, complete, stamp).await
-    }
-}
-
-impl Scan for Racing {
-    async fn scan_items(
-        &self,
-        table: &str,
-        segment: Segment,
-        start: Option<Image>,
-        limit: u32,
-    ) -> Result<crate::store::scan::Page<Image>, StoreError> {
-        self.store.scan_items(table, segment, start, limit).await
-    }
-    async fn scan_rows(
-        &self,
-        index: usize,
-        segment: Segment,
-        start: Option<Image>,
-        limit: u32,
-    ) -> Result<crate::store::scan::Page<(RowKey, Image)>, StoreError> {
-        self.store.scan_rows(index, segment, start, limit).await
-    }
-    async fn read_item(&self, table: &str, key: &Image) -> Result<Option<Image>, StoreError> {
-        let read = self.store.read_item(table, key).await;
-        if let After::ReadItem(t) = self.armed() {
-            if t == table {
-                self.fire(After::ReadItem(t)).await;
-            }
-        }
-        read
-    }
-    async fn read_rows(&self, index: usize, keys: Vec<RowKey>) -> Result<crate::store::scan::RowsRead, StoreError> {
-        self.store.read_rows(index, keys).await
-    }
-}
-
-impl Racing {
-    fn armed(&self) -> After {
-        lock(&self.race).as_ref().map_or(After::Query, |(a, _)| *a)
-    }
-}
-
 fn issue(field: &str) -> Image {
     Image::from([
         ("id".to_owned(), s("issue-1")),
@@ -214,8 +165,8 @@ fn issue(field: &str) -> Image {
 fn lost_issue_then_moved() -> Racing {
     let store = Arc::new(MemoryStore::new(example()));
     let _ = store.put_item("issues", issue("a"));
-    let racing = Racing::new(store);
-    racing.arm(
+    let racing = racing(store);
+    racing.hook.arm(
         After::ReadItem("issues"),
         Box::new(|store| {
             let _ = store.put_item("issues", issue("b"));
@@ -242,14 +193,14 @@ fn edge(user: u8) -> Image {
 /// Repair's ADD of the stale member must lose.
 fn lost_edge_then_deleted() -> Racing {
     let store = Arc::new(MemoryStore::new(example()));
-    let racing = Racing::new(store.clone());
+    let racing = racing(store.clone());
     store.record_stream(true);
     let _ = store.put_item("records", node("GOAL-1"));
     let _ = store.put_item("records", edge(1));
-    block(stream_dry(&racing.stream));
+    block(stream_dry(&racing.hook.stream));
     store.record_stream(false);
     let _ = store.put_item("records", edge(2));
-    racing.arm(
+    racing.hook.arm(
         After::Query,
         Box::new(|store| {
             let _ = store.delete_item("records", &edge(2));
@@ -281,7 +232,7 @@ fn rebuild_loses_to_a_stream_write_that_lands_between_its_read_and_its_write() {
             &Quiet,
         ))
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(*lock(&racing.fired), 1, "the race was run");
+        assert_eq!(*lock(&racing.hook.fired), 1, "the race was run");
         assert!(outcome.repairs().stale >= 1, "{:?}", outcome.repairs());
         assert!(outcome.is_clean(), "{outcome:?}");
         assert_eq!(racing.store.snapshot(), racing.store.recompute());
@@ -307,7 +258,7 @@ fn verify_repair_loses_to_a_stream_write_that_lands_between_its_read_and_its_wri
             &Quiet,
         ))
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(*lock(&racing.fired), 1, "the race was run");
+        assert_eq!(*lock(&racing.hook.fired), 1, "the race was run");
         assert_eq!(stats.stale, 1, "{stats:?}");
         assert_eq!(racing.store.snapshot(), racing.store.recompute());
         assert!(clean(&racing));
@@ -324,7 +275,7 @@ fn unguarded_the_stale_repair_write_would_win() {
         let corrections: Vec<(model::drift::DriftKind, Correction)> =
             report.findings.iter().map(|f| (f.kind, f.correction.clone())).collect();
         // The race, then the corrections as computed before it, written in order.
-        block(racing.fire(racing.armed()));
+        block(racing.hook.fire(racing.hook.armed()));
         let mut stats = RepairStats::default();
         block(repair::write_through_executor(
             &racing.store,
@@ -347,7 +298,7 @@ fn unguarded_the_stale_repair_write_would_win() {
 #[test]
 fn a_rebuilt_row_keeps_a_version_that_a_later_record_beats() {
     let racing = lost_issue_then_moved();
-    *lock(&racing.race) = None; // no race this time
+    *lock(&racing.hook.race) = None; // no race this time
     let config = racing.store.config().clone();
     let mut checkpoint = Checkpoint::default();
     let outcome = block(rebuild(

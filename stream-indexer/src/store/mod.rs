@@ -10,6 +10,8 @@
 pub mod dynamo;
 #[cfg(any(test, feature = "testing"))]
 pub mod faulty;
+#[cfg(any(test, feature = "testing"))]
+pub mod hooked;
 pub mod memory;
 pub mod scan;
 

@@ -85,6 +85,37 @@ pub trait Scan: Send + Sync {
     fn read_rows(&self, index: usize, keys: Vec<RowKey>) -> impl Future<Output = Result<RowsRead, StoreError>> + Send;
 }
 
+/// A shared store scans as the store does.
+impl<S: Scan> Scan for std::sync::Arc<S> {
+    fn scan_items(
+        &self,
+        table: &str,
+        segment: Segment,
+        start: Option<Image>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Page<Image>, StoreError>> + Send {
+        (**self).scan_items(table, segment, start, limit)
+    }
+
+    fn scan_rows(
+        &self,
+        index: usize,
+        segment: Segment,
+        start: Option<Image>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Page<(RowKey, Image)>, StoreError>> + Send {
+        (**self).scan_rows(index, segment, start, limit)
+    }
+
+    fn read_item(&self, table: &str, key: &Image) -> impl Future<Output = Result<Option<Image>, StoreError>> + Send {
+        (**self).read_item(table, key)
+    }
+
+    fn read_rows(&self, index: usize, keys: Vec<RowKey>) -> impl Future<Output = Result<RowsRead, StoreError>> + Send {
+        (**self).read_rows(index, keys)
+    }
+}
+
 /// What verify and rebuild need of a store beyond [`Scan`]: setting a
 /// node's completeness marker, which is now [`Store::set_marker`] (the one
 /// executor sends it). Kept as a name for existing bounds
