@@ -29,6 +29,8 @@ pub mod lambda;
 pub mod metrics;
 pub mod rebuild;
 pub mod store;
+#[cfg(test)]
+mod test_support;
 #[cfg(any(test, feature = "testing"))]
 pub mod workload;
 

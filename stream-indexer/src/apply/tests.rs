@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use model::config::{self, Config};
+use model::config::Config;
 use model::index::RowKey;
 use model::{Image, Value};
 
@@ -13,10 +13,7 @@ use super::*;
 use crate::store::faulty::{Call, CallLog, Fault, FaultyStore};
 use crate::store::memory::MemoryStore;
 use crate::store::{RowWrite, SetChange};
-
-fn example() -> Arc<Config> {
-    Arc::new(config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("valid"))
-}
+use crate::test_support::example;
 
 fn s(v: &str) -> Value {
     Value::S(v.to_owned())

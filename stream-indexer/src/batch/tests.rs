@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use model::config::{self, Config};
+use model::config::Config;
 use model::index::RowKey;
 use model::record::ChangeRecord;
 use model::{Image, Mutation, Planner, Value};
@@ -18,10 +18,6 @@ use crate::store::memory::{lambda_event, MemoryStore, Origin, StreamEntry};
 use aws_kit::quarantine::memory::MemoryQuarantine;
 
 type TestIndexer = Indexer<FaultyStore<MemoryStore>, MemoryQuarantine>;
-
-fn example() -> Arc<Config> {
-    Arc::new(config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("valid"))
-}
 
 fn s(v: &str) -> Value {
     Value::S(v.to_owned())
@@ -49,14 +45,6 @@ fn quick() -> Options {
 
 fn memory(ix: &TestIndexer) -> &MemoryStore {
     ix.store().inner()
-}
-
-fn block<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("runtime")
-        .block_on(f)
 }
 
 fn node(id: &str) -> Image {
@@ -357,6 +345,7 @@ fn the_handler_future_is_send() {
 // The property: random histories, random faults, Lambda's retry rules.
 // ---------------------------------------------------------------------------
 
+use crate::test_support::{block, example};
 use model::testing::{self, Tables, Write, ISSUES, NODES};
 
 /// Every group of the histories: (table, partition key value).

@@ -7,26 +7,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use model::config::{self, Config};
 use model::drift::Scope;
 use model::{Image, Value};
 
 use super::*;
 use crate::store::hooked::{AfterRead, Hooked, Read};
 use crate::store::memory::{lambda_event, MemoryStore, Origin};
+use crate::test_support::{block, example};
 use crate::{Indexer, MemoryQuarantine};
-
-fn example() -> Arc<Config> {
-    Arc::new(config::parse(config::EXAMPLE_CONFIG, "example").unwrap_or_else(|e| panic!("{e}")))
-}
-
-fn block<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"))
-        .block_on(f)
-}
 
 fn s(v: &str) -> Value {
     Value::S(v.to_owned())

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use model::config::{self, Config};
+use model::config::Config;
 use model::drift::{DriftKind, Scope};
 use model::index::RowKey;
 use model::{Image, Value};
@@ -17,22 +17,11 @@ use super::*;
 use crate::store::memory::{lambda_event, MemoryStore};
 use crate::store::RowWrite;
 use crate::store::SetChange;
+use crate::test_support::{block, example};
 use crate::{workload, Indexer};
 use aws_kit::quarantine::memory::MemoryQuarantine;
 
 type TestIndexer = Indexer<MemoryStore, MemoryQuarantine>;
-
-fn example() -> Arc<Config> {
-    Arc::new(config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("valid"))
-}
-
-fn block<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("runtime")
-        .block_on(f)
-}
 
 fn quick() -> Options {
     Options {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use model::config::{self, Config};
+use model::config::Config;
 use model::delivery::lambda_event;
 use model::record::ChangeRecord;
 use model::testing::{self, Tables};
@@ -18,18 +18,7 @@ use crate::store::memory::{MemoryStore, Origin};
 use crate::{Backoff, Indexer, MemoryQuarantine, Options};
 
 use super::Guard;
-
-fn example() -> Arc<Config> {
-    Arc::new(config::parse(config::EXAMPLE_CONFIG, "example").unwrap_or_else(|e| panic!("{e}")))
-}
-
-fn block<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"))
-        .block_on(f)
-}
+use crate::test_support::{block, example};
 
 type TestIndexer = Indexer<Arc<MemoryStore>, MemoryQuarantine>;
 

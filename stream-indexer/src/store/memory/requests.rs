@@ -67,11 +67,7 @@ impl Store for MemoryStore {
         }
         let expires = super::super::tombstone_expiry(&self.config);
         for write in writes {
-            match write.put {
-                Some(attributes) => state.rows.put(write.index, write.key, attributes, write.version),
-                None if state.keep_tombstones => state.rows.delete(write.index, write.key, write.version, expires),
-                None => state.rows.remove(write.index, write.key),
-            }
+            state.store_row(write, expires);
         }
         Ok(Vec::new())
     }
@@ -94,14 +90,7 @@ impl Store for MemoryStore {
         if !holds {
             return Ok(RowOutcome::Stale);
         }
-        match write.put {
-            Some(attributes) => state.rows.put(write.index, write.key, attributes, write.version),
-            None if state.keep_tombstones => {
-                let expires = super::super::tombstone_expiry(&self.config);
-                state.rows.delete(write.index, write.key, write.version, expires)
-            }
-            None => state.rows.remove(write.index, write.key),
-        }
+        state.store_row(write, super::super::tombstone_expiry(&self.config));
         Ok(RowOutcome::Written)
     }
 
@@ -286,5 +275,17 @@ impl Store for MemoryStore {
         } else {
             SetOutcome::Flagged
         })
+    }
+}
+
+impl State {
+    /// Stores one row write: the row; for a delete, its tombstone (expiring
+    /// at `expires`), or nothing when the store keeps no tombstones.
+    fn store_row(&mut self, write: RowWrite, expires: u64) {
+        match write.put {
+            Some(attributes) => self.rows.put(write.index, write.key, attributes, write.version),
+            None if self.keep_tombstones => self.rows.delete(write.index, write.key, write.version, expires),
+            None => self.rows.remove(write.index, write.key),
+        }
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::test_support::block;
 use model::config;
 
 fn s(v: &str) -> Value {
@@ -20,13 +21,6 @@ fn edge(node: &str, target: &str, role: &str) -> Image {
         ("target".to_owned(), s(target)),
         ("gsi0".to_owned(), s(role)),
     ])
-}
-
-fn block<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime")
-        .block_on(f)
 }
 
 #[test]
