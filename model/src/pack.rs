@@ -22,7 +22,7 @@
 //!
 //! The caller never pushes an item larger than `max_bytes`.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 /// Whether two items of one key may share a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl Packer {
                 ..limits
             },
             calls: Vec::new(),
-            last: HashMap::new(),
+            last: HashMap::default(),
             rooms: Rooms::default(),
             pushed: 0,
         }

@@ -19,7 +19,7 @@
 //!    that fails, the whole batch fails ([`Failed::WholeBatch`]).
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use crate::record::RawJson;
 use serde::{Deserialize, Serialize};

@@ -109,7 +109,7 @@ fn with_later_call_a_key_never_shares_a_call() {
 fn first_fit_by_scan(items: &[(u64, usize)], limits: Limits) -> Vec<Packed> {
     let max_items = limits.max_items.max(1);
     let mut calls: Vec<Packed> = Vec::new();
-    let mut last: HashMap<u64, usize> = HashMap::new();
+    let mut last: HashMap<u64, usize> = HashMap::default();
     for (position, &(key, size)) in items.iter().enumerate() {
         let previous = last.get(&key).copied();
         let floor = match (previous, limits.same_key) {

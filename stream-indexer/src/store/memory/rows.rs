@@ -7,7 +7,7 @@
 //! version and expiry), absent to every read but [`Rows::version`] and the
 //! stored images a scan returns (as DynamoDB returns them).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use model::index::RowKey;
 use model::version::{TOMBSTONE_ATTRIBUTE, VERSION_ATTRIBUTE};

@@ -6,7 +6,7 @@
 //! tree). Whole-table reads (Scan, dumps) sort the partition keys when they
 //! ask.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use model::Image;
 
