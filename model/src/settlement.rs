@@ -18,8 +18,8 @@
 //!    record without a usable sequence number can only be quarantined; if
 //!    that fails, the whole batch fails ([`Failed::WholeBatch`]).
 
-use std::cmp::Ordering;
 use foldhash::HashMap;
+use std::cmp::Ordering;
 
 use crate::record::RawJson;
 use serde::{Deserialize, Serialize};
