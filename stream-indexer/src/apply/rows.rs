@@ -207,6 +207,17 @@ impl<S: Store> Call<'_, S> {
         }
     }
 
+    /// A write DynamoDB refused: it counts as done, and its record carries why.
+    fn row_refused(&mut self, record: usize, write: &RowWrite, error: &StoreError) {
+        let what = if write.put.is_some() { "put" } else { "delete" };
+        let reason = format!(
+            "index `{}`: row {what} refused: {}",
+            self.index_name(write.index),
+            error.message()
+        );
+        self.progress.refuse(record, reason);
+    }
+
     /// Works through the queue; on failure the writes not done stay in it.
     async fn run(&mut self) -> Result<(), StoreError> {
         while let Some(batch) = self.queue.pop_front() {
@@ -245,15 +256,7 @@ impl<S: Store> Call<'_, S> {
                     self.progress.done.push(record);
                     self.progress.stats.stale += 1;
                 }
-                Err(error) if error.is_refused() => {
-                    let what = if write.put.is_some() { "put" } else { "delete" };
-                    let reason = format!(
-                        "index `{}`: row {what} refused: {}",
-                        self.index_name(write.index),
-                        error.message()
-                    );
-                    self.progress.refuse(record, reason);
-                }
+                Err(error) if error.is_refused() => self.row_refused(record, &write, &error),
                 Err(error) => {
                     batch.push_front((record, write));
                     self.queue.push_front(batch.into());
@@ -303,13 +306,7 @@ impl<S: Store> Call<'_, S> {
                 }
                 Err(error) if error.is_refused() => {
                     for (record, write) in std::mem::take(&mut batch) {
-                        let what = if write.put.is_some() { "put" } else { "delete" };
-                        let reason = format!(
-                            "index `{}`: row {what} refused: {}",
-                            self.index_name(write.index),
-                            error.message()
-                        );
-                        self.progress.refuse(record, reason);
+                        self.row_refused(record, &write, &error);
                     }
                     Step::Done(())
                 }
