@@ -1,8 +1,10 @@
 //! End-to-end test support for streamdex.
 //!
 //! - [`moto`]: SDK clients, tables and stream reading against the run's local moto server.
+//! - [`images`]: values and images as the tests write them.
 //! - [`derived`]: draining the streams through the indexer, and checking the
 //!   derived data against a recomputation.
 
 pub mod derived;
+pub mod images;
 pub mod moto;

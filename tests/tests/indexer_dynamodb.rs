@@ -27,22 +27,15 @@ use stream_indexer::store::dynamo::DynamoStore;
 use stream_indexer::store::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, Store};
 use stream_indexer::{Indexer, Options};
 use streamdex_tests::derived::{drain, verify};
+use streamdex_tests::images::{item, s};
 use streamdex_tests::moto::{prefixed, unique_prefix, Moto, StreamReader};
 
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
 
-fn s(v: &str) -> Value {
-    Value::S(v.to_owned())
-}
-
 fn n(v: &str) -> Value {
     Value::N(v.to_owned())
-}
-
-fn item(pairs: &[(&str, Value)]) -> Image {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
 }
 
 fn map(pairs: &[(&str, Value)]) -> Value {

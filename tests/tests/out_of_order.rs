@@ -39,19 +39,8 @@ use stream_indexer::store::hooked::{AfterRead, Hooked, Read};
 use stream_indexer::store::scan::Scan;
 use stream_indexer::store::Store;
 use streamdex_tests::derived;
+use streamdex_tests::images::{item, node, s};
 use streamdex_tests::moto::{lambda_event, prefixed_toml, unique_prefix, Moto, StreamReader, StreamRecord};
-
-fn s(v: &str) -> Value {
-    Value::S(v.to_owned())
-}
-
-fn item(pairs: &[(&str, Value)]) -> Image {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
-}
-
-fn node(id: &str) -> Image {
-    item(&[("source", s(id)), ("target", s(id)), ("name", s(id))])
-}
 
 fn edge(source: &str, user: u8, role: &str) -> Image {
     item(&[

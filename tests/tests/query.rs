@@ -27,6 +27,7 @@ use model::{Image, Value};
 use serde_json::Value as Json;
 use stream_indexer::store::dynamo::DynamoStore;
 use stream_indexer::{Indexer, Options};
+use streamdex_tests::images::s;
 use streamdex_tests::moto::{lambda_event, unique_prefix, Moto, StreamReader};
 
 /// The queried field, and one beside it (another partition).
@@ -53,10 +54,6 @@ shards = {shards}
         ));
     }
     text
-}
-
-fn s(v: &str) -> Value {
-    Value::S(v.to_owned())
 }
 
 fn n(v: &str) -> Value {

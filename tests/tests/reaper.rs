@@ -14,13 +14,10 @@ use stream_indexer::{Indexer, MemoryQuarantine};
 use event_router::{MemoryPublisher, Options, Reaped, Reaper, Router};
 use infra::runner::graph::StoreGraph;
 use model::Backoff;
+use streamdex_tests::images::s;
 
 fn example() -> Arc<Config> {
     Arc::new(config::parse(config::EXAMPLE_CONFIG, "example").expect("example"))
-}
-
-fn s(v: &str) -> Value {
-    Value::S(v.to_owned())
 }
 
 fn item(source: &str, target: &str, extra: &[(&str, &str)]) -> Image {

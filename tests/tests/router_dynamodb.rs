@@ -28,6 +28,7 @@ use model::{Config, Image, Value};
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
 use stream_indexer::{Backoff, Indexer, MemoryQuarantine, Options};
 use streamdex_tests::derived::{drain, verify};
+use streamdex_tests::images::s;
 use streamdex_tests::moto::{lambda_event, prefixed, unique_prefix, Moto, StreamReader};
 
 const FIXTURE: &str = include_str!("../fixtures/router-history.jsonl");
@@ -222,10 +223,6 @@ async fn each_rule_receives_exactly_the_events_of_its_route() -> Result<()> {
     ensure!(big["detail"]["imagesOmitted"] == true, "{}", big["detail"]);
     ensure!(big["detail"].get("newImage").is_none());
     Ok(())
-}
-
-fn s(v: &str) -> Value {
-    Value::S(v.to_owned())
 }
 
 fn graph_item(source: &str, target: &str, role: Option<&str>) -> Image {

@@ -25,11 +25,8 @@ use model::filter::Consumer;
 use model::{Config, Image, Value};
 use stream_indexer::MemoryQuarantine;
 use streamdex_tests::derived::verify;
+use streamdex_tests::images::s;
 use streamdex_tests::moto::{lambda_event, prefixed, unique_prefix, Moto, StreamReader};
-
-fn s(v: &str) -> Value {
-    Value::S(v.to_owned())
-}
 
 fn item(pairs: &[(&str, &str)]) -> Image {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), s(v))).collect()

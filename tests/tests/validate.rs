@@ -12,10 +12,7 @@ use model::record::{ChangeRecord, CreationTime, EventKind};
 use model::{validate, Image, Value};
 use proptest::prelude::*;
 use stream_indexer::{Indexer, MemoryQuarantine, MemoryStore};
-
-fn s(v: &str) -> Value {
-    Value::S(v.to_owned())
-}
+use streamdex_tests::images::s;
 
 /// A valid INSERT of an issue with custom fields (indexed) and tags.
 fn issue(id: &str, seq: u32) -> ChangeRecord {

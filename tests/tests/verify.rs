@@ -31,19 +31,8 @@ use serde_json::Value as Json;
 use stream_indexer::rebuild::Quiet;
 use stream_indexer::store::dynamo::{to_item, DynamoStore};
 use stream_indexer::{Indexer, Options};
+use streamdex_tests::images::{item, node, s};
 use streamdex_tests::moto::{lambda_event, prefixed, unique_prefix, Moto, StreamReader};
-
-fn s(v: &str) -> Value {
-    Value::S(v.to_owned())
-}
-
-fn item(pairs: &[(&str, Value)]) -> Image {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
-}
-
-fn node(id: &str) -> Image {
-    item(&[("source", s(id)), ("target", s(id)), ("name", s(id))])
-}
 
 fn edge(source: &str, target: &str, role: &str) -> Image {
     item(&[("source", s(source)), ("target", s(target)), ("gsi0", s(role))])
