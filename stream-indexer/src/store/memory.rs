@@ -442,6 +442,7 @@ fn key_image(table: &TableConfig, item: &Image) -> Image {
 
 pub use model::delivery::{lambda_event, lambda_record};
 
+mod dense;
 mod derived;
 mod requests;
 mod rows;

@@ -1,13 +1,14 @@
 //! The index rows of the in-memory store: a hash map for the writes (one
 //! hash of the key per write, where a B-tree compares long keys a dozen
-//! times), and the rows' key order, built when a scan or a dump asks for it
-//! and kept until the next write.
+//! times; a [`DenseMap`], so that churn does not grow it), and the rows' key
+//! order, built when a scan or a dump asks for it and kept until the next
+//! write.
 //!
 //! Every row carries its version; a deleted row stays as a tombstone (its
 //! version and expiry), absent to every read but [`Rows::version`] and the
 //! stored images a scan returns (as DynamoDB returns them).
 
-use foldhash::HashMap;
+use super::dense::DenseMap;
 
 use model::index::RowKey;
 use model::version::{TOMBSTONE_ATTRIBUTE, VERSION_ATTRIBUTE};
@@ -36,7 +37,7 @@ impl Stored {
 
 #[derive(Default)]
 pub(super) struct Rows {
-    map: HashMap<(usize, RowKey), Stored>,
+    map: DenseMap<(usize, RowKey), Stored>,
     /// Every key, sorted; `None` after a write.
     order: Option<Vec<(usize, RowKey)>>,
 }
@@ -74,19 +75,22 @@ impl Rows {
 
     /// The version stored at `key`: the row's or its tombstone's.
     pub(super) fn version(&self, index: usize, key: &RowKey) -> Option<&Version> {
-        // The map is keyed by owned keys; a lookup clones the key once.
-        self.map.get(&(index, key.clone())).map(|s| &s.version)
+        self.get_stored(index, key).map(|s| &s.version)
+    }
+
+    fn get_stored(&self, index: usize, key: &RowKey) -> Option<&Stored> {
+        self.map.get((index, key), |(i, k)| *i == index && k == key)
     }
 
     /// A live row.
     #[cfg(test)]
     pub(super) fn get(&self, index: usize, key: RowKey) -> Option<&Projection> {
-        self.map.get(&(index, key)).and_then(|s| s.body.as_ref())
+        self.get_stored(index, &key).and_then(|s| s.body.as_ref())
     }
 
     /// A row or tombstone as stored.
     pub(super) fn stored(&self, index: usize, key: RowKey) -> Option<&Stored> {
-        self.map.get(&(index, key))
+        self.get_stored(index, &key)
     }
 
     /// Every row and tombstone of `index` after `after` (from the first when
@@ -98,7 +102,7 @@ impl Rows {
     ) -> impl Iterator<Item = (&RowKey, &Stored)> + '_ {
         let map = &self.map;
         let order = self.order.get_or_insert_with(|| {
-            let mut keys: Vec<(usize, RowKey)> = map.keys().cloned().collect();
+            let mut keys: Vec<(usize, RowKey)> = map.iter().map(|(k, _)| k.clone()).collect();
             keys.sort_unstable();
             keys
         });
@@ -109,7 +113,7 @@ impl Rows {
         order[start..]
             .iter()
             .take_while(move |(i, _)| *i == index)
-            .filter_map(move |entry| map.get(entry).map(|row| (&entry.1, row)))
+            .filter_map(move |(i, k)| map.get((*i, k), |(j, l)| j == i && l == k).map(|row| (k, row)))
     }
 
     /// The live rows of `index` after `after`, in key order.
@@ -132,7 +136,7 @@ impl Rows {
 
     /// How many tombstones are kept.
     pub(super) fn tombstones(&self) -> usize {
-        self.map.values().filter(|s| s.body.is_none()).count()
+        self.map.iter().filter(|(_, s)| s.body.is_none()).count()
     }
 }
 

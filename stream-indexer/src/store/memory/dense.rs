@@ -1,0 +1,143 @@
+//! A hash map whose spare slots cost a word, not an entry: the entries sit
+//! densely in a vector (a removed one's place is taken by the last), and a
+//! hash table holds only their positions.
+//!
+//! Why not a `HashMap` of the entries: with churn (rows written and deleted
+//! all the time, as a replay does), a hash map's deleted slots count against
+//! its capacity until it rehashes, and it doubles whenever more than half of
+//! it is live; so it settles at two to four times its live entries, each
+//! slot the size of a whole entry, and for a moment holds the old and the
+//! new table at once. The index rows of a long replay grew with the history
+//! that way (measured in the README). Here the vector holds only live
+//! entries (at most twice the most ever live, as any vector), and the table's
+//! spare slots are a `usize` each.
+
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::hash_table::{Entry, HashTable};
+
+pub(super) struct DenseMap<K, V> {
+    /// Positions in `entries`, by the hash of the entry's key.
+    slots: HashTable<usize>,
+    entries: Vec<(K, V)>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl<K, V> Default for DenseMap<K, V> {
+    fn default() -> Self {
+        DenseMap {
+            slots: HashTable::new(),
+            entries: Vec::new(),
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+}
+
+impl<K: Hash + Eq, V> DenseMap<K, V> {
+    /// The value at the key `like`, given as anything that hashes as the
+    /// key does (a tuple of references for a tuple key), with `is` telling
+    /// the key apart.
+    pub(super) fn get<Q: Hash>(&self, like: Q, is: impl Fn(&K) -> bool) -> Option<&V> {
+        let hash = self.hasher.hash_one(like);
+        let entries = &self.entries;
+        let at = *self.slots.find(hash, |&i| entries.get(i).is_some_and(|(k, _)| is(k)))?;
+        entries.get(at).map(|(_, v)| v)
+    }
+
+    /// Inserts or replaces; returns the value replaced.
+    pub(super) fn insert(&mut self, key: K, value: V) -> Option<V> {
+        let hash = self.hasher.hash_one(&key);
+        let (entries, hasher) = (&mut self.entries, &self.hasher);
+        let slot = self.slots.entry(
+            hash,
+            |&i| entries.get(i).is_some_and(|(k, _)| *k == key),
+            |&i| entries.get(i).map_or(0, |(k, _)| hasher.hash_one(k)),
+        );
+        match slot {
+            Entry::Occupied(slot) => entries
+                .get_mut(*slot.get())
+                .map(|(_, stored)| std::mem::replace(stored, value)),
+            Entry::Vacant(slot) => {
+                slot.insert(entries.len());
+                entries.push((key, value));
+                None
+            }
+        }
+    }
+
+    /// Removes the entry at `key`; returns its value. The last entry takes
+    /// its place.
+    pub(super) fn remove(&mut self, key: &K) -> Option<V> {
+        let hash = self.hasher.hash_one(key);
+        let entries = &self.entries;
+        let (at, _) = self
+            .slots
+            .find_entry(hash, |&i| entries.get(i).is_some_and(|(k, _)| k == key))
+            .ok()?
+            .remove();
+        let last = self.entries.len().checked_sub(1)?;
+        if at != last {
+            // The last entry moves to `at`: its slot follows it.
+            let moved = self.entries.get(last).map(|(k, _)| self.hasher.hash_one(k));
+            if let Some(slot) = moved.and_then(|hash| self.slots.find_mut(hash, |&i| i == last)) {
+                *slot = at;
+            }
+        }
+        Some(self.entries.swap_remove(at).1)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Every entry, in no particular order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u8, u32),
+        Remove(u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (any::<u8>(), any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
+            any::<u8>().prop_map(Op::Remove),
+        ]
+    }
+
+    proptest! {
+        /// Any sequence of inserts and removes leaves the same entries as a
+        /// `BTreeMap` given the same, and every call answers as it does.
+        #[test]
+        fn behaves_as_a_map(ops in proptest::collection::vec(op(), 0..400)) {
+            let mut dense = DenseMap::default();
+            let mut model = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Insert(k, v) => prop_assert_eq!(dense.insert(k, v), model.insert(k, v)),
+                    Op::Remove(k) => prop_assert_eq!(dense.remove(&k), model.remove(&k)),
+                }
+                prop_assert_eq!(dense.len(), model.len());
+            }
+            for k in 0..=u8::MAX {
+                prop_assert_eq!(dense.get(k, |x| *x == k), model.get(&k));
+            }
+            let mut all: Vec<(u8, u32)> = dense.iter().map(|(k, v)| (*k, *v)).collect();
+            all.sort_unstable();
+            prop_assert_eq!(all, model.into_iter().collect::<Vec<_>>());
+        }
+    }
+}
