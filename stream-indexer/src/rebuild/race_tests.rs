@@ -204,22 +204,25 @@ fn clean(racing: &Racing) -> bool {
     report.is_clean()
 }
 
+/// A whole rebuild of `store` from a fresh checkpoint, saved nowhere.
+fn rebuild_all<S: Store + Scan + Marker>(store: &S, config: &Config) -> RebuildOutcome {
+    block(rebuild(
+        store,
+        config,
+        &Scope::all(config),
+        &quick(),
+        &mut Checkpoint::default(),
+        &mut |_| Ok(()),
+        &Quiet,
+    ))
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn rebuild_loses_to_a_stream_write_that_lands_between_its_read_and_its_write() {
     for racing in [lost_issue_then_moved(), lost_edge_then_deleted()] {
         assert!(!clean(&racing), "the lost record left drift");
-        let config = racing.store.config().clone();
-        let mut checkpoint = Checkpoint::default();
-        let outcome = block(rebuild(
-            &racing,
-            &config,
-            &Scope::all(&config),
-            &quick(),
-            &mut checkpoint,
-            &mut |_| Ok(()),
-            &Quiet,
-        ))
-        .unwrap_or_else(|e| panic!("{e}"));
+        let outcome = rebuild_all(&racing, racing.store.config());
         assert_eq!(*lock(&racing.hook.fired), 1, "the race was run");
         assert!(outcome.repairs().stale >= 1, "{:?}", outcome.repairs());
         assert!(outcome.is_clean(), "{outcome:?}");
@@ -287,18 +290,7 @@ fn unguarded_the_stale_repair_write_would_win() {
 fn a_rebuilt_row_keeps_a_version_that_a_later_record_beats() {
     let racing = lost_issue_then_moved();
     *lock(&racing.hook.race) = None; // no race this time
-    let config = racing.store.config().clone();
-    let mut checkpoint = Checkpoint::default();
-    let outcome = block(rebuild(
-        &*racing.store,
-        &config,
-        &Scope::all(&config),
-        &quick(),
-        &mut checkpoint,
-        &mut |_| Ok(()),
-        &Quiet,
-    ))
-    .unwrap_or_else(|e| panic!("{e}"));
+    let outcome = rebuild_all(&*racing.store, racing.store.config());
     assert!(outcome.is_clean());
     let rows = racing.store.rows(0);
     assert_eq!(rows.len(), 1);
@@ -318,7 +310,7 @@ fn a_rebuilt_row_keeps_a_version_that_a_later_record_beats() {
         .collect();
     racing.store.record_stream(false);
     let guarded = Indexer::new(
-        config.clone(),
+        racing.store.config().clone(),
         racing.store.clone(),
         MemoryQuarantine::new(),
         crate::Options {
