@@ -79,7 +79,7 @@ impl Rows {
     }
 
     fn get_stored(&self, index: usize, key: &RowKey) -> Option<&Stored> {
-        self.map.get((index, key), |(i, k)| *i == index && k == key)
+        find(&self.map, index, key)
     }
 
     /// A live row.
@@ -113,7 +113,7 @@ impl Rows {
         order[start..]
             .iter()
             .take_while(move |(i, _)| *i == index)
-            .filter_map(move |(i, k)| map.get((*i, k), |(j, l)| j == i && l == k).map(|row| (k, row)))
+            .filter_map(move |(i, k)| find(map, *i, k).map(|row| (k, row)))
     }
 
     /// The live rows of `index` after `after`, in key order.
@@ -138,6 +138,11 @@ impl Rows {
     pub(super) fn tombstones(&self) -> usize {
         self.map.iter().filter(|(_, s)| s.body.is_none()).count()
     }
+}
+
+/// The row or tombstone at `(index, key)`, looked up without cloning the key.
+fn find<'a>(map: &'a DenseMap<(usize, RowKey), Stored>, index: usize, key: &RowKey) -> Option<&'a Stored> {
+    map.get((index, key), |(i, k)| *i == index && k == key)
 }
 
 #[cfg(test)]
