@@ -17,7 +17,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, ensure, Result};
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -41,6 +41,7 @@ use stream_indexer::store::Store;
 use streamdex_tests::derived;
 use streamdex_tests::images::{item, node, s};
 use streamdex_tests::moto::{lambda_event, prefixed_toml, unique_prefix, Moto, StreamReader, StreamRecord};
+use streamdex_tests::runner::run_until_idle;
 
 fn edge(source: &str, user: u8, role: &str) -> Image {
     item(&[
@@ -265,23 +266,6 @@ struct Race {
     fired: Mutex<usize>,
 }
 
-/// Runs the runner's rounds, paced as `streamdex run` paces them, until it
-/// is idle (every shard looked at its tip after the last busy round);
-/// bounded.
-async fn run_until_idle(runner: &mut Runner) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let round = runner.round().await;
-        if !round.busy && runner.idle() {
-            return Ok(());
-        }
-        ensure!(Instant::now() < deadline, "the runner was not idle within 30 s");
-        if !round.busy {
-            tokio::time::sleep(Duration::from_millis(round.wait_ms)).await;
-        }
-    }
-}
-
 impl Race {
     async fn fire(&self, now: After) {
         let writer = {
@@ -303,7 +287,7 @@ impl Race {
     }
 
     async fn run(&self) -> Result<()> {
-        run_until_idle(&mut *self.runner.lock().await).await
+        run_until_idle(&mut *self.runner.lock().await, Duration::from_secs(30)).await
     }
 }
 

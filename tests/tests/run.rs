@@ -27,6 +27,7 @@ use stream_indexer::MemoryQuarantine;
 use streamdex_tests::derived::verify;
 use streamdex_tests::images::s;
 use streamdex_tests::moto::{lambda_event, prefixed, unique_prefix, Moto, StreamReader};
+use streamdex_tests::runner::run_until_idle;
 
 fn item(pairs: &[(&str, &str)]) -> Image {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), s(v))).collect()
@@ -83,25 +84,6 @@ where
         if Instant::now() > deadline {
             let log: Vec<String> = events.iter().map(ToString::to_string).collect();
             bail!("not done within {limit:?}; the runner said:\n{}", log.join("\n"));
-        }
-        if !round.busy {
-            tokio::time::sleep(Duration::from_millis(round.wait_ms)).await;
-        }
-    }
-}
-
-/// Runs rounds, paced as `streamdex run` paces them, until the runner is
-/// idle (every shard looked at its tip after the last round that did
-/// something), within `limit`.
-async fn run_until_idle(runner: &mut Runner, limit: Duration) -> Result<()> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let round = runner.round().await;
-        if !round.busy && runner.idle() {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("the runner was not idle within {limit:?}");
         }
         if !round.busy {
             tokio::time::sleep(Duration::from_millis(round.wait_ms)).await;

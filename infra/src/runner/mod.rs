@@ -348,6 +348,15 @@ impl Runner {
         self.workers.iter().all(|w| w.idle(self.last_busy_round + 1))
     }
 
+    /// Asks every shard for a fresh look: [`Runner::idle`] is false until
+    /// each has read again in a later round. For a caller that wrote to the
+    /// tables since the runner's last round and waits for the runner to
+    /// apply it: a look at the tip taken before the write says nothing
+    /// about it, and a shard not due for a read would still count as idle.
+    pub fn look_again(&mut self) {
+        self.last_busy_round = self.rounds;
+    }
+
     /// The largest iterator age over every shard and consumer (milliseconds).
     pub fn max_age_ms(&self) -> u64 {
         self.workers.iter().map(Worker::age_ms).max().unwrap_or(0)

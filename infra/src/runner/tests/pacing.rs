@@ -210,3 +210,38 @@ async fn exit_when_idle_needs_a_look_after_the_last_busy_round() {
     let last_busy = source.reads("a").len();
     assert!(last_busy >= 2 && !source.reads("b").is_empty());
 }
+
+#[tokio::test]
+async fn after_look_again_idle_needs_a_read_of_what_was_written_since() {
+    let rig = Rig::new();
+    rig.streams.add_shard("t", "a", None);
+    let source = counting(&rig);
+    let mut runner = runner(&rig, source.clone());
+    for _ in 0..10 {
+        let round = runner.round().await;
+        rig.clock.advance(round.wait_ms);
+    }
+    let round = runner.round().await;
+    assert!(runner.idle() && round.wait_ms > 0);
+    // A write from outside, while the shard backs off: its next read is not due.
+    rig.push("t", "a", "1", "k");
+    let round = runner.round().await;
+    assert!(
+        !round.busy && runner.idle(),
+        "without a fresh look the write goes unseen"
+    );
+    runner.look_again();
+    assert!(!runner.idle(), "a look taken before the write does not count");
+    let mut rounds = 0;
+    while !runner.idle() {
+        let round = runner.round().await;
+        rig.clock.advance(round.wait_ms);
+        rounds += 1;
+        assert!(rounds < 10, "never idle again");
+    }
+    assert_eq!(
+        rig.function.delivered(),
+        ["1"],
+        "idle again only once the write is applied"
+    );
+}
