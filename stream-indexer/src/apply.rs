@@ -381,18 +381,19 @@ pub async fn apply_batch<S: Store>(
     let set_work = stream::iter(lanes.into_values())
         .map(|lane| sets::run_lane(store, config, backoff, stamping, lane))
         .buffer_unordered(concurrency)
-        .collect::<Vec<Progress>>();
+        .fold(Progress::default(), |mut all, lane| async move {
+            all.absorb(lane);
+            all
+        });
     let (row_progress, lane_progress) = futures::join!(row_work, set_work);
     account(pending, row_progress, lane_progress)
 }
 
 /// Merges the parts' progress into per-record accounting.
-fn account(mut pending: Vec<usize>, rows: Progress, lanes: Vec<Progress>) -> Applied {
+fn account(mut pending: Vec<usize>, rows: Progress, lanes: Progress) -> Applied {
     // Rows first: a record's row refusals and errors come before its set ones.
     let mut all = rows;
-    for lane in lanes {
-        all.absorb(lane);
-    }
+    all.absorb(lanes);
     for record in all.done {
         if let Some(n) = pending.get_mut(record) {
             *n = n.saturating_sub(1);
