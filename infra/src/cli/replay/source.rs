@@ -3,8 +3,11 @@
 //!
 //! - JSON Lines (one record per line: what `streamdex record` and the
 //!   history generator write) is streamed: `batch_size` records are read into
-//!   one buffer, parsed into records that borrow from it, handed over, and
-//!   the buffer is reused.
+//!   a buffer, parsed into records that borrow from it, handed over, and the
+//!   buffer is reused. Two buffers take turns: while one batch is handed
+//!   over, a second thread reads and parses the next into the other, so
+//!   parsing costs replay no wall time on a machine with a core to spare
+//!   (at most one batch is read ahead).
 //! - A document (a Lambda event or a `GetRecords` response, or one record,
 //!   perhaps pretty-printed) is read whole and parsed with
 //!   [`model::record::parse_any`]; those are a few MB at most.
@@ -54,12 +57,16 @@ pub fn each_batch(
         error,
     };
     let batch_size = batch_size.max(1);
-    let mut reader = BufReader::with_capacity(READ_BUFFER, File::open(path).map_err(read_error)?);
-    let mut lines = Lines::default();
-    if !lines.starts_json_lines(&mut reader).map_err(read_error)? {
-        // A document: read it whole (the part already read is in `lines`).
-        let mut bytes = std::mem::take(&mut lines.text);
-        reader.read_to_end(&mut bytes).map_err(read_error)?;
+    let mut input = Input {
+        reader: BufReader::with_capacity(READ_BUFFER, File::open(path).map_err(read_error)?),
+        line: 0,
+        consumed: 0,
+    };
+    let mut x = Lines::default();
+    if !input.starts_json_lines(&mut x).map_err(read_error)? {
+        // A document: read it whole (the part already read is in `x`).
+        let mut bytes = std::mem::take(&mut x.text);
+        input.reader.read_to_end(&mut bytes).map_err(read_error)?;
         let records = parse_any(&bytes).map_err(parse_error)?;
         let total = bytes.len() as u64;
         for batch in records.chunks(batch_size) {
@@ -69,44 +76,130 @@ pub fn each_batch(
         }
         return Ok(());
     }
+    // JSON Lines, two batches in flight: while `each` has one, the next is
+    // read and parsed on a second thread into the other buffer. The loop
+    // is unrolled once so that each buffer is borrowed by its own records.
+    let mut more = input.fill(&mut x, batch_size).map_err(read_error)?;
+    let mut consumed = input.consumed;
+    let mut rx = x.parse().map_err(parse_error)?;
+    let mut y = Lines::default();
     loop {
-        let more = lines.fill(&mut reader, batch_size).map_err(read_error)?;
-        let records = lines.parse().map_err(parse_error)?;
-        if !records.is_empty() && each(&records, lines.consumed).is_break() {
+        let step = overlap(&mut input, &mut y, batch_size, more, &rx, consumed, &mut each);
+        drop(rx);
+        let Some(Next {
+            more: m,
+            consumed: c,
+            records: ry,
+        }) = step.next(path)?
+        else {
             return Ok(());
-        }
-        if !more {
+        };
+        (more, consumed) = (m, c);
+        let step = overlap(&mut input, &mut x, batch_size, more, &ry, consumed, &mut each);
+        drop(ry);
+        let Some(Next {
+            more: m,
+            consumed: c,
+            records,
+        }) = step.next(path)?
+        else {
             return Ok(());
-        }
-        drop(records);
-        lines.clear();
+        };
+        (more, consumed, rx) = (m, c, records);
     }
 }
 
-/// One batch of JSON Lines: the text of its lines, back to back, and where
-/// each line is.
-#[derive(Default)]
-struct Lines {
-    text: Vec<u8>,
-    /// `(start, end, line number from 1)` of each line in `text`.
-    spans: Vec<(usize, usize, usize)>,
+/// Why the next batch could not be had.
+enum ReadError {
+    Read(std::io::Error),
+    Parse(ParseError),
+}
+
+/// A batch read ahead.
+struct Next<'a> {
+    /// Whether the file goes on past it.
+    more: bool,
+    /// Bytes of the file read up to its end.
+    consumed: u64,
+    records: Vec<Received<'a>>,
+}
+
+/// What [`overlap`] leaves: the next batch, or nothing more to do (the
+/// file ended, or `each` said stop).
+enum Step<'a> {
+    Stop,
+    Next(Result<Next<'a>, ReadError>),
+}
+
+impl<'a> Step<'a> {
+    /// The next batch, if there is one to hand over.
+    fn next(self, path: &Path) -> Result<Option<Next<'a>>, SourceError> {
+        let path = || path.display().to_string();
+        match self {
+            Step::Stop => Ok(None),
+            Step::Next(Ok(next)) => Ok(Some(next)),
+            Step::Next(Err(ReadError::Read(source))) => Err(SourceError::Read { path: path(), source }),
+            Step::Next(Err(ReadError::Parse(error))) => Err(SourceError::Parse { path: path(), error }),
+        }
+    }
+}
+
+/// Hands `current` (the file read up to `consumed`) to `each` while, when
+/// the file goes on (`more`), a second thread reads and parses the next
+/// batch into `next`.
+fn overlap<'n>(
+    input: &mut Input<impl BufRead + Send>,
+    next: &'n mut Lines,
+    batch_size: usize,
+    more: bool,
+    current: &[Received<'_>],
+    consumed: u64,
+    each: &mut impl FnMut(&[Received<'_>], u64) -> ControlFlow<()>,
+) -> Step<'n> {
+    std::thread::scope(|scope| {
+        let reading = more.then(|| {
+            scope.spawn(move || {
+                next.clear();
+                let more = input.fill(next, batch_size).map_err(ReadError::Read)?;
+                let records = next.parse().map_err(ReadError::Parse)?;
+                Ok(Next {
+                    more,
+                    consumed: input.consumed,
+                    records,
+                })
+            })
+        });
+        let flow = if current.is_empty() {
+            ControlFlow::Continue(())
+        } else {
+            each(current, consumed)
+        };
+        let read = reading.map(|thread| thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        match (flow, read) {
+            (ControlFlow::Break(()), _) | (_, None) => Step::Stop,
+            (ControlFlow::Continue(()), Some(read)) => Step::Next(read),
+        }
+    })
+}
+
+/// The file being read: where it is.
+struct Input<R> {
+    reader: R,
     /// Lines of the file read so far.
     line: usize,
     /// Bytes of the file read so far.
     consumed: u64,
-    /// The file starts with a byte-order mark (stripped; columns on line 1 move by 3).
-    bom: bool,
 }
 
-impl Lines {
-    /// Reads the file's first non-blank line and says whether the file is
-    /// JSON Lines. What was read stays in the batch either way.
-    fn starts_json_lines(&mut self, reader: &mut impl BufRead) -> std::io::Result<bool> {
+impl<R: BufRead> Input<R> {
+    /// Reads the file's first non-blank line into `batch` and says whether
+    /// the file is JSON Lines. What was read stays in the batch either way.
+    fn starts_json_lines(&mut self, batch: &mut Lines) -> std::io::Result<bool> {
         loop {
-            let Some((start, end)) = self.read_line(reader)? else {
+            let Some((start, end)) = self.read_line(batch)? else {
                 return Ok(true); // empty: no records either way
             };
-            let line = self.text.get(start..end).unwrap_or_default();
+            let line = batch.text.get(start..end).unwrap_or_default();
             let Ok(line) = std::str::from_utf8(line) else {
                 return Ok(false);
             };
@@ -125,54 +218,86 @@ impl Lines {
         }
     }
 
-    /// Reads lines until the batch holds `batch_size` non-blank ones;
+    /// Reads lines until `batch` holds `batch_size` non-blank ones;
     /// `false` when the file has ended.
-    fn fill(&mut self, reader: &mut impl BufRead, batch_size: usize) -> std::io::Result<bool> {
-        let mut records = self.spans.iter().filter(|&&(s, e, _)| !blank(&self.text[s..e])).count();
+    fn fill(&mut self, batch: &mut Lines, batch_size: usize) -> std::io::Result<bool> {
+        let mut records = batch
+            .spans
+            .iter()
+            .filter(|span| !blank(&batch.text[span.start..span.end]))
+            .count();
+        let mut more = true;
         while records < batch_size {
-            let Some((start, end)) = self.read_line(reader)? else {
-                return Ok(false);
+            let Some((start, end)) = self.read_line(batch)? else {
+                more = false;
+                break;
             };
-            records += usize::from(!blank(&self.text[start..end]));
+            records += usize::from(!blank(&batch.text[start..end]));
         }
-        Ok(true)
+        Ok(more)
     }
 
-    /// Reads one line (without its `\n`) onto the end of the batch.
-    fn read_line(&mut self, reader: &mut impl BufRead) -> std::io::Result<Option<(usize, usize)>> {
-        let start = self.text.len();
-        let read = reader.read_until(b'\n', &mut self.text)?;
+    /// Reads one line (without its `\n`) onto the end of `batch`.
+    fn read_line(&mut self, batch: &mut Lines) -> std::io::Result<Option<(usize, usize)>> {
+        let start = batch.text.len();
+        let read = self.reader.read_until(b'\n', &mut batch.text)?;
         if read == 0 {
             return Ok(None);
         }
         self.consumed += read as u64;
         self.line += 1;
         let mut start = start;
-        if self.line == 1 && self.text.get(start..start + 3) == Some(b"\xEF\xBB\xBF".as_slice()) {
-            self.bom = true;
+        let mut shift = 0;
+        if self.line == 1 && batch.text.get(start..start + 3) == Some(b"\xEF\xBB\xBF".as_slice()) {
+            // A byte-order mark: stripped; columns on line 1 move by 3.
             start += 3;
+            shift = 3;
         }
-        let end = if self.text.last() == Some(&b'\n') {
-            self.text.len() - 1
+        let end = if batch.text.last() == Some(&b'\n') {
+            batch.text.len() - 1
         } else {
-            self.text.len()
+            batch.text.len()
         };
-        self.spans.push((start, end, self.line));
+        batch.spans.push(Span {
+            start,
+            end,
+            line: self.line,
+            shift,
+        });
         Ok(Some((start, end)))
     }
+}
 
+/// Where a line is in its batch's text.
+struct Span {
+    start: usize,
+    end: usize,
+    /// Its line number in the file, from 1.
+    line: usize,
+    /// Bytes before `start` on its line that columns count (a byte-order mark).
+    shift: usize,
+}
+
+/// One batch of JSON Lines: the text of its lines, back to back, and where
+/// each line is.
+#[derive(Default)]
+struct Lines {
+    text: Vec<u8>,
+    spans: Vec<Span>,
+}
+
+impl Lines {
     /// The batch's records, borrowing its text.
     fn parse(&self) -> Result<Vec<Received<'_>>, ParseError> {
         let mut out = Vec::with_capacity(self.spans.len());
-        for &(start, end, number) in &self.spans {
-            let bytes = self.text.get(start..end).unwrap_or_default();
-            let shift = if number == 1 && self.bom { 3 } else { 0 };
+        for span in &self.spans {
+            let bytes = self.text.get(span.start..span.end).unwrap_or_default();
             let line = std::str::from_utf8(bytes).map_err(|e| ParseError {
-                line: number,
-                column: e.valid_up_to() + 1 + shift,
+                line: span.line,
+                column: e.valid_up_to() + 1 + span.shift,
                 message: "not valid UTF-8".to_owned(),
             })?;
-            if let Some(received) = parse_json_line(line, number, shift)? {
+            if let Some(received) = parse_json_line(line, span.line, span.shift)? {
                 out.push(received);
             }
         }
@@ -281,6 +406,24 @@ mod tests {
             other => panic!("{other}"),
         }
         assert_eq!(seen, 2, "the first batch was handed over before the bad line");
+    }
+
+    #[test]
+    fn a_stop_is_the_last_batch_handed_over_and_bytes_count_up_to_each_batch() {
+        let text: String = (1..=7).map(|seq| format!("{}\n", record(seq))).collect();
+        let line = text.len() as u64 / 7;
+        let path = file(text.as_bytes());
+        let mut seen = Vec::new();
+        each_batch(path.path(), 3, |batch, bytes| {
+            seen.push((batch.len(), bytes));
+            if seen.len() == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        assert_eq!(seen, vec![(3, 3 * line), (3, 6 * line)]);
     }
 
     #[test]
