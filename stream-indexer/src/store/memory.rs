@@ -117,7 +117,7 @@ struct State {
     tables: BTreeMap<String, table::Table>,
     /// Per table: the items by sort key value (what a GSI keyed by the sort
     /// key, like an edge set's `target_index`, finds without a scan).
-    by_sort: BTreeMap<String, BTreeSet<(KeyValue, ItemKey)>>,
+    by_sort: BTreeMap<String, sort_index::SortIndex>,
     /// Rows of one item share their projection.
     rows: rows::Rows,
     stream: Option<Vec<StreamEntry>>,
@@ -281,9 +281,8 @@ impl MemoryStore {
             table::Slot::Vacant(vacant) => {
                 // A new item: the sort-key index learns it (a replaced one
                 // is there already).
-                if let Some(sort) = full_key.sort.clone() {
-                    let by_sort = table_entry(&mut state.by_sort, table);
-                    by_sort.insert((sort, full_key));
+                if let Some(sort) = full_key.sort {
+                    table_entry(&mut state.by_sort, table).insert(sort, full_key.partition);
                 }
                 vacant.insert(item);
                 if let (Some(keys), Some(new)) = (keys, new) {
@@ -303,8 +302,8 @@ impl MemoryStore {
         let mut state = self.lock();
         let old = state.tables.get_mut(table).and_then(|items| items.remove(&item_key));
         if old.is_some() {
-            if let (Some(sort), Some(index)) = (item_key.sort.clone(), state.by_sort.get_mut(table)) {
-                index.remove(&(sort, item_key));
+            if let (Some(sort), Some(index)) = (&item_key.sort, state.by_sort.get_mut(table)) {
+                index.remove(sort, &item_key.partition);
             }
             if state.stream.is_some() {
                 state.record(table, key_image(t, key), old.clone(), None, Origin::User);
@@ -354,17 +353,16 @@ impl MemoryStore {
             return Vec::new();
         };
         index
-            .range(
-                (
-                    value.clone(),
-                    ItemKey {
-                        partition: KeyValue::S(String::new()),
-                        sort: None,
-                    },
-                )..,
-            )
-            .take_while(|(sort, _)| *sort == value)
-            .filter_map(|(_, key)| items.get(key).cloned())
+            .partitions(&value)
+            .iter()
+            .filter_map(|partition| {
+                items
+                    .get(&ItemKey {
+                        partition: partition.clone(),
+                        sort: Some(value.clone()),
+                    })
+                    .cloned()
+            })
             .collect()
     }
 }
@@ -447,6 +445,7 @@ mod derived;
 mod requests;
 mod rows;
 mod scan;
+mod sort_index;
 mod table;
 
 #[cfg(test)]
