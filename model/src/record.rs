@@ -164,6 +164,10 @@ pub struct Received<'a> {
     /// is what `batchItemFailures` reports.
     pub sequence_number: Option<String>,
     pub record: Result<ChangeRecord, RecordError>,
+    /// [`crate::validate::poison`]'s answer, with the table it was asked
+    /// for, kept once asked: both consumers ask it of the same record, and
+    /// replay's reader asks it ahead of them, on its own thread.
+    pub(crate) verdict: std::sync::OnceLock<(String, Option<String>)>,
 }
 
 /// Where a received record's JSON text is.
@@ -184,6 +188,7 @@ impl Received<'_> {
             raw: Raw::Typed,
             sequence_number: Some(record.sequence_number.clone()),
             record: Ok(record),
+            verdict: std::sync::OnceLock::new(),
         }
     }
 

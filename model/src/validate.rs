@@ -63,15 +63,24 @@ pub enum Invalid {
 /// quarantine, when it fails [`check`]: what both consumers call. `None`
 /// for a valid record, an unparsable one (poison already, for its own
 /// reason), or one made in process (replay feeds the pipeline's own writes
-/// back as typed records, made from the store's own items).
+/// back as typed records, made from the store's own items). The answer is
+/// kept in the record: asked again for the same table, it is not checked again.
 pub fn poison(received: &Received<'_>, table: &TableConfig) -> Option<String> {
     let Ok(record) = &received.record else { return None };
     if matches!(received.raw, Raw::Typed) {
         return None;
     }
-    check(record, table)
+    if let Some((name, verdict)) = received.verdict.get() {
+        if *name == table.name {
+            return verdict.clone();
+        }
+    }
+    let verdict = check(record, table)
         .err()
-        .map(|invalid| format!("record {}: {invalid}", record.sequence_number))
+        .map(|invalid| format!("record {}: {invalid}", record.sequence_number));
+    // Kept for the first table asked (the record's own, in practice).
+    let _ = received.verdict.set((table.name.clone(), verdict.clone()));
+    verdict
 }
 
 /// Checks a record of `table` (see the module doc).

@@ -22,6 +22,7 @@ use event_router::{Entry, Router};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use model::config::{self, Config};
 use model::record::Received;
+use model::validate;
 use serde_json::{json, Value as Json};
 use stream_indexer::apply::Guard;
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
@@ -248,6 +249,16 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     Ok(exit::FAILURE)
 }
 
+/// Checks a record as both consumers will ([`validate::poison`], whose
+/// answer the record keeps): on the reading thread, ahead of them.
+fn validate_ahead(received: &Received<'_>, config: &Config) {
+    if let Ok(record) = &received.record {
+        if let Ok(table) = model::event::table_of(config, record) {
+            let _ = validate::poison(received, table);
+        }
+    }
+}
+
 /// Hands the records of `files` to `handle` a batch at a time, in order,
 /// counting them; stops at the first failed batch (what comes after it
 /// would land out of order: Lambda, too, retries a failed batch before going
@@ -267,16 +278,21 @@ fn each_file(
     let mut done = 0;
     for path in files {
         let mut file = Tally::default();
-        let read = each_batch(path, batch_size, |batch, bytes| {
-            file.count(batch, config);
-            handle(batch, summary);
-            bar.set_position(done + bytes);
-            if summary.failed.is_empty() {
-                ControlFlow::Continue(())
-            } else {
-                ControlFlow::Break(())
-            }
-        });
+        let read = each_batch(
+            path,
+            batch_size,
+            &|received| validate_ahead(received, config),
+            |batch, bytes| {
+                file.count(batch, config);
+                handle(batch, summary);
+                bar.set_position(done + bytes);
+                if summary.failed.is_empty() {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
+                }
+            },
+        );
         match read {
             Ok(()) => {}
             Err(refused @ SourceError::Parse { .. }) => {

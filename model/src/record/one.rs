@@ -70,6 +70,7 @@ pub(super) fn received(raw: &RawValue, position: RecordId) -> Received<'_> {
         raw: super::Raw::Json(raw),
         sequence_number,
         record,
+        verdict: std::sync::OnceLock::new(),
     }
 }
 

@@ -162,3 +162,27 @@ fn ttl_deletions_are_removes_and_times_are_seconds() {
     let error = check_issue(&record).expect_err("milliseconds").to_string();
     assert!(error.contains("milliseconds"), "{error}");
 }
+
+#[test]
+fn poison_is_checked_once_per_record_and_table() {
+    let config = config::parse(EXAMPLE_CONFIG, "example").expect("the example config");
+    let (issues, records) = (
+        config.table("issues").expect("the issues table"),
+        config.table("records").expect("the records table"),
+    );
+    let mut bad = issue();
+    if let Some(new) = bad.new.as_mut() {
+        new.insert("num".to_owned(), n("1E+126"));
+    }
+    let line = crate::delivery::lambda_record(&bad).to_string();
+    let received = crate::record::parse_json_line(&line, 1, 0)
+        .expect("a record line")
+        .expect("not blank");
+    let first = poison(&received, issues).expect("a number out of range is poison");
+    assert!(first.contains("NewImage.num"), "{first}");
+    assert_eq!(poison(&received, issues), Some(first.clone()), "the same answer again");
+    // Asked for another table, it is checked for that table (its keys differ).
+    let other = poison(&received, records).expect("the wrong keys for records");
+    assert_ne!(other, first);
+    assert_eq!(poison(&received, issues), Some(first), "the first answer is kept");
+}

@@ -51,9 +51,12 @@ pub enum SourceError {
 /// in file order, and the bytes of the file read so far, until it answers
 /// [`ControlFlow::Break`]. A line that is not JSON stops the reading there
 /// with [`SourceError::Parse`] (the batches before it have been handed over).
+/// `prepare` sees every record first, on the thread that parsed it (work
+/// the record keeps, done ahead of `each`).
 pub fn each_batch(
     path: &Path,
     batch_size: usize,
+    prepare: &(dyn Fn(&Received<'_>) + Sync),
     mut each: impl FnMut(&[Received<'_>], u64) -> ControlFlow<()>,
 ) -> Result<(), SourceError> {
     let read_error = |source| SourceError::Read {
@@ -76,6 +79,7 @@ pub fn each_batch(
         let mut bytes = std::mem::take(&mut x.text);
         input.reader.read_to_end(&mut bytes).map_err(read_error)?;
         let records = parse_any(&bytes).map_err(parse_error)?;
+        records.iter().for_each(prepare);
         let total = bytes.len() as u64;
         for batch in records.chunks(batch_size) {
             if each(batch, total).is_break() {
@@ -91,14 +95,15 @@ pub fn each_batch(
     let part_size = batch_size.saturating_mul(READ_AHEAD_RECORDS.div_ceil(batch_size));
     let more = input.fill(&mut x, part_size).map_err(read_error)?;
     let mut part = x.parse(more);
+    part.records.iter().for_each(prepare);
     let mut y = Lines::default();
     loop {
-        let step = overlap(&mut input, &mut y, part_size, &part, batch_size, &mut each);
+        let step = overlap(&mut input, &mut y, part_size, prepare, &part, batch_size, &mut each);
         drop(part);
         let Some(next) = step.next(path)? else {
             return Ok(());
         };
-        let step = overlap(&mut input, &mut x, part_size, &next, batch_size, &mut each);
+        let step = overlap(&mut input, &mut x, part_size, prepare, &next, batch_size, &mut each);
         drop(next);
         let Some(next) = step.next(path)? else {
             return Ok(());
@@ -147,12 +152,15 @@ impl<'a> Step<'a> {
 
 /// Hands the batches of `current` to `each` while, when the file goes on,
 /// a second thread reads and parses the next part (`part_size` records)
-/// into `next`. A part that ends at a line that does not parse hands over
-/// its whole batches before that line, then fails with it.
+/// into `next` (each record seen by `prepare`). A part that ends at a line
+/// that does not parse hands over its whole batches before that line, then
+/// fails with it.
+#[allow(clippy::too_many_arguments)]
 fn overlap<'n>(
     input: &mut Input<impl BufRead + Send>,
     next: &'n mut Lines,
     part_size: usize,
+    prepare: &(dyn Fn(&Received<'_>) + Sync),
     current: &Part<'_>,
     batch_size: usize,
     each: &mut impl FnMut(&[Received<'_>], u64) -> ControlFlow<()>,
@@ -162,7 +170,9 @@ fn overlap<'n>(
             scope.spawn(move || {
                 next.clear();
                 let more = input.fill(next, part_size)?;
-                Ok(next.parse(more))
+                let part = next.parse(more);
+                part.records.iter().for_each(prepare);
+                Ok(part)
             })
         });
         let whole = match current.error {
@@ -365,7 +375,7 @@ mod tests {
     /// Every batch's sequence numbers, as read.
     fn batches(path: &Path, size: usize) -> Result<Vec<Vec<String>>, SourceError> {
         let mut out = Vec::new();
-        each_batch(path, size, |batch, _| {
+        each_batch(path, size, &|_| {}, |batch, _| {
             out.push(
                 batch
                     .iter()
@@ -426,7 +436,7 @@ mod tests {
         let text = format!("{}\n{}\n{}\n{{oops\n", record(1), record(2), record(3));
         let path = file(text.as_bytes());
         let mut seen = 0;
-        let error = each_batch(path.path(), 2, |batch, _| {
+        let error = each_batch(path.path(), 2, &|_| {}, |batch, _| {
             seen += batch.len();
             ControlFlow::Continue(())
         })
@@ -444,7 +454,7 @@ mod tests {
         let line = text.len() as u64 / 7;
         let path = file(text.as_bytes());
         let mut seen = Vec::new();
-        each_batch(path.path(), 3, |batch, bytes| {
+        each_batch(path.path(), 3, &|_| {}, |batch, bytes| {
             seen.push((batch.len(), bytes));
             if seen.len() == 2 {
                 ControlFlow::Break(())
