@@ -24,7 +24,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use model::record::{parse_any, parse_json_line, ParseError, Received};
+use model::record::{parse_any, parse_json_line, ChangeRecord, ParseError, Received, RecordError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -92,23 +92,49 @@ pub fn each_batch(
     // `each`, the next part is read and parsed on a second thread into the
     // other buffer. The loop is unrolled once so that each buffer is
     // borrowed by its own records.
-    let part_size = batch_size.saturating_mul(READ_AHEAD_RECORDS.div_ceil(batch_size));
-    let more = input.fill(&mut x, part_size).map_err(read_error)?;
-    let mut part = x.parse(more);
-    part.records.iter().for_each(prepare);
+    let mut ahead = Ahead {
+        input,
+        part_size: batch_size.saturating_mul(READ_AHEAD_RECORDS.div_ceil(batch_size)),
+        prepare,
+    };
+    let mut part = ahead.read(&mut x, Vec::new()).map_err(read_error)?;
     let mut y = Lines::default();
+    let mut spent = Vec::new();
     loop {
-        let step = overlap(&mut input, &mut y, part_size, prepare, &part, batch_size, &mut each);
-        drop(part);
+        let step;
+        (step, spent) = overlap(&mut ahead, &mut y, part, batch_size, &mut each, spent);
         let Some(next) = step.next(path)? else {
             return Ok(());
         };
-        let step = overlap(&mut input, &mut x, part_size, prepare, &next, batch_size, &mut each);
-        drop(next);
+        let step;
+        (step, spent) = overlap(&mut ahead, &mut x, next, batch_size, &mut each, spent);
         let Some(next) = step.next(path)? else {
             return Ok(());
         };
         part = next;
+    }
+}
+
+/// Records handed over, with nothing of them borrowed: dropped by the
+/// reading thread, not by the thread that handles the batches.
+type Spent = Vec<Result<ChangeRecord, RecordError>>;
+
+/// What reads ahead: the file, how many records a part holds, and what
+/// sees each record as it is parsed.
+struct Ahead<'p, R> {
+    input: Input<R>,
+    part_size: usize,
+    prepare: &'p (dyn Fn(&Received<'_>) + Sync),
+}
+
+impl<R: BufRead> Ahead<'_, R> {
+    /// Drops `spent`, then reads and parses the next part onto `lines`.
+    fn read<'n>(&mut self, lines: &'n mut Lines, spent: Spent) -> std::io::Result<Part<'n>> {
+        drop(spent);
+        let more = self.input.fill(lines, self.part_size)?;
+        let part = lines.parse(more);
+        part.records.iter().for_each(self.prepare);
+        Ok(part)
     }
 }
 
@@ -151,28 +177,23 @@ impl<'a> Step<'a> {
 }
 
 /// Hands the batches of `current` to `each` while, when the file goes on,
-/// a second thread reads and parses the next part (`part_size` records)
-/// into `next` (each record seen by `prepare`). A part that ends at a line
-/// that does not parse hands over its whole batches before that line, then
-/// fails with it.
-#[allow(clippy::too_many_arguments)]
+/// a second thread drops `spent` and reads the next part into `next`. A
+/// part that ends at a line that does not parse hands over its whole
+/// batches before that line, then fails with it. Also gives back
+/// `current`'s records, spent.
 fn overlap<'n>(
-    input: &mut Input<impl BufRead + Send>,
+    ahead: &mut Ahead<'_, impl BufRead + Send>,
     next: &'n mut Lines,
-    part_size: usize,
-    prepare: &(dyn Fn(&Received<'_>) + Sync),
-    current: &Part<'_>,
+    current: Part<'_>,
     batch_size: usize,
     each: &mut impl FnMut(&[Received<'_>], u64) -> ControlFlow<()>,
-) -> Step<'n> {
+    spent: Spent,
+) -> (Step<'n>, Spent) {
     std::thread::scope(|scope| {
         let reading = current.more.then(|| {
             scope.spawn(move || {
                 next.clear();
-                let more = input.fill(next, part_size)?;
-                let part = next.parse(more);
-                part.records.iter().for_each(prepare);
-                Ok(part)
+                ahead.read(next, spent)
             })
         });
         let whole = match current.error {
@@ -187,14 +208,17 @@ fn overlap<'n>(
                 break;
             }
         }
+        let Part { records, error, .. } = current;
+        let spent = records.into_iter().map(|received| received.record).collect();
         let read = reading.map(|thread| thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        match (flow, &current.error, read) {
+        let step = match (flow, error, read) {
             (ControlFlow::Break(()), _, _) => Step::Stop,
-            (_, Some(error), _) => Step::Failed(ReadError::Parse(error.clone())),
+            (_, Some(error), _) => Step::Failed(ReadError::Parse(error)),
             (_, None, None) => Step::Stop,
             (_, None, Some(Ok(next))) => Step::Next(next),
             (_, None, Some(Err(e))) => Step::Failed(ReadError::Read(e)),
-        }
+        };
+        (step, spent)
     })
 }
 
