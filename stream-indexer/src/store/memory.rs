@@ -354,7 +354,6 @@ impl MemoryStore {
         };
         index
             .partitions(&value)
-            .iter()
             .filter_map(|partition| {
                 items
                     .get(&ItemKey {

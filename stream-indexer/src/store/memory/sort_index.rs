@@ -1,44 +1,71 @@
 //! One source table's items by sort key value: what a GSI keyed by the
 //! sort key (like an edge set's `target_index`) finds without a scan. A
 //! hash of the sort key values, each holding the partition keys of its
-//! items in order (a handful: a node and the edges that point at it), so a
-//! write costs one hash and a short binary search rather than a walk down
-//! a B-tree that compares whole keys at every level.
+//! items: most hold one (a node, or the one edge that points at a target),
+//! kept inline; a target many edges point at (a user on every goal) keeps
+//! them in a B-tree, so a write costs one hash and at most a short walk
+//! rather than a walk down one B-tree of the whole table.
+
+use std::collections::BTreeSet;
 
 use foldhash::HashMap;
 
 use super::KeyValue;
 
+/// The partition keys of the items that share one sort key value.
+enum Partitions {
+    One(KeyValue),
+    Many(BTreeSet<KeyValue>),
+}
+
 #[derive(Default)]
 pub(super) struct SortIndex {
-    by_sort: HashMap<KeyValue, Vec<KeyValue>>,
+    by_sort: HashMap<KeyValue, Partitions>,
 }
 
 impl SortIndex {
     /// Notes the item `(partition, sort)`; noting it twice changes nothing.
     pub(super) fn insert(&mut self, sort: KeyValue, partition: KeyValue) {
-        let partitions = self.by_sort.entry(sort).or_default();
-        if let Err(at) = partitions.binary_search(&partition) {
-            partitions.insert(at, partition);
+        match self.by_sort.entry(sort) {
+            std::collections::hash_map::Entry::Vacant(vacant) => {
+                vacant.insert(Partitions::One(partition));
+            }
+            std::collections::hash_map::Entry::Occupied(mut occupied) => match occupied.get_mut() {
+                Partitions::One(one) if *one == partition => {}
+                Partitions::One(one) => {
+                    let one = std::mem::replace(one, KeyValue::S(String::new()));
+                    occupied.insert(Partitions::Many(BTreeSet::from([one, partition])));
+                }
+                Partitions::Many(many) => {
+                    many.insert(partition);
+                }
+            },
         }
     }
 
     /// Forgets the item `(partition, sort)`.
     pub(super) fn remove(&mut self, sort: &KeyValue, partition: &KeyValue) {
-        let Some(partitions) = self.by_sort.get_mut(sort) else {
-            return;
+        let empty = match self.by_sort.get_mut(sort) {
+            None => return,
+            Some(Partitions::One(one)) => one == partition,
+            Some(Partitions::Many(many)) => {
+                many.remove(partition);
+                many.is_empty()
+            }
         };
-        if let Ok(at) = partitions.binary_search(partition) {
-            partitions.remove(at);
-        }
-        if partitions.is_empty() {
+        if empty {
             self.by_sort.remove(sort);
         }
     }
 
     /// The partition keys of the items whose sort key is `sort`, in order.
-    pub(super) fn partitions(&self, sort: &KeyValue) -> &[KeyValue] {
-        self.by_sort.get(sort).map_or(&[], Vec::as_slice)
+    pub(super) fn partitions(&self, sort: &KeyValue) -> impl Iterator<Item = &KeyValue> {
+        let (one, many) = match self.by_sort.get(sort) {
+            None => (None, None),
+            Some(Partitions::One(one)) => (Some(one), None),
+            Some(Partitions::Many(many)) => (None, Some(many.iter())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
     }
 }
 
@@ -71,9 +98,13 @@ mod tests {
             }
             for sort in 0..6 {
                 let expected: Vec<KeyValue> = model.iter().filter(|(s, _)| *s == key(sort)).map(|(_, p)| p.clone()).collect();
-                prop_assert_eq!(index.partitions(&key(sort)), expected.as_slice());
+                prop_assert_eq!(index.partitions(&key(sort)).cloned().collect::<Vec<_>>(), expected);
             }
-            prop_assert_eq!(index.by_sort.values().map(Vec::len).sum::<usize>(), model.len());
+            let held = index.by_sort.values().map(|p| match p {
+                Partitions::One(_) => 1,
+                Partitions::Many(many) => many.len(),
+            });
+            prop_assert_eq!(held.sum::<usize>(), model.len());
         }
     }
 }
