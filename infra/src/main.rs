@@ -7,5 +7,6 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    aws_kit::lambda::tune_allocator_for_the_command();
     infra::cli::run(infra::cli::Cli::parse())
 }
