@@ -98,13 +98,39 @@ fn counting(rig: &Rig) -> Arc<Counting> {
     })
 }
 
+/// A rig whose table `t` has `shards`, read through a counting source by a
+/// runner of one mapping.
+fn rigged(shards: &[&str]) -> (Rig, Arc<Counting>, Runner) {
+    let rig = Rig::new();
+    for shard in shards {
+        rig.streams.add_shard("t", shard, None);
+    }
+    let source = counting(&rig);
+    let runner = runner(&rig, source.clone());
+    (rig, source, runner)
+}
+
+/// Runs `n` rounds, moving the clock on by each round's wait.
+async fn rounds(rig: &Rig, runner: &mut Runner, n: usize) {
+    for _ in 0..n {
+        let round = runner.round().await;
+        rig.clock.advance(round.wait_ms);
+    }
+}
+
+/// Runs rounds as `rounds` does until the runner is idle (fewer than 10).
+async fn until_idle(rig: &Rig, runner: &mut Runner) {
+    let mut n = 0;
+    while !runner.idle() {
+        rounds(rig, runner, 1).await;
+        n += 1;
+        assert!(n < 10, "never idle again");
+    }
+}
+
 #[tokio::test]
 async fn a_busy_shard_is_read_at_once_and_an_idle_one_backs_off_on_its_own() {
-    let rig = Rig::new();
-    rig.streams.add_shard("t", "busy", None);
-    rig.streams.add_shard("t", "quiet", None);
-    let source = counting(&rig);
-    let mut runner = runner(&rig, source.clone());
+    let (rig, source, mut runner) = rigged(&["busy", "quiet"]);
     // Two seconds in 5 ms steps; the busy shard gets a record before every round.
     for step in 0..400u64 {
         rig.push("t", "busy", &format!("{}", 1000 + step), "k");
@@ -143,10 +169,7 @@ async fn a_busy_shard_is_read_at_once_and_an_idle_one_backs_off_on_its_own() {
 
 #[tokio::test]
 async fn an_idle_runner_says_when_the_next_read_is_due_and_a_record_ends_the_back_off() {
-    let rig = Rig::new();
-    rig.streams.add_shard("t", "s", None);
-    let source = counting(&rig);
-    let mut runner = runner(&rig, source.clone());
+    let (rig, source, mut runner) = rigged(&["s"]);
     let round = runner.round().await;
     assert!(!round.busy);
     assert_eq!(
@@ -181,15 +204,8 @@ async fn an_idle_runner_says_when_the_next_read_is_due_and_a_record_ends_the_bac
 
 #[tokio::test]
 async fn exit_when_idle_needs_a_look_after_the_last_busy_round() {
-    let rig = Rig::new();
-    rig.streams.add_shard("t", "a", None);
-    rig.streams.add_shard("t", "b", None);
-    let source = counting(&rig);
-    let mut runner = runner(&rig, source.clone());
-    for _ in 0..10 {
-        let round = runner.round().await;
-        rig.clock.advance(round.wait_ms);
-    }
+    let (rig, source, mut runner) = rigged(&["a", "b"]);
+    rounds(&rig, &mut runner, 10).await;
     assert!(runner.idle());
     // A record on `a` only (as a consumer's own write would come back); `b` is backing off.
     rig.clock.advance(POLL_MS);
@@ -200,27 +216,15 @@ async fn exit_when_idle_needs_a_look_after_the_last_busy_round() {
         !runner.idle(),
         "shards that have not looked since a busy round are not idle"
     );
-    let mut rounds = 0;
-    while !runner.idle() {
-        let round = runner.round().await;
-        rig.clock.advance(round.wait_ms);
-        rounds += 1;
-        assert!(rounds < 10, "never idle again");
-    }
+    until_idle(&rig, &mut runner).await;
     let last_busy = source.reads("a").len();
     assert!(last_busy >= 2 && !source.reads("b").is_empty());
 }
 
 #[tokio::test]
 async fn after_look_again_idle_needs_a_read_of_what_was_written_since() {
-    let rig = Rig::new();
-    rig.streams.add_shard("t", "a", None);
-    let source = counting(&rig);
-    let mut runner = runner(&rig, source.clone());
-    for _ in 0..10 {
-        let round = runner.round().await;
-        rig.clock.advance(round.wait_ms);
-    }
+    let (rig, _source, mut runner) = rigged(&["a"]);
+    rounds(&rig, &mut runner, 10).await;
     let round = runner.round().await;
     assert!(runner.idle() && round.wait_ms > 0);
     // A write from outside, while the shard backs off: its next read is not due.
@@ -232,13 +236,7 @@ async fn after_look_again_idle_needs_a_read_of_what_was_written_since() {
     );
     runner.look_again();
     assert!(!runner.idle(), "a look taken before the write does not count");
-    let mut rounds = 0;
-    while !runner.idle() {
-        let round = runner.round().await;
-        rig.clock.advance(round.wait_ms);
-        rounds += 1;
-        assert!(rounds < 10, "never idle again");
-    }
+    until_idle(&rig, &mut runner).await;
     assert_eq!(
         rig.function.delivered(),
         ["1"],
