@@ -11,7 +11,7 @@
 //!   strings otherwise) and the projected attributes;
 //! - **routes** on other tables: items `PREFIXname-i` with a TTL a day ahead.
 //!
-//! [`sample`] is pure; [`write`] puts the items with PutItem.
+//! [`sample`] is pure; [`write()`] puts the items with PutItem.
 
 use std::collections::BTreeMap;
 

@@ -48,7 +48,7 @@ pub struct LagArgs {
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
     /// Exit 4 when a shard's iterator age is above this many seconds.
-    /// Default: the config's [alarms] iterator_age_warn_seconds.
+    /// Default: the config's `[alarms]` `iterator_age_warn_seconds`.
     #[arg(long, value_name = "SECONDS")]
     pub max_age: Option<u64>,
     /// Output format.

@@ -1,13 +1,13 @@
 //! One consumer reading one shard, as one event source mapping's poller:
 //! GetRecords into a buffer (records that pass the mapping's filter; the
-//! others are done as soon as they are read), then the [`mapping`] rules
+//! others are done as soon as they are read), then the [`mapping`](super::mapping) rules
 //! decide what is invoked, retried, bisected or discarded; the checkpoint
 //! follows; the iterator age feeds the alarm.
 //!
 //! Pacing, per shard: a read that returned records is followed by another
 //! at once; after a read that returned nothing the worker waits
 //! [`FIRST_IDLE_WAIT_MS`], then half as long again after each further empty
-//! read, up to the poll interval ([`Worker::due_ms`] says when it wants its
+//! read, up to the poll interval (`Worker::due_ms` says when it wants its
 //! next turn). A failed invocation is retried after the poll interval.
 //!
 //! Iterators: each GetRecords hands out the iterator for the next read,

@@ -9,7 +9,7 @@
 //!   applied to the store's copy of the source tables (as the real table
 //!   would already hold them), so node restores and conditional set updates
 //!   behave as they do against DynamoDB.
-//! - [`replay_to`]: into real tables and a real bus (an endpoint, or AWS);
+//! - [`replay_batch_to`]: into real tables and a real bus (an endpoint, or AWS);
 //!   the source tables are taken to hold the data the recording came from.
 //!
 //! What the consumers did is summed up in a [`Summary`]; the command

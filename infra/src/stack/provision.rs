@@ -239,7 +239,7 @@ pub const COMMAND_OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::
 
 /// An SDK config from the environment (region, credentials, `AWS_ENDPOINT_URL`),
 /// with `endpoint` and `region` overriding it when given, and every request
-/// bounded ([`COMMAND_ATTEMPT_TIMEOUT`], [`COMMAND_OPERATION_TIMEOUT`], and
+/// bounded (`COMMAND_ATTEMPT_TIMEOUT`, `COMMAND_OPERATION_TIMEOUT`, and
 /// the kit's connect timeout).
 pub async fn sdk_config(endpoint: Option<&str>, region: Option<&str>) -> SdkConfig {
     let timeouts = aws_config::timeout::TimeoutConfig::builder()

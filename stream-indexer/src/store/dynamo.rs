@@ -20,9 +20,9 @@
 //! `AttributeValue` by hand: numbers stay their exact decimal text.
 //!
 //! Errors are classified by [`classify`]: throttling, 5xx, timeouts and
-//! connection failures are [`StoreError::Transient`]; a request DynamoDB
-//! refuses for its content is [`StoreError::Refused`]; a missing table,
-//! denied access or missing credentials is [`StoreError::Deployment`]. Every
+//! connection failures are [`Class::Transient`](model::Class::Transient); a request DynamoDB
+//! refuses for its content is [`Class::Refused`](model::Class::Refused); a missing table,
+//! denied access or missing credentials is [`Class::Deployment`](model::Class::Deployment). Every
 //! message names the operation and the table(s).
 
 use std::collections::{BTreeSet, HashMap};
@@ -61,7 +61,7 @@ pub struct DynamoStore {
 impl DynamoStore {
     /// A store writing the index tables and edge sets of `config` through `client`.
     ///
-    /// The executor retries [`StoreError::Transient`] failures and
+    /// The executor retries [`Class::Transient`](model::Class::Transient) failures and
     /// `UnprocessedItems`; build `client` with [`dynamodb_client`] so that
     /// the SDK does not retry underneath it.
     pub fn new(client: Client, config: Arc<Config>) -> DynamoStore {
@@ -198,7 +198,7 @@ impl DynamoStore {
     ///   makes at most `observed + |missing|` ≤ `max_members`. If the size
     ///   changed, the node that failed the condition comes back and the plan
     ///   is made again, at most [`MAX_ADD_ROUNDS`] times, then the request
-    ///   fails as [`StoreError::Transient`] (the executor retries it);
+    ///   fails as [`Class::Transient`](model::Class::Transient) (the executor retries it);
     /// - the union does not fit: the node is flagged.
     async fn add(
         &self,
