@@ -185,10 +185,12 @@ impl EventError {
 /// names, or else the one declared table whose key attributes are exactly
 /// the record's keys.
 pub fn table_of<'c>(config: &'c Config, record: &ChangeRecord) -> Result<&'c TableConfig, EventError> {
-    let sequence_number = record.sequence_number.clone();
-    config.table_of_record(record).map_err(|e| match e {
-        TableLookupError::Undeclared(table) => EventError::UnknownTable { sequence_number, table },
-        TableLookupError::NoMatch(keys) => EventError::NoTable { sequence_number, keys },
+    config.table_of_record(record).map_err(|e| {
+        let sequence_number = record.sequence_number.clone();
+        match e {
+            TableLookupError::Undeclared(table) => EventError::UnknownTable { sequence_number, table },
+            TableLookupError::NoMatch(keys) => EventError::NoTable { sequence_number, keys },
+        }
     })
 }
 

@@ -258,21 +258,21 @@ impl<R: BufRead> Input<R> {
         }
     }
 
-    /// Reads lines until `batch` holds `batch_size` non-blank ones;
-    /// `false` when the file has ended.
-    fn fill(&mut self, batch: &mut Lines, batch_size: usize) -> std::io::Result<bool> {
-        let mut records = batch
+    /// Reads lines until `lines` holds `wanted` non-blank ones; `false`
+    /// when the file has ended.
+    fn fill(&mut self, lines: &mut Lines, wanted: usize) -> std::io::Result<bool> {
+        let mut records = lines
             .spans
             .iter()
-            .filter(|span| !blank(&batch.text[span.start..span.end]))
+            .filter(|span| !blank(&lines.text[span.start..span.end]))
             .count();
         let mut more = true;
-        while records < batch_size {
-            let Some((start, end)) = self.read_line(batch)? else {
+        while records < wanted {
+            let Some((start, end)) = self.read_line(lines)? else {
                 more = false;
                 break;
             };
-            records += usize::from(!blank(&batch.text[start..end]));
+            records += usize::from(!blank(&lines.text[start..end]));
         }
         Ok(more)
     }
