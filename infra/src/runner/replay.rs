@@ -255,7 +255,7 @@ fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord
                     !record.old.as_ref().is_some_and(shows) && !shows(new)
                 });
             let keep: &[&str] = owned.as_ref().map_or(&[], |owned| owned);
-            let _ = store.put_item_keeping(&table.name, new.clone(), keep);
+            let _ = store.put_item_keeping(&table.name, new, keep);
         }
         (_, None) => {}
     }

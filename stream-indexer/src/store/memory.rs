@@ -3,7 +3,8 @@
 //! makes (and the limits it checks), so that tests, `replay` and the property
 //! tests exercise the same executor as production.
 //!
-//! - Source tables hold items by primary key. Tests and replays write them
+//! - Source tables hold items by primary key, each packed in one buffer
+//!   (`packed`: a quarter of a hash map's memory). Tests and replays write them
 //!   with [`MemoryStore::put_item`] and [`MemoryStore::delete_item`] (a
 //!   PutItem and a DeleteItem); the indexer itself only reads them
 //!   ([`Store::query_partition`]) and updates node items' edge sets
@@ -31,6 +32,7 @@ use super::scan::{Page, RowsRead, Scan, Segment, MAX_BATCH_READS};
 use super::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp, Store, StoreError, MAX_BATCH_WRITES};
 use model::version::EDGE_MARK_ATTRIBUTE;
 use model::Version;
+use packed::Packed;
 
 /// A primary key attribute value, as DynamoDB compares them: numbers by value
 /// (kept as canonical text), strings and binaries by content.
@@ -242,38 +244,43 @@ impl MemoryStore {
 
     /// PutItem: replaces the whole item. Returns the old item.
     pub fn put_item(&self, table: &str, item: Image) -> Result<Option<Image>, MemoryError> {
-        self.put_item_keeping(table, item, &[])
+        Ok(self.put(table, &item, &[])?.map(|old| old.unpack()))
     }
 
     /// PutItem that keeps the stored values of the `keep` attributes the
     /// item lacks (as an UpdateItem of the item's other attributes would).
-    /// Returns the old item.
-    pub fn put_item_keeping(&self, table: &str, mut item: Image, keep: &[&str]) -> Result<Option<Image>, MemoryError> {
+    pub fn put_item_keeping(&self, table: &str, item: &Image, keep: &[&str]) -> Result<(), MemoryError> {
+        self.put(table, item, keep).map(drop)
+    }
+
+    /// [`MemoryStore::put_item_keeping`], returning the old item as stored.
+    fn put(&self, table: &str, item: &Image, keep: &[&str]) -> Result<Option<Packed>, MemoryError> {
         let t = self.table(table)?;
-        let key = item_key(t, &item)?;
+        let key = item_key(t, item)?;
         let mut state = self.lock();
         let state = &mut *state;
         let recording = state.stream.is_some();
-        let keys = recording.then(|| key_image(t, &item));
-        let new = recording.then(|| item.clone());
         let full_key = key.clone();
         // One lookup: the entry, whether the item is new or replaced.
         let old = match table_entry(&mut state.tables, table).slot(key) {
             table::Slot::Occupied(stored) => {
-                let stored_item = &*stored;
-                let mut new = new;
-                for name in keep {
-                    if let (false, Some(value)) = (item.contains_key(*name), stored_item.get(*name)) {
-                        item.insert((*name).to_owned(), value.clone());
-                        if let Some(new) = new.as_mut() {
-                            new.insert((*name).to_owned(), value.clone());
+                let kept: Vec<&str> = keep.iter().copied().filter(|name| !item.contains_key(*name)).collect();
+                let entries: Vec<&[u8]> = kept.iter().filter_map(|name| stored.entry(name)).collect();
+                let packed = Packed::pack_with(item, &entries);
+                let new = recording.then(|| {
+                    let mut new = item.clone();
+                    for name in &kept {
+                        if let Some(value) = stored.get(name) {
+                            new.insert((*name).to_owned(), value);
                         }
                     }
-                }
-                let old = std::mem::replace(stored, item);
-                if let (Some(keys), Some(new)) = (keys, new) {
-                    if old != new {
-                        state.record(table, keys, Some(old.clone()), Some(new), Origin::User);
+                    new
+                });
+                let old = std::mem::replace(stored, packed);
+                if let Some(new) = new {
+                    let old_item = old.unpack();
+                    if old_item != new {
+                        state.record(table, key_image(t, item), Some(old_item), Some(new), Origin::User);
                     }
                 }
                 Some(old)
@@ -284,9 +291,9 @@ impl MemoryStore {
                 if let Some(sort) = full_key.sort {
                     table_entry(&mut state.by_sort, table).insert(sort, full_key.partition);
                 }
-                vacant.insert(item);
-                if let (Some(keys), Some(new)) = (keys, new) {
-                    state.record(table, keys, None, Some(new), Origin::User);
+                vacant.insert(Packed::pack(item));
+                if recording {
+                    state.record(table, key_image(t, item), None, Some(item.clone()), Origin::User);
                 }
                 None
             }
@@ -300,7 +307,11 @@ impl MemoryStore {
         let t = self.table(table)?;
         let item_key = item_key(t, key)?;
         let mut state = self.lock();
-        let old = state.tables.get_mut(table).and_then(|items| items.remove(&item_key));
+        let old = state
+            .tables
+            .get_mut(table)
+            .and_then(|items| items.remove(&item_key))
+            .map(|old| old.unpack());
         if old.is_some() {
             if let (Some(sort), Some(index)) = (&item_key.sort, state.by_sort.get_mut(table)) {
                 index.remove(sort, &item_key.partition);
@@ -320,7 +331,7 @@ impl MemoryStore {
             .tables
             .get(table)
             .and_then(|items| items.get(&item_key))
-            .cloned())
+            .map(Packed::unpack))
     }
 
     /// Every item of a source table, in key order.
@@ -328,7 +339,7 @@ impl MemoryStore {
         self.lock()
             .tables
             .get(table)
-            .map(|items| items.values().cloned().collect())
+            .map(|items| items.values().map(Packed::unpack).collect())
             .unwrap_or_default()
     }
 
@@ -339,7 +350,7 @@ impl MemoryStore {
         self.lock()
             .tables
             .get(table)
-            .map(|items| items.partition(&value).cloned().collect())
+            .map(|items| items.partition(&value).map(Packed::unpack).collect())
             .unwrap_or_default()
     }
 
@@ -360,7 +371,7 @@ impl MemoryStore {
                         partition: partition.clone(),
                         sort: Some(value.clone()),
                     })
-                    .cloned()
+                    .map(Packed::unpack)
             })
             .collect()
     }
@@ -441,6 +452,7 @@ pub use model::delivery::{lambda_event, lambda_record};
 
 mod dense;
 mod derived;
+mod packed;
 mod requests;
 mod rows;
 mod scan;

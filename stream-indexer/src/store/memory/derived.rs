@@ -29,8 +29,9 @@ impl MemoryStore {
             .get(&set.table)
             .into_iter()
             .flat_map(|items| items.values())
+            .map(Packed::unpack)
         {
-            if let Ok(GraphItem::Node { id }) = edge::classify(set, table, item) {
+            if let Ok(GraphItem::Node { id }) = edge::classify(set, table, &item) {
                 let members = match item.get(&set.attribute) {
                     Some(Value::Ss(members)) => members.iter().cloned().collect(),
                     _ => BTreeSet::new(),
@@ -75,8 +76,9 @@ impl MemoryStore {
                 .get(&table.name)
                 .into_iter()
                 .flat_map(|items| items.values())
+                .map(Packed::unpack)
             {
-                let rows = index::rows(index, table, item).unwrap_or_default();
+                let rows = index::rows(index, table, &item).unwrap_or_default();
                 let projection = Projection::new(rows.projection);
                 for key in rows.keys {
                     derived.rows.insert((i, key), projection.clone());
@@ -87,11 +89,12 @@ impl MemoryStore {
             let Some(table) = self.config.table(&set.table) else {
                 continue;
             };
-            let items: Vec<&Image> = state
+            let items: Vec<Image> = state
                 .tables
                 .get(&set.table)
                 .into_iter()
                 .flat_map(|items| items.values())
+                .map(Packed::unpack)
                 .collect();
             let mut sets: BTreeMap<String, NodeSet> = items
                 .iter()

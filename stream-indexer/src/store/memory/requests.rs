@@ -27,17 +27,17 @@ pub(super) fn check_row_key(key: &RowKey) -> Result<(), StoreError> {
 }
 
 /// A node's edge mark, if it holds a well-formed one.
-fn stored_mark(item: &Image) -> Option<Version> {
+fn stored_mark(item: &Packed) -> Option<Version> {
     match item.get(EDGE_MARK_ATTRIBUTE) {
-        Some(Value::S(text)) => Version::parse_stored(text),
+        Some(Value::S(text)) => Version::parse_stored(&text),
         _ => None,
     }
 }
 
 /// The mark value to set, when the stamp sets one that differs.
-fn new_mark(item: &Image, stamp: &SetStamp) -> Option<Value> {
+fn new_mark(stored: Option<&Value>, stamp: &SetStamp) -> Option<Value> {
     let mark = Value::S(stamp.mark.as_ref()?.as_str().to_owned());
-    (item.get(EDGE_MARK_ATTRIBUTE) != Some(&mark)).then_some(mark)
+    (stored != Some(&mark)).then_some(mark)
 }
 
 impl Store for MemoryStore {
@@ -128,22 +128,25 @@ impl Store for MemoryStore {
         };
         let state = &mut *state;
         let recording = state.stream.is_some();
-        let Some(item) = state.tables.get_mut(&set.table).and_then(|items| items.get_mut(&key)) else {
+        let Some(stored) = state.tables.get_mut(&set.table).and_then(|items| items.get_mut(&key)) else {
             // ConditionalCheckFailed: no node, nothing created.
             return Ok(SetOutcome::NodeMissing);
         };
-        if !stamp.admits(stored_mark(item).as_ref()) {
+        if !stamp.admits(stored_mark(stored).as_ref()) {
             return Ok(SetOutcome::Stale);
         }
-        let mark = new_mark(item, &stamp);
+        let mut item = stored.unpack();
+        let mark = new_mark(item.get(EDGE_MARK_ATTRIBUTE), &stamp);
         // The stored set, sorted and distinct (a set's order means nothing
         // to DynamoDB; keeping it sorted makes each member a binary search).
+        let mut sorted = false;
         let current: &[String] = match item.get_mut(&set.attribute) {
             None => &[],
             Some(Value::Ss(m)) => {
                 if !m.is_sorted() {
                     m.sort_unstable();
                     m.dedup();
+                    sorted = true;
                 }
                 m
             }
@@ -176,6 +179,10 @@ impl Store for MemoryStore {
             Some(stored) => *stored != marker,
         };
         if members.is_empty() && !marker_changes && mark.is_none() {
+            if sorted {
+                // Stored sorted from now on, as a write would leave it.
+                *stored = Packed::pack(&item);
+            }
             return Ok(outcome);
         }
         let old = recording.then(|| item.clone());
@@ -204,9 +211,10 @@ impl Store for MemoryStore {
         if let Some(mark) = mark {
             item.insert(EDGE_MARK_ATTRIBUTE.to_owned(), mark);
         }
+        *stored = Packed::pack(&item);
         if let Some(old) = old {
-            let (keys, new) = (key_image(table, item), item.clone());
-            state.record(&set.table, keys, Some(old), Some(new), Origin::Pipeline);
+            let keys = key_image(table, &item);
+            state.record(&set.table, keys, Some(old), Some(item), Origin::Pipeline);
         }
         Ok(outcome)
     }
@@ -223,7 +231,7 @@ impl Store for MemoryStore {
             return Ok(Vec::new());
         };
         let p = KeyValue::S(partition.to_owned());
-        Ok(items.partition(&p).cloned().collect())
+        Ok(items.partition(&p).map(Packed::unpack).collect())
     }
 
     async fn set_marker_stamped(
@@ -251,23 +259,25 @@ impl Store for MemoryStore {
         };
         let state = &mut *state;
         let recording = state.stream.is_some();
-        let Some(item) = state.tables.get_mut(&set.table).and_then(|items| items.get_mut(&key)) else {
+        let Some(stored) = state.tables.get_mut(&set.table).and_then(|items| items.get_mut(&key)) else {
             return Ok(SetOutcome::NodeMissing);
         };
-        if !stamp.admits(stored_mark(item).as_ref()) {
+        if !stamp.admits(stored_mark(stored).as_ref()) {
             return Ok(SetOutcome::Stale);
         }
-        let mark = new_mark(item, &stamp);
         let marker = Value::Bool(complete);
-        if item.get(&set.complete_attribute) != Some(&marker) || mark.is_some() {
+        let mark = new_mark(stored.get(EDGE_MARK_ATTRIBUTE).as_ref(), &stamp);
+        if stored.get(&set.complete_attribute).as_ref() != Some(&marker) || mark.is_some() {
+            let mut item = stored.unpack();
             let old = recording.then(|| item.clone());
             item.insert(set.complete_attribute.clone(), marker);
             if let Some(mark) = mark {
                 item.insert(EDGE_MARK_ATTRIBUTE.to_owned(), mark);
             }
+            *stored = Packed::pack(&item);
             if let Some(old) = old {
-                let (keys, new) = (key_image(table, item), item.clone());
-                state.record(&set.table, keys, Some(old), Some(new), Origin::Pipeline);
+                let keys = key_image(table, &item);
+                state.record(&set.table, keys, Some(old), Some(item), Origin::Pipeline);
             }
         }
         Ok(if complete {

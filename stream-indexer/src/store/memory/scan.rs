@@ -68,13 +68,18 @@ impl Scan for MemoryStore {
         let Some(items) = state.tables.get(table) else {
             return Ok(Page::default());
         };
-        let entries: Vec<(ItemKey, &Image)> = items.after(after.as_ref()).collect();
+        let entries: Vec<(ItemKey, &Packed)> = items.after(after.as_ref()).collect();
         Ok(page_of(
             entries.iter().map(|(k, item)| (k, *item)),
             segment,
             limit,
-            |_, item| item.clone(),
-            |k| items.get(k).map(|item| key_image(t, item)).unwrap_or_default(),
+            |_, item| item.unpack(),
+            |k| {
+                items
+                    .get(k)
+                    .map(|item| key_image(t, &item.unpack()))
+                    .unwrap_or_default()
+            },
         ))
     }
 

@@ -4,21 +4,20 @@
 //! vector sorted by sort key, as DynamoDB keeps them (a partition holds a
 //! node and its edges: a few items; a vector costs far less memory than a
 //! tree). Whole-table reads (Scan, dumps) sort the partition keys when they
-//! ask.
+//! ask. Items are kept [`Packed`].
 
 use foldhash::HashMap;
 
-use model::Image;
-
+use super::packed::Packed;
 use super::{ItemKey, KeyValue};
 
 /// The items of one partition, sorted by sort key (`None` for a table
 /// without one).
-type Partition = Vec<(Option<KeyValue>, Image)>;
+type Partition = Vec<(Option<KeyValue>, Packed)>;
 
 /// Where an item goes: the item there, or room for one.
 pub(super) enum Slot<'a> {
-    Occupied(&'a mut Image),
+    Occupied(&'a mut Packed),
     Vacant(Vacant<'a>),
 }
 
@@ -29,7 +28,7 @@ pub(super) struct Vacant<'a> {
 }
 
 impl Vacant<'_> {
-    pub(super) fn insert(self, item: Image) {
+    pub(super) fn insert(self, item: Packed) {
         self.items.insert(self.at, (self.sort, item));
     }
 }
@@ -44,7 +43,7 @@ pub(super) struct Table {
 }
 
 impl Table {
-    pub(super) fn get(&self, key: &ItemKey) -> Option<&Image> {
+    pub(super) fn get(&self, key: &ItemKey) -> Option<&Packed> {
         let items = self.partitions.get(&key.partition)?;
         find(items, &key.sort)
             .ok()
@@ -52,7 +51,7 @@ impl Table {
             .map(|(_, item)| item)
     }
 
-    pub(super) fn get_mut(&mut self, key: &ItemKey) -> Option<&mut Image> {
+    pub(super) fn get_mut(&mut self, key: &ItemKey) -> Option<&mut Packed> {
         let items = self.partitions.get_mut(&key.partition)?;
         let at = find(items, &key.sort).ok()?;
         items.get_mut(at).map(|(_, item)| item)
@@ -72,7 +71,7 @@ impl Table {
         }
     }
 
-    pub(super) fn remove(&mut self, key: &ItemKey) -> Option<Image> {
+    pub(super) fn remove(&mut self, key: &ItemKey) -> Option<Packed> {
         let items = self.partitions.get_mut(&key.partition)?;
         let at = find(items, &key.sort).ok()?;
         let (_, item) = items.remove(at);
@@ -83,7 +82,7 @@ impl Table {
     }
 
     /// The items of one partition, in sort-key order.
-    pub(super) fn partition(&self, partition: &KeyValue) -> impl Iterator<Item = &Image> {
+    pub(super) fn partition(&self, partition: &KeyValue) -> impl Iterator<Item = &Packed> {
         self.partitions
             .get(partition)
             .into_iter()
@@ -93,7 +92,7 @@ impl Table {
 
     /// Every item after `after` (from the first when `None`), in key order,
     /// with its key.
-    pub(super) fn after<'a>(&'a self, after: Option<&'a ItemKey>) -> impl Iterator<Item = (ItemKey, &'a Image)> + 'a {
+    pub(super) fn after<'a>(&'a self, after: Option<&'a ItemKey>) -> impl Iterator<Item = (ItemKey, &'a Packed)> + 'a {
         let mut keys: Vec<&KeyValue> = self.partitions.keys().collect();
         keys.sort_unstable();
         let start = after.map_or(0, |a| keys.partition_point(|k| *k < &a.partition));
@@ -118,7 +117,7 @@ impl Table {
     }
 
     /// Every item, in key order.
-    pub(super) fn values(&self) -> impl Iterator<Item = &Image> {
+    pub(super) fn values(&self) -> impl Iterator<Item = &Packed> {
         self.after(None).map(|(_, item)| item)
     }
 }
@@ -126,6 +125,7 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use model::Image;
 
     fn key(p: &str, s: &str) -> ItemKey {
         ItemKey {
@@ -138,10 +138,10 @@ mod tests {
         Image::from([("k".to_owned(), model::Value::S(format!("{p}/{s}")))])
     }
 
-    fn names<'a>(items: impl Iterator<Item = &'a Image>) -> Vec<String> {
+    fn names<'a>(items: impl Iterator<Item = &'a Packed>) -> Vec<String> {
         items
             .map(|i| match i.get("k") {
-                Some(model::Value::S(s)) => s.clone(),
+                Some(model::Value::S(s)) => s,
                 _ => String::new(),
             })
             .collect()
@@ -152,7 +152,7 @@ mod tests {
         let mut table = Table::default();
         for (p, s) in [("b", "2"), ("a", "9"), ("b", "1"), ("c", "1"), ("a", "0")] {
             if let Slot::Vacant(slot) = table.slot(key(p, s)) {
-                slot.insert(item(p, s));
+                slot.insert(Packed::pack(&item(p, s)));
             }
         }
         assert_eq!(names(table.values()), ["a/0", "a/9", "b/1", "b/2", "c/1"]);
@@ -160,8 +160,8 @@ mod tests {
         let (a9, b1) = (key("a", "9"), key("b", "1"));
         assert_eq!(names(table.after(Some(&a9)).map(|(_, i)| i)), ["b/1", "b/2", "c/1"]);
         assert_eq!(names(table.after(Some(&b1)).map(|(_, i)| i)), ["b/2", "c/1"]);
-        assert_eq!(table.remove(&key("c", "1")), Some(item("c", "1")));
-        assert_eq!(table.remove(&key("c", "1")), None);
+        assert_eq!(table.remove(&key("c", "1")).map(|p| p.unpack()), Some(item("c", "1")));
+        assert!(table.remove(&key("c", "1")).is_none());
         assert_eq!(names(table.values()), ["a/0", "a/9", "b/1", "b/2"]);
         assert!(table.get(&key("a", "0")).is_some() && table.get(&key("a", "1")).is_none());
     }

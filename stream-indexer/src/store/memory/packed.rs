@@ -1,0 +1,311 @@
+//! Items as the in-memory store keeps them: each in one compact buffer
+//! instead of a hash map of owned strings. An item of ten attributes is one
+//! allocation of about its wire size, where the map is some twenty
+//! allocations and four times the bytes; storing an item is one pass over
+//! it, and replacing one frees one buffer. Reads decode the item whole
+//! ([`Packed::unpack`]) or one attribute ([`Packed::get`]).
+//!
+//! The encoding is exact (numbers keep their text, sets their order) and
+//! private to this process: nothing else ever reads it.
+//!
+//! ```text
+//! item    = count entry*            (count: LEB128)
+//! entry   = len name value
+//! value   = tag payload
+//!   S, N, B           len bytes
+//!   BOOL, NULL        (the tag says which, and true or false)
+//!   M                 count entry*
+//!   L                 count value*
+//!   SS, NS, BS        count (len bytes)*
+//! ```
+
+use model::{Image, Value};
+
+const S: u8 = 0;
+const N: u8 = 1;
+const B: u8 = 2;
+const FALSE: u8 = 3;
+const TRUE: u8 = 4;
+const NULL_FALSE: u8 = 5;
+const NULL_TRUE: u8 = 6;
+const M: u8 = 7;
+const L: u8 = 8;
+const SS: u8 = 9;
+const NS: u8 = 10;
+const BS: u8 = 11;
+
+/// One item, packed. Only [`Packed::pack`] makes one, so every buffer
+/// decodes.
+#[derive(Clone)]
+pub(super) struct Packed(Box<[u8]>);
+
+impl std::fmt::Debug for Packed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.unpack().fmt(f)
+    }
+}
+
+impl Packed {
+    /// Packs `item`.
+    pub(super) fn pack(item: &Image) -> Packed {
+        Packed::pack_with(item, &[])
+    }
+
+    /// Packs `item` and the entries `extra` (as [`Packed::entry`] gives
+    /// them, from another item; their names must not be in `item`).
+    pub(super) fn pack_with(item: &Image, extra: &[&[u8]]) -> Packed {
+        let size = varint_size(item.len() + extra.len())
+            + item.iter().map(|(k, v)| entry_size(k, v)).sum::<usize>()
+            + extra.iter().map(|e| e.len()).sum::<usize>();
+        let mut out = Vec::with_capacity(size);
+        put_varint(&mut out, item.len() + extra.len());
+        for (name, value) in item {
+            put_entry(&mut out, name, value);
+        }
+        for entry in extra {
+            out.extend_from_slice(entry);
+        }
+        debug_assert_eq!(out.len(), size);
+        Packed(out.into_boxed_slice())
+    }
+
+    /// The item.
+    pub(super) fn unpack(&self) -> Image {
+        let mut reader = Reader(&self.0);
+        reader.entries().unwrap_or_else(corrupt)
+    }
+
+    /// The value of one attribute.
+    pub(super) fn get(&self, name: &str) -> Option<Value> {
+        let entry = self.entry(name)?;
+        let mut reader = Reader(entry);
+        reader.entry().map(|(_, value)| value).or_else(corrupt)
+    }
+
+    /// The encoded entry of one attribute, for [`Packed::pack_with`].
+    pub(super) fn entry(&self, name: &str) -> Option<&[u8]> {
+        let mut reader = Reader(&self.0);
+        let count = reader.varint().unwrap_or_else(corrupt);
+        for _ in 0..count {
+            let start = reader.0;
+            let this = reader.bytes().unwrap_or_else(corrupt);
+            reader.skip_value().unwrap_or_else(corrupt);
+            if this == name.as_bytes() {
+                let used = start.len() - reader.0.len();
+                return start.get(..used);
+            }
+        }
+        None
+    }
+
+    /// The buffer's length in bytes.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Only [`Packed::pack`] makes the buffers, so each decodes; one that does
+/// not is a bug in this file, never bad input.
+fn corrupt<T>() -> T {
+    unreachable!("a packed item that does not decode: a bug in the memory store's encoding")
+}
+
+fn varint_size(mut n: usize) -> usize {
+    let mut size = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        size += 1;
+    }
+    size
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn bytes_size(b: &[u8]) -> usize {
+    varint_size(b.len()) + b.len()
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len());
+    out.extend_from_slice(b);
+}
+
+fn entry_size(name: &str, value: &Value) -> usize {
+    bytes_size(name.as_bytes()) + value_size(value)
+}
+
+fn put_entry(out: &mut Vec<u8>, name: &str, value: &Value) {
+    put_bytes(out, name.as_bytes());
+    put_value(out, value);
+}
+
+fn value_size(value: &Value) -> usize {
+    1 + match value {
+        Value::S(s) | Value::N(s) => bytes_size(s.as_bytes()),
+        Value::B(b) => bytes_size(b),
+        Value::Bool(_) | Value::Null(_) => 0,
+        Value::M(m) => varint_size(m.len()) + m.iter().map(|(k, v)| entry_size(k, v)).sum::<usize>(),
+        Value::L(l) => varint_size(l.len()) + l.iter().map(value_size).sum::<usize>(),
+        Value::Ss(s) | Value::Ns(s) => varint_size(s.len()) + s.iter().map(|s| bytes_size(s.as_bytes())).sum::<usize>(),
+        Value::Bs(s) => varint_size(s.len()) + s.iter().map(|b| bytes_size(b)).sum::<usize>(),
+    }
+}
+
+fn put_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::S(s) => {
+            out.push(S);
+            put_bytes(out, s.as_bytes());
+        }
+        Value::N(n) => {
+            out.push(N);
+            put_bytes(out, n.as_bytes());
+        }
+        Value::B(b) => {
+            out.push(B);
+            put_bytes(out, b);
+        }
+        Value::Bool(b) => out.push(if *b { TRUE } else { FALSE }),
+        Value::Null(b) => out.push(if *b { NULL_TRUE } else { NULL_FALSE }),
+        Value::M(m) => {
+            out.push(M);
+            put_varint(out, m.len());
+            for (k, v) in m {
+                put_entry(out, k, v);
+            }
+        }
+        Value::L(l) => {
+            out.push(L);
+            put_varint(out, l.len());
+            for v in l {
+                put_value(out, v);
+            }
+        }
+        Value::Ss(set) | Value::Ns(set) => {
+            out.push(if matches!(value, Value::Ss(_)) { SS } else { NS });
+            put_varint(out, set.len());
+            for s in set {
+                put_bytes(out, s.as_bytes());
+            }
+        }
+        Value::Bs(set) => {
+            out.push(BS);
+            put_varint(out, set.len());
+            for b in set {
+                put_bytes(out, b);
+            }
+        }
+    }
+}
+
+/// Reads a buffer front to back; `None` where it does not decode.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn byte(&mut self) -> Option<u8> {
+        let (first, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(*first)
+    }
+
+    fn varint(&mut self) -> Option<usize> {
+        let mut n = 0usize;
+        for shift in (0..usize::BITS).step_by(7) {
+            let byte = self.byte()?;
+            n |= usize::from(byte & 0x7f).checked_shl(shift)?;
+            if byte & 0x80 == 0 {
+                return Some(n);
+            }
+        }
+        None
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let len = self.varint()?;
+        let (bytes, rest) = self.0.split_at_checked(len)?;
+        self.0 = rest;
+        Some(bytes)
+    }
+
+    fn string(&mut self) -> Option<String> {
+        std::str::from_utf8(self.bytes()?).ok().map(str::to_owned)
+    }
+
+    fn entries(&mut self) -> Option<Image> {
+        let count = self.varint()?;
+        let mut image = Image::with_capacity(count.min(self.0.len()));
+        for _ in 0..count {
+            let (name, value) = self.entry()?;
+            image.insert(name, value);
+        }
+        Some(image)
+    }
+
+    fn entry(&mut self) -> Option<(String, Value)> {
+        Some((self.string()?, self.value()?))
+    }
+
+    fn list<T>(&mut self, mut one: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
+        let count = self.varint()?;
+        let mut out = Vec::with_capacity(count.min(self.0.len()));
+        for _ in 0..count {
+            out.push(one(self)?);
+        }
+        Some(out)
+    }
+
+    fn value(&mut self) -> Option<Value> {
+        Some(match self.byte()? {
+            S => Value::S(self.string()?),
+            N => Value::N(self.string()?),
+            B => Value::B(self.bytes()?.to_vec()),
+            FALSE => Value::Bool(false),
+            TRUE => Value::Bool(true),
+            NULL_FALSE => Value::Null(false),
+            NULL_TRUE => Value::Null(true),
+            M => Value::M(self.entries()?),
+            L => Value::L(self.list(Self::value)?),
+            SS => Value::Ss(self.list(Self::string)?),
+            NS => Value::Ns(self.list(Self::string)?),
+            BS => Value::Bs(self.list(|r| r.bytes().map(<[u8]>::to_vec))?),
+            _ => return None,
+        })
+    }
+
+    fn skip_value(&mut self) -> Option<()> {
+        match self.byte()? {
+            S | N | B => {
+                self.bytes()?;
+            }
+            FALSE | TRUE | NULL_FALSE | NULL_TRUE => {}
+            M => {
+                for _ in 0..self.varint()? {
+                    self.bytes()?;
+                    self.skip_value()?;
+                }
+            }
+            L => {
+                for _ in 0..self.varint()? {
+                    self.skip_value()?;
+                }
+            }
+            SS | NS | BS => {
+                for _ in 0..self.varint()? {
+                    self.bytes()?;
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,87 @@
+use proptest::prelude::*;
+
+use super::*;
+
+fn value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        ".{0,8}".prop_map(Value::S),
+        "-?[0-9]{1,40}(\\.[0-9]{1,5})?(E-?[0-9]{1,3})?".prop_map(Value::N),
+        proptest::collection::vec(any::<u8>(), 0..8).prop_map(Value::B),
+        any::<bool>().prop_map(Value::Bool),
+        any::<bool>().prop_map(Value::Null),
+        proptest::collection::vec(".{0,4}", 0..3).prop_map(Value::Ss),
+        proptest::collection::vec("[0-9]{1,3}", 0..3).prop_map(Value::Ns),
+        proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..4), 0..3).prop_map(Value::Bs),
+        // Past one byte of length.
+        ".{120,300}".prop_map(Value::S),
+    ];
+    leaf.prop_recursive(3, 24, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::L),
+            proptest::collection::hash_map(".{0,4}", inner, 0..6).prop_map(Value::M),
+        ]
+    })
+}
+
+fn image() -> impl Strategy<Value = Image> {
+    proptest::collection::hash_map(".{0,6}", value(), 0..8)
+}
+
+proptest! {
+    #[test]
+    fn an_item_unpacks_as_it_was_packed(item in image()) {
+        let packed = Packed::pack(&item);
+        prop_assert_eq!(packed.unpack(), item.clone());
+        for (name, value) in &item {
+            prop_assert_eq!(packed.get(name), Some(value.clone()));
+        }
+        prop_assert_eq!(packed.get("not an attribute name at all"), None);
+    }
+
+    #[test]
+    fn entries_carry_over_into_another_item(from in image(), into in image()) {
+        let from_packed = Packed::pack(&from);
+        let moved: Vec<&String> = from.keys().filter(|k| !into.contains_key(*k)).collect();
+        let extra: Vec<&[u8]> = moved.iter().filter_map(|k| from_packed.entry(k)).collect();
+        prop_assert_eq!(extra.len(), moved.len());
+        let mut expected = into.clone();
+        for k in &moved {
+            expected.insert((*k).clone(), from[*k].clone());
+        }
+        prop_assert_eq!(Packed::pack_with(&into, &extra).unpack(), expected);
+    }
+}
+
+#[test]
+fn lengths_past_one_byte_of_varint() {
+    let long = "x".repeat(20_000);
+    let item = Image::from([
+        (long.clone(), Value::S(long.clone())),
+        ("set".to_owned(), Value::Ss((0..300).map(|i| i.to_string()).collect())),
+    ]);
+    let packed = Packed::pack(&item);
+    assert_eq!(packed.unpack(), item);
+    assert_eq!(packed.get(&long), Some(Value::S(long)));
+}
+
+#[test]
+fn a_packed_item_is_smaller_than_its_map() {
+    // A typical edge: keys, a type, a user, a date, a number.
+    let item = Image::from([
+        ("pk".to_owned(), Value::S("GOAL-00012".to_owned())),
+        ("sk".to_owned(), Value::S("GOALMEMBERSHIP-USER-00345".to_owned())),
+        ("type".to_owned(), Value::S("GoalMembership".to_owned())),
+        ("user".to_owned(), Value::S("USER-00345".to_owned())),
+        ("joined".to_owned(), Value::S("2026-11-25T10:00:00Z".to_owned())),
+        ("score".to_owned(), Value::N("12.5".to_owned())),
+    ]);
+    let text: usize = item
+        .iter()
+        .map(|(k, v)| k.len() + serde_json::to_string(v).map_or(0, |j| j.len()))
+        .sum();
+    let packed = Packed::pack(&item).len();
+    assert!(
+        packed <= text,
+        "{packed} bytes packed, {text} bytes of names and values as JSON"
+    );
+}
