@@ -441,11 +441,13 @@ fn table_entry<'a, T: Default>(map: &'a mut BTreeMap<String, T>, table: &str) ->
 }
 
 fn key_image(table: &TableConfig, item: &Image) -> Image {
-    table
-        .primary_key()
-        .into_iter()
-        .filter_map(|name| item.get(name).map(|v| (name.to_owned(), v.clone())))
-        .collect()
+    let mut keys = Image::with_capacity(2);
+    for name in std::iter::once(&table.partition_key).chain(&table.sort_key) {
+        if let Some(value) = item.get(name) {
+            keys.insert(name.clone(), value.clone());
+        }
+    }
+    keys
 }
 
 pub use model::delivery::{lambda_event, lambda_record};
