@@ -5,11 +5,12 @@
 //!   history generator write) is streamed: `batch_size` records are read into
 //!   a buffer a part at a time (whole batches, at least
 //!   [`READ_AHEAD_RECORDS`] records), parsed into records that borrow from
-//!   it, handed over batch by batch, and the buffer is reused. Two buffers
-//!   take turns: while one part's batches are handed over, a second thread
-//!   reads and parses the next part into the other, so parsing costs replay
-//!   little wall time on a machine with a core to spare (one part is read
-//!   ahead: a few MB).
+//!   it, handed over batch by batch, and the buffer is reused. One reading
+//!   thread parses the next part while the caller handles one, so parsing
+//!   costs replay little wall time on a machine with a core to spare (one
+//!   part is read ahead: a few MB); handled parts go back to it, which drops
+//!   their records (allocated and freed by one thread) and reuses their
+//!   buffers.
 //! - A document (a Lambda event or a `GetRecords` response, or one record,
 //!   perhaps pretty-printed) is read whole and parsed with
 //!   [`model::record::parse_any`]; those are a few MB at most.
@@ -24,7 +25,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use model::record::{parse_any, parse_json_line, ChangeRecord, ParseError, Received, RecordError};
+use std::sync::mpsc::{Receiver, Sender};
+
+use model::record::{parse_any, parse_json_line, ParseError, Received};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -88,60 +91,102 @@ pub fn each_batch(
         }
         return Ok(());
     }
-    // JSON Lines, two parts in flight: while the batches of one go to
-    // `each`, the next part is read and parsed on a second thread into the
-    // other buffer. The loop is unrolled once so that each buffer is
-    // borrowed by its own records.
-    let mut ahead = Ahead {
-        input,
-        part_size: batch_size.saturating_mul(READ_AHEAD_RECORDS.div_ceil(batch_size)),
-        prepare,
-    };
-    let mut part = ahead.read(&mut x, Vec::new()).map_err(read_error)?;
-    let mut y = Lines::default();
-    let mut spent = Vec::new();
-    loop {
-        let step;
-        (step, spent) = overlap(&mut ahead, &mut y, part, batch_size, &mut each, spent);
-        let Some(next) = step.next(path)? else {
-            return Ok(());
-        };
-        let step;
-        (step, spent) = overlap(&mut ahead, &mut x, next, batch_size, &mut each, spent);
-        let Some(next) = step.next(path)? else {
-            return Ok(());
-        };
-        part = next;
-    }
+    // JSON Lines: a second thread reads and parses part after part, one
+    // ahead of the batches handed to `each` (see `read_ahead`).
+    let part_size = batch_size.saturating_mul(READ_AHEAD_RECORDS.div_ceil(batch_size));
+    std::thread::scope(|scope| {
+        let (parts, spent) = read_ahead(scope, input, x, part_size, prepare);
+        for part in parts {
+            let part = part.map_err(read_error)?;
+            let Part {
+                records, ends, more, ..
+            } = part.borrow_dependent();
+            let failed = part.borrow_dependent().error.is_some();
+            // Before a line that does not parse: its whole batches only.
+            let whole = if failed {
+                records.len() / batch_size * batch_size
+            } else {
+                records.len()
+            };
+            let batches = records[..whole].chunks(batch_size).zip(ends.chunks(batch_size));
+            for (batch, ends) in batches {
+                if each(batch, ends.last().copied().unwrap_or_default()).is_break() {
+                    return Ok(());
+                }
+            }
+            let more = *more;
+            let mut part = part;
+            if let Some(error) = part.with_dependent_mut(|_, part| part.error.take()) {
+                return Err(parse_error(error));
+            }
+            // Dropped, and its buffer reused, on the reading thread.
+            let _ = spent.send(part);
+            if !more {
+                break;
+            }
+        }
+        Ok(())
+    })
 }
 
-/// Records handed over, with nothing of them borrowed: dropped by the
-/// reading thread, not by the thread that handles the batches.
-type Spent = Vec<Result<ChangeRecord, RecordError>>;
+self_cell::self_cell!(
+    /// A part of the file: its text, and the records that borrow it, owned
+    /// together so that the part can cross threads, and its buffer be
+    /// reused once its records are dropped.
+    struct ReadPart {
+        owner: Lines,
+        #[covariant]
+        dependent: Part,
+    }
+);
 
-/// What reads ahead: the file, how many records a part holds, and what
-/// sees each record as it is parsed.
-struct Ahead<'p, R> {
-    input: Input<R>,
+/// Starts the reading thread: it reads and parses the file part by part
+/// into the first channel, one part ahead of the caller (a rendezvous: it
+/// parses the next part while the caller handles one, then waits), and
+/// takes the parts handed back on the second, to drop their records and
+/// reuse their buffers. One thread for the whole file, so the records are
+/// allocated and freed by the same thread. It stops at the end of the file,
+/// at a line that does not parse, at a read error, or when the caller drops
+/// the first channel's end.
+fn read_ahead<'scope, R: BufRead + Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    mut input: Input<R>,
+    first: Lines,
     part_size: usize,
-    prepare: &'p (dyn Fn(&Received<'_>) + Sync),
-}
-
-impl<R: BufRead> Ahead<'_, R> {
-    /// Drops `spent`, then reads and parses the next part onto `lines`.
-    fn read<'n>(&mut self, lines: &'n mut Lines, spent: Spent) -> std::io::Result<Part<'n>> {
-        drop(spent);
-        let more = self.input.fill(lines, self.part_size)?;
-        let part = lines.parse(more);
-        part.records.iter().for_each(self.prepare);
-        Ok(part)
-    }
-}
-
-/// Why the next part could not be had.
-enum ReadError {
-    Read(std::io::Error),
-    Parse(ParseError),
+    prepare: &'scope (dyn Fn(&Received<'_>) + Sync),
+) -> (Receiver<std::io::Result<ReadPart>>, Sender<ReadPart>) {
+    let (parts_in, parts) = std::sync::mpsc::sync_channel(0);
+    let (spent, spent_out) = std::sync::mpsc::channel::<ReadPart>();
+    scope.spawn(move || {
+        let mut next = Some(first);
+        loop {
+            let mut lines = next.take().unwrap_or_else(|| match spent_out.try_recv() {
+                Ok(part) => {
+                    let mut lines = part.into_owner();
+                    lines.clear();
+                    lines
+                }
+                Err(_) => Lines::default(),
+            });
+            let more = match input.fill(&mut lines, part_size) {
+                Ok(more) => more,
+                Err(error) => {
+                    let _ = parts_in.send(Err(error));
+                    return;
+                }
+            };
+            let part = ReadPart::new(lines, |lines| {
+                let part = lines.parse(more);
+                part.records.iter().for_each(prepare);
+                part
+            });
+            let last = !part.borrow_dependent().more;
+            if parts_in.send(Ok(part)).is_err() || last {
+                return;
+            }
+        }
+    });
+    (parts, spent)
 }
 
 /// Records read and parsed together: the batches of one read-ahead.
@@ -153,73 +198,6 @@ struct Part<'a> {
     more: bool,
     /// The line that stopped the parsing (the records are those before it).
     error: Option<ParseError>,
-}
-
-/// What [`overlap`] leaves: the next part, nothing more to do (the file
-/// ended, or `each` said stop), or why the file cannot be read on.
-enum Step<'a> {
-    Stop,
-    Next(Part<'a>),
-    Failed(ReadError),
-}
-
-impl<'a> Step<'a> {
-    /// The next part, if there is one to hand over.
-    fn next(self, path: &Path) -> Result<Option<Part<'a>>, SourceError> {
-        let path = || path.display().to_string();
-        match self {
-            Step::Stop => Ok(None),
-            Step::Next(next) => Ok(Some(next)),
-            Step::Failed(ReadError::Read(source)) => Err(SourceError::Read { path: path(), source }),
-            Step::Failed(ReadError::Parse(error)) => Err(SourceError::Parse { path: path(), error }),
-        }
-    }
-}
-
-/// Hands the batches of `current` to `each` while, when the file goes on,
-/// a second thread drops `spent` and reads the next part into `next`. A
-/// part that ends at a line that does not parse hands over its whole
-/// batches before that line, then fails with it. Also gives back
-/// `current`'s records, spent.
-fn overlap<'n>(
-    ahead: &mut Ahead<'_, impl BufRead + Send>,
-    next: &'n mut Lines,
-    current: Part<'_>,
-    batch_size: usize,
-    each: &mut impl FnMut(&[Received<'_>], u64) -> ControlFlow<()>,
-    spent: Spent,
-) -> (Step<'n>, Spent) {
-    std::thread::scope(|scope| {
-        let reading = current.more.then(|| {
-            scope.spawn(move || {
-                next.clear();
-                ahead.read(next, spent)
-            })
-        });
-        let whole = match current.error {
-            Some(_) => current.records.len() / batch_size * batch_size,
-            None => current.records.len(),
-        };
-        let mut flow = ControlFlow::Continue(());
-        let batches = current.records[..whole].chunks(batch_size);
-        for (batch, ends) in batches.zip(current.ends.chunks(batch_size)) {
-            flow = each(batch, ends.last().copied().unwrap_or_default());
-            if flow.is_break() {
-                break;
-            }
-        }
-        let Part { records, error, .. } = current;
-        let spent = records.into_iter().map(|received| received.record).collect();
-        let read = reading.map(|thread| thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        let step = match (flow, error, read) {
-            (ControlFlow::Break(()), _, _) => Step::Stop,
-            (_, Some(error), _) => Step::Failed(ReadError::Parse(error)),
-            (_, None, None) => Step::Stop,
-            (_, None, Some(Ok(next))) => Step::Next(next),
-            (_, None, Some(Err(e))) => Step::Failed(ReadError::Read(e)),
-        };
-        (step, spent)
-    })
 }
 
 /// The file being read: where it is.

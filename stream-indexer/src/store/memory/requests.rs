@@ -40,10 +40,7 @@ fn stored_mark(item: &Packed) -> Option<Version> {
 fn has_duplicates(members: &[String]) -> bool {
     match members.len() {
         0 | 1 => false,
-        2..=16 => members
-            .iter()
-            .enumerate()
-            .any(|(i, m)| members[i + 1..].contains(m)),
+        2..=16 => members.iter().enumerate().any(|(i, m)| members[i + 1..].contains(m)),
         _ => {
             let mut sorted: Vec<&String> = members.iter().collect();
             sorted.sort_unstable();
