@@ -306,3 +306,25 @@ impl Write {
         }
     }
 }
+
+/// Any attribute value, nested up to three deep: every type, numbers in
+/// every form DynamoDB sends, strings past one byte of length prefix.
+pub fn attribute_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        ".{0,8}".prop_map(Value::S),
+        "-?[0-9]{1,40}(\\.[0-9]{1,5})?(E-?[0-9]{1,3})?".prop_map(Value::N),
+        proptest::collection::vec(any::<u8>(), 0..8).prop_map(Value::B),
+        any::<bool>().prop_map(Value::Bool),
+        any::<bool>().prop_map(Value::Null),
+        proptest::collection::vec(".{0,4}", 0..3).prop_map(Value::Ss),
+        proptest::collection::vec("[0-9]{1,3}", 0..3).prop_map(Value::Ns),
+        proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..4), 0..3).prop_map(Value::Bs),
+        ".{120,300}".prop_map(Value::S),
+    ];
+    leaf.prop_recursive(3, 24, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::L),
+            proptest::collection::hash_map(".{0,4}", inner, 0..6).prop_map(Value::M),
+        ]
+    })
+}

@@ -420,22 +420,7 @@ fn a_numeric_key_on_a_graph_route_is_an_error_not_a_panic() {
 // ---- property: classify never panics, and what it returns is consistent ----
 
 fn value() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        ".{0,8}".prop_map(Value::S),
-        "-?[0-9]{1,40}(\\.[0-9]{1,5})?".prop_map(Value::N),
-        proptest::collection::vec(any::<u8>(), 0..8).prop_map(Value::B),
-        any::<bool>().prop_map(Value::Bool),
-        Just(Value::Null(true)),
-        proptest::collection::vec(".{0,4}", 0..3).prop_map(Value::Ss),
-        proptest::collection::vec("[0-9]{1,3}", 0..3).prop_map(Value::Ns),
-        proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..4), 0..3).prop_map(Value::Bs),
-    ];
-    leaf.prop_recursive(3, 16, 4, |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::L),
-            proptest::collection::hash_map(".{0,4}", inner, 0..4).prop_map(Value::M),
-        ]
-    })
+    crate::testing::attribute_value()
 }
 
 fn name() -> impl Strategy<Value = String> {
