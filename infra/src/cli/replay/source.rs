@@ -99,11 +99,13 @@ pub fn each_batch(
         for part in parts {
             let part = part.map_err(read_error)?;
             let Part {
-                records, ends, more, ..
+                records,
+                ends,
+                more,
+                error,
             } = part.borrow_dependent();
-            let failed = part.borrow_dependent().error.is_some();
             // Before a line that does not parse: its whole batches only.
-            let whole = if failed {
+            let whole = if error.is_some() {
                 records.len() / batch_size * batch_size
             } else {
                 records.len()
@@ -420,6 +422,31 @@ mod tests {
             let got: Vec<String> = batches(path.path(), size).unwrap().concat();
             assert_eq!(got, whole, "batch size {size}");
         }
+    }
+
+    #[test]
+    fn many_parts_come_in_order_and_a_bad_line_in_a_later_part_stops_there() {
+        let count = 3 * READ_AHEAD_RECORDS as u32 + 17;
+        let mut text: String = (1..=count).map(|seq| format!("{}\n", record(seq))).collect();
+        let path = file(text.as_bytes());
+        let all: Vec<String> = (1..=count).map(|seq| seq.to_string()).collect();
+        for size in [1, 7, 100, 1_000] {
+            let got: Vec<String> = batches(path.path(), size).unwrap().concat();
+            assert_eq!(got, all, "batch size {size}");
+        }
+        text.push_str("{oops\n");
+        let path = file(text.as_bytes());
+        let mut seen = 0;
+        let error = each_batch(path.path(), 100, &|_| {}, |batch, _| {
+            seen += batch.len();
+            ControlFlow::Continue(())
+        })
+        .unwrap_err();
+        match error {
+            SourceError::Parse { error, .. } => assert_eq!(error.line, count as usize + 1),
+            other => panic!("{other}"),
+        }
+        assert_eq!(seen, count as usize / 100 * 100, "the whole batches before the bad line");
     }
 
     #[test]
