@@ -446,7 +446,11 @@ mod tests {
             SourceError::Parse { error, .. } => assert_eq!(error.line, count as usize + 1),
             other => panic!("{other}"),
         }
-        assert_eq!(seen, count as usize / 100 * 100, "the whole batches before the bad line");
+        assert_eq!(
+            seen,
+            count as usize / 100 * 100,
+            "the whole batches before the bad line"
+        );
     }
 
     #[test]
