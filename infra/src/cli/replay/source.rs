@@ -391,6 +391,20 @@ mod tests {
         Ok(out)
     }
 
+    /// The records handed over before the file failed to parse, and why it did.
+    fn seen_before_error(path: &Path, size: usize) -> (usize, ParseError) {
+        let mut seen = 0;
+        let error = each_batch(path, size, &|_| {}, |batch, _| {
+            seen += batch.len();
+            ControlFlow::Continue(())
+        })
+        .unwrap_err();
+        match error {
+            SourceError::Parse { error, .. } => (seen, error),
+            other => panic!("{other}"),
+        }
+    }
+
     #[test]
     fn json_lines_come_in_batches_of_the_size_asked_with_blank_lines_skipped() {
         let mut text = Vec::new();
@@ -436,16 +450,8 @@ mod tests {
         }
         text.push_str("{oops\n");
         let path = file(text.as_bytes());
-        let mut seen = 0;
-        let error = each_batch(path.path(), 100, &|_| {}, |batch, _| {
-            seen += batch.len();
-            ControlFlow::Continue(())
-        })
-        .unwrap_err();
-        match error {
-            SourceError::Parse { error, .. } => assert_eq!(error.line, count as usize + 1),
-            other => panic!("{other}"),
-        }
+        let (seen, error) = seen_before_error(path.path(), 100);
+        assert_eq!(error.line, count as usize + 1);
         assert_eq!(
             seen,
             count as usize / 100 * 100,
@@ -468,16 +474,8 @@ mod tests {
     fn a_bad_line_names_its_line_in_the_file_not_in_its_batch() {
         let text = format!("{}\n{}\n{}\n{{oops\n", record(1), record(2), record(3));
         let path = file(text.as_bytes());
-        let mut seen = 0;
-        let error = each_batch(path.path(), 2, &|_| {}, |batch, _| {
-            seen += batch.len();
-            ControlFlow::Continue(())
-        })
-        .unwrap_err();
-        match error {
-            SourceError::Parse { error, .. } => assert_eq!((error.line, error.column), (4, 2)),
-            other => panic!("{other}"),
-        }
+        let (seen, error) = seen_before_error(path.path(), 2);
+        assert_eq!((error.line, error.column), (4, 2));
         assert_eq!(seen, 2, "the first batch was handed over before the bad line");
     }
 
