@@ -171,7 +171,9 @@ pub fn sample(config: &Config, size: usize, now_secs: u64) -> Vec<SampleItem> {
                 attributes.insert(for_each.clone(), Value::M(fields));
             }
             for (k, v) in attributes {
-                item.entry(k).or_insert(v);
+                if !item.contains_key(&k) {
+                    item.insert(k, v);
+                }
             }
             items.push(SampleItem {
                 table: table.name.clone(),

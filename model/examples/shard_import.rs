@@ -39,7 +39,7 @@ fn item(i: usize) -> Image {
         ("num".to_owned(), Value::N(i.to_string())),
         ("name".to_owned(), Value::S(format!("Issue {i}"))),
         ("state".to_owned(), Value::S("open".to_owned())),
-        ("custom_fields".to_owned(), Value::M(fields)),
+        ("custom_fields".to_owned(), Value::M(fields.into_map())),
     ]
     .into_iter()
     .collect()

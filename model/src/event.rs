@@ -339,9 +339,9 @@ pub fn changed(old: Option<&Image>, new: Option<&Image>) -> Vec<String> {
     let new = new.unwrap_or(&empty);
     let mut names: Vec<String> = old
         .iter()
-        .filter(|(name, value)| new.get(*name).is_none_or(|n| !same(value, n)))
+        .filter(|(name, value)| new.get(name).is_none_or(|n| !same(value, n)))
         .map(|(name, _)| name.clone())
-        .chain(new.keys().filter(|name| !old.contains_key(*name)).cloned())
+        .chain(new.keys().filter(|name| !old.contains_key(name)).cloned())
         .collect();
     names.sort_unstable();
     names

@@ -14,7 +14,7 @@
 //!   and 2100 (a time in milliseconds would be the year 48,000 or so);
 //! - each image within DynamoDB's 400 KB item limit.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::config::TableConfig;
 use crate::record::{ChangeRecord, EventKind, Raw, Received};
@@ -101,7 +101,7 @@ pub fn check(record: &ChangeRecord, table: &TableConfig) -> Result<(), Invalid> 
     let key_names: [Option<&str>; 2] = [Some(table.partition_key.as_str()), table.sort_key.as_deref()];
     let key_names = key_names.iter().flatten();
     for name in key_names.clone() {
-        if !record.keys.contains_key(*name) {
+        if !record.keys.contains_key(name) {
             return Err(Invalid::MissingKey {
                 table: table.name.clone(),
                 attribute: (*name).to_owned(),
@@ -118,7 +118,7 @@ pub fn check(record: &ChangeRecord, table: &TableConfig) -> Result<(), Invalid> 
         let Some(image) = image else { continue };
         values(image, part)?;
         for name in key_names.clone() {
-            let agrees = match (image.get(*name), record.keys.get(*name)) {
+            let agrees = match (image.get(name), record.keys.get(name)) {
                 (Some(a), Some(b)) => same_key(a, b),
                 _ => false,
             };
@@ -154,6 +154,15 @@ fn values(image: &Image, part: &str) -> Result<(), Invalid> {
 /// ones, the error is that of the first by key, whatever the map's order
 /// (both consumers then give the same reason).
 fn entries_ok(map: &Image, path: &mut dyn FnMut(&str) -> String) -> Result<(), Invalid> {
+    // An image iterates by name.
+    for (key, value) in map {
+        value_ok(value, &mut || path(key))?;
+    }
+    Ok(())
+}
+
+/// [`entries_ok`] for a nested `M` (a `HashMap`, in no order).
+fn map_entries_ok(map: &HashMap<String, Value>, path: &mut dyn FnMut(&str) -> String) -> Result<(), Invalid> {
     if map.values().all(|value| value_ok(value, &mut String::new).is_ok()) {
         return Ok(());
     }
@@ -191,7 +200,7 @@ fn value_ok(value: &Value, path: &mut dyn FnMut() -> String) -> Result<(), Inval
             }
             Ok(())
         }
-        Value::M(map) => entries_ok(map, &mut |key| format!("{}.{key}", path())),
+        Value::M(map) => map_entries_ok(map, &mut |key| format!("{}.{key}", path())),
         Value::S(_) | Value::B(_) | Value::Bool(_) | Value::Null(true) => Ok(()),
     }
 }

@@ -4,13 +4,12 @@
 //! decimal text DynamoDB sent (never an `f64`), and it (de)serializes the
 //! DynamoDB JSON wire form (`{"S": "..."}`, `{"N": "4.2"}`, ...).
 
-use std::collections::HashMap;
+mod image;
+
+pub use image::Image;
 
 /// One DynamoDB attribute value. Numbers are kept as their exact decimal text.
 pub type Value = serde_dynamo::AttributeValue;
-
-/// An item image (or a key): attribute name → value.
-pub type Image = HashMap<String, Value>;
 
 /// The non-key attributes of an index row, shared by every row one item
 /// produces (an item with ten map entries has ten rows and one projection).

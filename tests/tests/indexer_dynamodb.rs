@@ -39,7 +39,7 @@ fn n(v: &str) -> Value {
 }
 
 fn map(pairs: &[(&str, Value)]) -> Value {
-    Value::M(item(pairs))
+    Value::M(item(pairs).into_map())
 }
 
 /// A quarantine the test can still read once the indexer owns it.

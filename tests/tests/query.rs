@@ -96,7 +96,7 @@ fn issue(i: usize, field: Option<&Value>, num: Option<&Value>) -> Image {
         ("id".to_owned(), id.clone()),
         ("rel".to_owned(), id),
         ("state".to_owned(), s("open")),
-        ("fields".to_owned(), Value::M(fields)),
+        ("fields".to_owned(), Value::M(fields.into_map())),
     ]
     .into_iter()
     .collect();

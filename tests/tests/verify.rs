@@ -45,7 +45,7 @@ fn issue(id: &str, fields: &[(&str, Value)]) -> Image {
         ("num", Value::N("7".into())),
         ("name", s("an issue")),
         ("state", s("open")),
-        ("custom_fields", Value::M(item(fields))),
+        ("custom_fields", Value::M(item(fields).into_map())),
     ])
 }
 

@@ -251,7 +251,7 @@ fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord
                 .find(|e| e.table == table.name)
                 .map(|set| [set.attribute.as_str(), set.complete_attribute.as_str()])
                 .filter(|owned| {
-                    let shows = |image: &Image| owned.iter().any(|a| image.contains_key(*a));
+                    let shows = |image: &Image| owned.iter().any(|a| image.contains_key(a));
                     !record.old.as_ref().is_some_and(shows) && !shows(new)
                 });
             let keep: &[&str] = owned.as_ref().map_or(&[], |owned| owned);

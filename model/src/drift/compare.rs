@@ -216,7 +216,9 @@ pub fn same_value(a: &Value, b: &Value) -> bool {
             };
             canonical(x) == canonical(y)
         }
-        (Value::M(x), Value::M(y)) => same_image(x, y),
+        (Value::M(x), Value::M(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_value(v, w)))
+        }
         (Value::L(x), Value::L(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same_value(v, w)),
         _ => a == b,
     }

@@ -28,6 +28,10 @@ fn img(pairs: &[(&str, Value)]) -> Image {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
 }
 
+fn img_map(pairs: &[(&str, Value)]) -> std::collections::HashMap<String, Value> {
+    img(pairs).into_map()
+}
+
 /// Source tables and derived data, with the store's semantics for set updates.
 #[derive(Debug, Clone, Default)]
 struct World {
@@ -449,8 +453,8 @@ fn values_compare_as_dynamodb_does() {
         &Value::L(vec![s("a"), s("b")]),
         &Value::L(vec![s("b"), s("a")])
     ));
-    let a = img(&[("m", Value::M(img(&[("n", Value::N("0.50".into()))])))]);
-    let b = img(&[("m", Value::M(img(&[("n", Value::N("0.5".into()))])))]);
+    let a = img(&[("m", Value::M(img_map(&[("n", Value::N("0.50".into()))])))]);
+    let b = img(&[("m", Value::M(img_map(&[("n", Value::N("0.5".into()))])))]);
     assert!(same_image(&a, &b));
     assert!(!same_image(&a, &Image::new()));
 }
@@ -520,7 +524,7 @@ fn unindexable_items_are_notices_not_drift() {
         ("rel", s("issue-9")),
         (
             "custom_fields",
-            Value::M(img(&[("f", Value::L(vec![])), ("g", s("ok"))])),
+            Value::M(img_map(&[("f", Value::L(vec![])), ("g", s("ok"))])),
         ),
     ]);
     v.source_item("issues", &issue);

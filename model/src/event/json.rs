@@ -130,10 +130,14 @@ fn write_opt_image<O: Out>(out: &mut O, image: Option<&Image>) {
 }
 
 fn write_image<O: Out>(out: &mut O, image: &Image) {
-    let mut names: Vec<(&String, &Value)> = image.iter().collect();
-    names.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    // An image iterates by name.
+    write_entries(out, image.iter());
+}
+
+/// Writes a map's entries, given in name order.
+fn write_entries<'a, O: Out>(out: &mut O, entries: impl Iterator<Item = (&'a String, &'a Value)>) {
     out.push("{");
-    for (i, (name, value)) in names.into_iter().enumerate() {
+    for (i, (name, value)) in entries.enumerate() {
         if i > 0 {
             out.push(",");
         }
@@ -163,7 +167,9 @@ fn write_value<O: Out>(out: &mut O, value: &Value) {
         Value::Null(b) => out.push(if *b { "{\"NULL\":true" } else { "{\"NULL\":false" }),
         Value::M(m) => {
             out.push("{\"M\":");
-            write_image(out, m);
+            let mut names: Vec<(&String, &Value)> = m.iter().collect();
+            names.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            write_entries(out, names.into_iter());
         }
         Value::L(l) => {
             out.push("{\"L\":[");

@@ -444,7 +444,7 @@ fn key_value() -> impl Strategy<Value = Value> {
 }
 
 fn image(values: impl Strategy<Value = Value>) -> impl Strategy<Value = Image> {
-    proptest::collection::hash_map(name(), values, 0..5)
+    proptest::collection::hash_map(name(), values, 0..5).prop_map(Image::from)
 }
 
 fn any_record() -> impl Strategy<Value = ChangeRecord> {

@@ -236,7 +236,7 @@ impl<'c> Sim<'c> {
         } else {
             item.insert(set.attribute.clone(), Value::Ss(members.into_iter().collect()));
         }
-        item.entry(set.complete_attribute.clone()).or_insert(Value::Bool(true));
+        item.get_or_insert_with(&set.complete_attribute, || Value::Bool(true));
         let changed = self.get(&set.table, &key) != Some(&item);
         if changed {
             let table = set.table.clone();

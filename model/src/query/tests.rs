@@ -327,7 +327,7 @@ fn image(i: usize, item: &Item) -> Image {
             fields.insert((*name).to_owned(), v);
         }
     }
-    image.insert("fields".into(), Value::M(fields));
+    image.insert("fields".into(), Value::M(fields.into_map()));
     for (k, cell) in item.attributes.iter().enumerate() {
         if let Some(v) = cell.value() {
             image.insert(format!("a{}", k + 1), v);

@@ -9,7 +9,6 @@
 //! `NS`, `BS`), each needing the same lenient shape.
 
 use std::borrow::Cow;
-use std::collections::hash_map::Entry;
 use std::fmt;
 
 use base64::Engine;
@@ -119,6 +118,14 @@ pub(super) enum ImageProblem {
 
 /// An image, or why it is malformed. `Option<ImageField>` reads `null` as `None`.
 pub(super) struct ImageField(pub Result<Image, ImageProblem>);
+
+/// The problem of an image that repeats attribute `name`.
+fn duplicate(name: String) -> ImageProblem {
+    ImageProblem::Attribute {
+        name,
+        problem: AttrProblem::Duplicate,
+    }
+}
 
 /// One attribute value, or why it is malformed.
 struct Attr(Result<Value, AttrProblem>);
@@ -326,7 +333,7 @@ impl<'de> Deserialize<'de> for ImageField {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ImageField, A::Error> {
-                let mut image = Image::with_capacity(map.size_hint().unwrap_or(7).min(64));
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
                 let mut problem = None;
                 while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
                     let Attr(value) = map.next_value::<Attr>()?;
@@ -334,28 +341,23 @@ impl<'de> Deserialize<'de> for ImageField {
                         continue;
                     }
                     match value {
-                        Ok(value) => match image.entry(name.into_owned()) {
-                            Entry::Vacant(slot) => {
-                                slot.insert(value);
-                            }
-                            Entry::Occupied(slot) => {
-                                problem = Some(ImageProblem::Attribute {
-                                    name: slot.key().clone(),
-                                    problem: AttrProblem::Duplicate,
-                                });
-                            }
-                        },
+                        Ok(value) => entries.push((name.into_owned(), value)),
                         Err(attr_problem) => {
-                            problem = Some(ImageProblem::Attribute {
-                                name: name.into_owned(),
-                                problem: attr_problem,
-                            })
+                            // The first problem in the document's order: a
+                            // name repeated before this one comes first.
+                            problem = Some(match Image::from_distinct(std::mem::take(&mut entries)) {
+                                Err(repeated) => duplicate(repeated),
+                                Ok(_) => ImageProblem::Attribute {
+                                    name: name.into_owned(),
+                                    problem: attr_problem,
+                                },
+                            });
                         }
                     }
                 }
                 Ok(ImageField(match problem {
-                    None => Ok(image),
                     Some(problem) => Err(problem),
+                    None => Image::from_distinct(entries).map_err(duplicate),
                 }))
             }
             lenient_all_but!(map, ImageField, ImageField(Err(ImageProblem::NotAnObject)));
@@ -435,7 +437,7 @@ fn read_tagged<'de, A: MapAccess<'de>>(tag: &str, map: &mut A) -> Result<Result<
             }),
         },
         "M" => match map.next_value::<ImageField>()?.0 {
-            Ok(m) => Ok(Value::M(m)),
+            Ok(m) => Ok(Value::M(m.into_map())),
             Err(ImageProblem::NotAnObject) => Err(AttrProblem::WrongType {
                 tag: "M",
                 expected: "an object",

@@ -8,7 +8,9 @@ use aws_lambda_events::event::dynamodb::EventRecord;
 
 use super::one::{validate, Parts, StreamParts};
 use super::{ChangeRecord, CreationTime, RecordError, RecordId};
-use crate::value::Image;
+use std::collections::HashMap;
+
+use crate::value::{Image, Value};
 
 impl TryFrom<EventRecord> for ChangeRecord {
     type Error = RecordError;
@@ -30,7 +32,7 @@ impl TryFrom<EventRecord> for ChangeRecord {
     fn try_from(record: EventRecord) -> Result<ChangeRecord, RecordError> {
         let change = record.change;
         let image = |item: serde_dynamo::Item| -> Option<Result<Image, _>> {
-            let image: Image = item.into();
+            let image = Image::from(HashMap::<String, Value>::from(item));
             (!image.is_empty()).then_some(Ok(image))
         };
         let created = change.approximate_creation_date_time;
@@ -56,7 +58,7 @@ impl TryFrom<EventRecord> for ChangeRecord {
             is_batch: false,
             stream: Some(StreamParts {
                 created,
-                keys: Some(Ok(change.keys.into())),
+                keys: Some(Ok(Image::from(HashMap::<String, Value>::from(change.keys)))),
                 new_image: image(change.new_image),
                 old_image: image(change.old_image),
                 sequence_number: change.sequence_number,

@@ -224,7 +224,7 @@ fn getrecords_response_fractions_and_capitalised_identity() {
     assert_eq!(ok(&issues[1]).created, time(1763734861, 0));
     assert_eq!(
         ok(&issues[1]).new.as_ref().and_then(|i| i.get("custom_fields")),
-        Some(&Value::M(Image::new()))
+        Some(&Value::M(Default::default()))
     );
 
     let layers = parse_batch(fixture("getrecords-layers.json")).expect("batch");

@@ -628,7 +628,7 @@ impl Tables for Harness {
                         let key: Image = t
                             .primary_key()
                             .iter()
-                            .filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+                            .filter_map(|k| item.get(k).map(|v| ((*k).to_owned(), v.clone())))
                             .collect();
                         (t.name.clone(), key)
                     })

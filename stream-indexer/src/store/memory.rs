@@ -264,7 +264,7 @@ impl MemoryStore {
         // One lookup: the entry, whether the item is new or replaced.
         let old = match table_entry(&mut state.tables, table).slot(key) {
             table::Slot::Occupied(stored) => {
-                let kept: Vec<&str> = keep.iter().copied().filter(|name| !item.contains_key(*name)).collect();
+                let kept: Vec<&str> = keep.iter().copied().filter(|name| !item.contains_key(name)).collect();
                 let entries: Vec<&[u8]> = kept.iter().filter_map(|name| stored.entry(name)).collect();
                 let packed = Packed::pack_with(item, &entries);
                 let new = recording.then(|| {

@@ -51,11 +51,7 @@ pub fn table(index: &IndexConfig, source: &TableConfig, key_columns: &[Column], 
             Some(values) => values.iter().map(cell).collect(),
             None => vec!["?".to_owned(); count],
         };
-        line.extend(
-            attributes
-                .iter()
-                .map(|a| row.item.get(*a).map(cell).unwrap_or_default()),
-        );
+        line.extend(attributes.iter().map(|a| row.item.get(a).map(cell).unwrap_or_default()));
         lines.push(line);
     }
     let widths: Vec<usize> = (0..lines.first().map_or(0, Vec::len))

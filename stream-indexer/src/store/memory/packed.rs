@@ -238,14 +238,10 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(self.bytes()?).ok().map(str::to_owned)
     }
 
-    fn entries(&mut self) -> Option<Image> {
+    /// An image's or an `M`'s entries.
+    fn entries<M: FromIterator<(String, Value)>>(&mut self) -> Option<M> {
         let count = self.varint()?;
-        let mut image = Image::with_capacity(count.min(self.0.len()));
-        for _ in 0..count {
-            let (name, value) = self.entry()?;
-            image.insert(name, value);
-        }
-        Some(image)
+        (0..count).map(|_| self.entry()).collect()
     }
 
     fn entry(&mut self) -> Option<(String, Value)> {

@@ -201,9 +201,7 @@ impl Store for MemoryStore {
         }
         let old = recording.then(|| item.clone());
         if !members.is_empty() {
-            let set_value = item
-                .entry(set.attribute.clone())
-                .or_insert_with(|| Value::Ss(Vec::new()));
+            let set_value = item.get_or_insert_with(&set.attribute, || Value::Ss(Vec::new()));
             if let Value::Ss(stored) = set_value {
                 for member in members {
                     match (stored.binary_search(&member), add) {

@@ -3,7 +3,7 @@ use proptest::prelude::*;
 use super::*;
 
 fn image() -> impl Strategy<Value = Image> {
-    proptest::collection::hash_map(".{0,6}", model::testing::attribute_value(), 0..8)
+    proptest::collection::hash_map(".{0,6}", model::testing::attribute_value(), 0..8).prop_map(Image::from)
 }
 
 proptest! {
@@ -20,7 +20,7 @@ proptest! {
     #[test]
     fn entries_carry_over_into_another_item(from in image(), into in image()) {
         let from_packed = Packed::pack(&from);
-        let moved: Vec<&String> = from.keys().filter(|k| !into.contains_key(*k)).collect();
+        let moved: Vec<&String> = from.keys().filter(|k| !into.contains_key(k)).collect();
         let extra: Vec<&[u8]> = moved.iter().filter_map(|k| from_packed.entry(k)).collect();
         prop_assert_eq!(extra.len(), moved.len());
         let mut expected = into.clone();

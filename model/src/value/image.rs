@@ -1,0 +1,311 @@
+//! [`Image`]: an item image (or a key), attribute name → value, held as one
+//! vector sorted by name.
+//!
+//! Why not a `HashMap`: an image has a handful of attributes and is built,
+//! read a few times and dropped, once per record. A sorted vector is one
+//! allocation instead of a hash table, finds a name by binary search without
+//! hashing it, drops without walking control bytes, and iterates in one
+//! order (by name), so nothing that renders an image depends on a hasher's
+//! seed. Its methods are the `HashMap` ones the pipeline uses, with the same
+//! meaning; equality does not depend on the order attributes were inserted in.
+//!
+//! A nested `M` value stays `serde_dynamo`'s `HashMap`: [`Image::into_map`]
+//! and `From<HashMap<..>>` convert between the two.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::Value;
+
+/// An item image (or a key): attribute name → value, sorted by name.
+#[derive(Clone, Default, PartialEq)]
+pub struct Image {
+    /// Sorted by name, names distinct.
+    entries: Vec<(String, Value)>,
+}
+
+/// One entry, borrowed as a `HashMap`'s iterator yields it.
+type EntryRef<'a> = (&'a String, &'a Value);
+
+/// The iterator over an image's entries, by name.
+pub type Iter<'a> = std::iter::Map<std::slice::Iter<'a, (String, Value)>, fn(&(String, Value)) -> EntryRef<'_>>;
+
+fn entry_ref((name, value): &(String, Value)) -> EntryRef<'_> {
+    (name, value)
+}
+
+impl Image {
+    /// An empty image.
+    pub fn new() -> Image {
+        Image::default()
+    }
+
+    /// An empty image with room for `capacity` attributes.
+    pub fn with_capacity(capacity: usize) -> Image {
+        Image {
+            entries: Vec::with_capacity(capacity),
+        }
+    }
+
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        self.entries.binary_search_by(|(n, _)| n.as_str().cmp(name))
+    }
+
+    /// The value of attribute `name`.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        if self.entries.len() <= LINEAR {
+            // Most names differ in length: a scan compares lengths, not bytes.
+            return self.entries.iter().find(|(n, _)| n == name).map(|(_, value)| value);
+        }
+        self.find(name).ok().map(|at| &self.entries[at].1)
+    }
+
+    /// The value of attribute `name`, to change in place.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Value> {
+        self.find(name).ok().map(|at| &mut self.entries[at].1)
+    }
+
+    /// Whether the image has attribute `name`.
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.find(name).is_ok()
+    }
+
+    /// Sets attribute `name`, returning the value it replaced.
+    pub fn insert(&mut self, name: String, value: Value) -> Option<Value> {
+        match self.find(&name) {
+            Ok(at) => Some(std::mem::replace(&mut self.entries[at].1, value)),
+            Err(at) => {
+                self.entries.insert(at, (name, value));
+                None
+            }
+        }
+    }
+
+    /// The value of attribute `name`, inserting `make()` first when absent.
+    pub fn get_or_insert_with(&mut self, name: &str, make: impl FnOnce() -> Value) -> &mut Value {
+        let at = match self.find(name) {
+            Ok(at) => at,
+            Err(at) => {
+                self.entries.insert(at, (name.to_owned(), make()));
+                at
+            }
+        };
+        &mut self.entries[at].1
+    }
+
+    /// Removes attribute `name`, returning its value.
+    pub fn remove(&mut self, name: &str) -> Option<Value> {
+        self.find(name).ok().map(|at| self.entries.remove(at).1)
+    }
+
+    /// Keeps the attributes for which `keep` is true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut Value) -> bool) {
+        self.entries.retain_mut(|(name, value)| keep(name, value));
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The attributes, by name.
+    pub fn iter(&self) -> Iter<'_> {
+        self.entries
+            .iter()
+            .map(entry_ref as fn(&(String, Value)) -> EntryRef<'_>)
+    }
+
+    /// The attribute names, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.entries.iter().map(|(name, _)| name)
+    }
+
+    /// The values, in the order of their names.
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.entries.iter().map(|(_, value)| value)
+    }
+
+    /// The image as a nested `M` value's map.
+    pub fn into_map(self) -> HashMap<String, Value> {
+        self.entries.into_iter().collect()
+    }
+
+    /// Builds an image from entries in any order; a repeated name keeps
+    /// its last value, as inserting them one by one would.
+    fn from_entries(mut entries: Vec<(String, Value)>) -> Image {
+        if entries.len() <= SMALL {
+            let mut i = 1;
+            while i < entries.len() {
+                match sorted_place(&entries, i) {
+                    Ok(at) => {
+                        let (_, value) = entries.remove(i);
+                        entries[at].1 = value;
+                    }
+                    Err(at) => {
+                        entries[at..=i].rotate_right(1);
+                        i += 1;
+                    }
+                }
+            }
+        } else if !entries.is_sorted_by(|a, b| a.0 < b.0) {
+            // Stable, so of a repeated name the last one comes last.
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries.dedup_by(|later, earlier| {
+                let repeated = later.0 == earlier.0;
+                if repeated {
+                    std::mem::swap(&mut later.1, &mut earlier.1);
+                }
+                repeated
+            });
+        }
+        Image { entries }
+    }
+
+    /// Builds an image from distinct names pushed in any order, or returns
+    /// the first name (in the order given) that repeats an earlier one.
+    pub fn from_distinct(mut entries: Vec<(String, Value)>) -> Result<Image, String> {
+        if entries.len() <= SMALL {
+            for i in 1..entries.len() {
+                match sorted_place(&entries, i) {
+                    Ok(_) => return Err(std::mem::take(&mut entries[i].0)),
+                    Err(at) => entries[at..=i].rotate_right(1),
+                }
+            }
+            return Ok(Image { entries });
+        }
+        if entries.is_sorted_by(|a, b| a.0 < b.0) {
+            return Ok(Image { entries });
+        }
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        order.sort_by(|&a, &b| entries[a].0.cmp(&entries[b].0));
+        let first_repeat = order
+            .windows(2)
+            .filter(|pair| entries[pair[0]].0 == entries[pair[1]].0)
+            .map(|pair| pair[1])
+            .min();
+        if let Some(at) = first_repeat {
+            return Err(std::mem::take(&mut entries[at].0));
+        }
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(Image { entries })
+    }
+}
+
+/// Up to this many entries, a name is looked up by a scan.
+const LINEAR: usize = 16;
+
+/// Up to this many entries, an image is sorted by insertion as it is built
+/// (no scratch space, and the first repeated name is found as it comes).
+const SMALL: usize = 64;
+
+/// Where entry `i` goes among the sorted entries before it: `Ok` at an
+/// equal name, `Err` at the place that keeps them sorted.
+fn sorted_place(entries: &[(String, Value)], i: usize) -> Result<usize, usize> {
+    let name = entries[i].0.as_str();
+    if entries[i - 1].0.as_str() < name {
+        return Err(i);
+    }
+    entries[..i].binary_search_by(|(n, _)| n.as_str().cmp(name))
+}
+
+impl fmt::Debug for Image {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl std::ops::Index<&str> for Image {
+    type Output = Value;
+
+    /// The value of attribute `name`; panics when absent, as `HashMap`'s does.
+    fn index(&self, name: &str) -> &Value {
+        match self.get(name) {
+            Some(value) => value,
+            None => panic!("no attribute `{name}` in the image"),
+        }
+    }
+}
+
+impl FromIterator<(String, Value)> for Image {
+    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Image {
+        Image::from_entries(iter.into_iter().collect())
+    }
+}
+
+impl<const N: usize> From<[(String, Value); N]> for Image {
+    fn from(entries: [(String, Value); N]) -> Image {
+        entries.into_iter().collect()
+    }
+}
+
+impl From<HashMap<String, Value>> for Image {
+    fn from(map: HashMap<String, Value>) -> Image {
+        map.into_iter().collect()
+    }
+}
+
+impl Extend<(String, Value)> for Image {
+    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
+        for (name, value) in iter {
+            self.insert(name, value);
+        }
+    }
+}
+
+impl IntoIterator for Image {
+    type Item = (String, Value);
+    type IntoIter = std::vec::IntoIter<(String, Value)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Image {
+    type Item = EntryRef<'a>;
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl Serialize for Image {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (name, value) in self {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Image {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Image, D::Error> {
+        struct ImageVisitor;
+        impl<'de> Visitor<'de> for ImageVisitor {
+            type Value = Image;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of attribute names to DynamoDB values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Image, A::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
+                while let Some(entry) = map.next_entry::<String, Value>()? {
+                    entries.push(entry);
+                }
+                Ok(Image::from_entries(entries))
+            }
+        }
+        deserializer.deserialize_map(ImageVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests;
