@@ -55,23 +55,28 @@ impl Image {
         self.entries.binary_search_by(|(n, _)| n.as_str().cmp(name))
     }
 
-    /// The value of attribute `name`.
-    pub fn get(&self, name: &str) -> Option<&Value> {
+    /// Where attribute `name` is, if the image has it.
+    fn position(&self, name: &str) -> Option<usize> {
         if self.entries.len() <= LINEAR {
             // Most names differ in length: a scan compares lengths, not bytes.
-            return self.entries.iter().find(|(n, _)| n == name).map(|(_, value)| value);
+            return self.entries.iter().position(|(n, _)| n == name);
         }
-        self.find(name).ok().map(|at| &self.entries[at].1)
+        self.find(name).ok()
+    }
+
+    /// The value of attribute `name`.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.position(name).map(|at| &self.entries[at].1)
     }
 
     /// The value of attribute `name`, to change in place.
     pub fn get_mut(&mut self, name: &str) -> Option<&mut Value> {
-        self.find(name).ok().map(|at| &mut self.entries[at].1)
+        self.position(name).map(|at| &mut self.entries[at].1)
     }
 
     /// Whether the image has attribute `name`.
     pub fn contains_key(&self, name: &str) -> bool {
-        self.find(name).is_ok()
+        self.position(name).is_some()
     }
 
     /// Sets attribute `name`, returning the value it replaced.
