@@ -88,7 +88,7 @@
 
 use crate::config::{Config, RouteConfig, RouteEvent, RouteItems, TableConfig, TableLookupError};
 use crate::edge::{self, EdgeError, GraphItem};
-use crate::record::{ChangeRecord, CreationTime, EventKind};
+use crate::record::{ChangeRecord, CreationTime, EventKind, Received};
 use crate::value::{Image, Value};
 
 /// One EventBridge entry to put (`Time` unset, no `Resources`).
@@ -201,6 +201,32 @@ pub fn route_event(record: &ChangeRecord) -> RouteEvent {
         EventKind::Modify => RouteEvent::Modify,
         EventKind::Remove if record.ttl_expiry => RouteEvent::Expire,
         EventKind::Remove => RouteEvent::Remove,
+    }
+}
+
+/// [`classify`]s a received record of `table`: takes the events
+/// [`classify_ahead`] found for it with this config, if it did, else
+/// classifies `record` (the received record's own).
+pub fn classify_received(
+    config: &Config,
+    table: &TableConfig,
+    received: &Received<'_>,
+    record: &ChangeRecord,
+) -> Result<Vec<Event>, EventError> {
+    received
+        .ahead
+        .take_events(config)
+        .unwrap_or_else(|| classify(config, table, record))
+}
+
+/// Classifies a received record ahead of the consumer that will ask
+/// [`classify_received`] for its events (replay's reading thread does, while
+/// the handling thread is busy). Nothing for a record that is unparsable or
+/// of no table of the config.
+pub fn classify_ahead(config: &Config, received: &Received<'_>) {
+    let Ok(record) = &received.record else { return };
+    if let Ok(table) = table_of(config, record) {
+        received.ahead.keep_events(config, classify(config, table, record));
     }
 }
 

@@ -27,7 +27,7 @@
 use crate::config::{Config, EdgeSetConfig, IndexConfig, TableConfig, TableLookupError, TemplatePart, ValueRef};
 use crate::edge::{self, EdgeError, GraphItem};
 use crate::index::{self, IndexError, RowKey};
-use crate::record::{ChangeRecord, EventKind};
+use crate::record::{ChangeRecord, EventKind, Received};
 use crate::value::{Image, Projection};
 
 mod mutation;
@@ -132,6 +132,25 @@ impl<'c> Planner<'c> {
             TableLookupError::Undeclared(table) => PlanError::UnknownTable { table },
             TableLookupError::NoMatch(keys) => PlanError::NoTable { keys },
         })
+    }
+
+    /// Plans a received record: takes the plan [`Planner::plan_ahead`] made
+    /// of it with this planner's config, if it did, else plans `record`
+    /// (the received record's own).
+    pub fn plan_received(&self, received: &Received<'_>, record: &ChangeRecord) -> Plan {
+        received
+            .ahead
+            .take_plan(self.config)
+            .unwrap_or_else(|| self.plan(record))
+    }
+
+    /// Plans a received record ahead of the consumer that will ask
+    /// [`Planner::plan_received`] for it (replay's reading thread does, while
+    /// the handling thread is busy). Nothing for an unparsable record.
+    pub fn plan_ahead(&self, received: &Received<'_>) {
+        if let Ok(record) = &received.record {
+            received.ahead.keep_plan(self.config, self.plan(record));
+        }
     }
 
     /// Plans `record`.

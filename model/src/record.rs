@@ -45,6 +45,7 @@
 //! `f64` step), so the conversion keeps whole seconds only; it also cannot
 //! tell an absent image from an empty one. The raw parsers are the main path.
 
+mod ahead;
 mod attr;
 #[cfg(feature = "lambda-events")]
 mod lambda;
@@ -168,6 +169,9 @@ pub struct Received<'a> {
     /// for, kept once asked: both consumers ask it of the same record, and
     /// replay's reader asks it ahead of them, on its own thread.
     pub(crate) verdict: std::sync::OnceLock<(String, Option<String>)>,
+    /// The record's plan and events, when worked out ahead of the
+    /// consumers (see [`crate::Planner::plan_ahead`]).
+    pub(crate) ahead: ahead::Ahead,
 }
 
 /// Where a received record's JSON text is.
@@ -189,6 +193,7 @@ impl Received<'_> {
             sequence_number: Some(record.sequence_number.clone()),
             record: Ok(record),
             verdict: std::sync::OnceLock::new(),
+            ahead: ahead::Ahead::default(),
         }
     }
 

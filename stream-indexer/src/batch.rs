@@ -250,7 +250,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
                     if let Some(created) = record.created {
                         stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
                     }
-                    let plan = planner.plan(record);
+                    let plan = planner.plan_received(received, record);
                     for mutation in &plan.mutations {
                         stats.planned.count(mutation);
                     }

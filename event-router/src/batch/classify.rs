@@ -58,7 +58,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             }
             let group = groups.of(table, record);
             let mut poison = None;
-            match event::classify(config, table, record) {
+            match event::classify_received(config, table, received, record) {
                 Err(error) => poison = Some(error.to_string()),
                 Ok(events) => {
                     for event in events {

@@ -249,14 +249,22 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     Ok(exit::FAILURE)
 }
 
-/// Checks a record as both consumers will ([`validate::poison`], whose
-/// answer the record keeps): on the reading thread, ahead of them.
-fn validate_ahead(received: &Received<'_>, config: &Config) {
+/// Does on the reading thread, ahead of the consumers, the work on a record
+/// that does not depend on the tables: checks it as both will
+/// ([`validate::poison`]), plans it for the indexer and classifies it for
+/// the router. The record keeps the answers; the consumers take them.
+fn prepare_ahead(received: &Received<'_>, planner: &model::Planner<'_>) {
+    let config = planner.config();
     if let Ok(record) = &received.record {
         if let Ok(table) = model::event::table_of(config, record) {
-            let _ = validate::poison(received, table);
+            if validate::poison(received, table).is_some() {
+                // Neither consumer plans or classifies a poison record.
+                return;
+            }
         }
     }
+    planner.plan_ahead(received);
+    model::event::classify_ahead(config, received);
 }
 
 /// Hands the records of `files` to `handle` a batch at a time, in order,
@@ -276,12 +284,13 @@ fn each_file(
 ) -> anyhow::Result<Option<Tally>> {
     let mut tally = Tally::default();
     let mut done = 0;
+    let planner = model::Planner::new(config);
     for path in files {
         let mut file = Tally::default();
         let read = each_batch(
             path,
             batch_size,
-            &|received| validate_ahead(received, config),
+            &|received| prepare_ahead(received, &planner),
             |batch, bytes| {
                 file.count(batch, config);
                 handle(batch, summary);

@@ -71,6 +71,7 @@ pub(super) fn received(raw: &RawValue, position: RecordId) -> Received<'_> {
         sequence_number,
         record,
         verdict: std::sync::OnceLock::new(),
+        ahead: Default::default(),
     }
 }
 
