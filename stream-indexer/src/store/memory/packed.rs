@@ -238,10 +238,15 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(self.bytes()?).ok().map(str::to_owned)
     }
 
-    /// An image's or an `M`'s entries.
+    /// An image's or an `M`'s entries (gathered first into a vector of the
+    /// right size: collecting fallibly would grow it step by step).
     fn entries<M: FromIterator<(String, Value)>>(&mut self) -> Option<M> {
         let count = self.varint()?;
-        (0..count).map(|_| self.entry()).collect()
+        let mut entries = Vec::with_capacity(count.min(self.0.len()));
+        for _ in 0..count {
+            entries.push(self.entry()?);
+        }
+        Some(entries.into_iter().collect())
     }
 
     fn entry(&mut self) -> Option<(String, Value)> {
