@@ -119,6 +119,12 @@ pub(super) enum ImageProblem {
 /// An image, or why it is malformed. `Option<ImageField>` reads `null` as `None`.
 pub(super) struct ImageField(pub Result<Image, ImageProblem>);
 
+std::thread_local! {
+    /// The entries of the image being read (a nested `M` finds it taken
+    /// and starts its own).
+    static SCRATCH: std::cell::Cell<Vec<(String, Value)>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// The problem of an image that repeats attribute `name`.
 fn duplicate(name: String) -> ImageProblem {
     ImageProblem::Attribute {
@@ -333,7 +339,11 @@ impl<'de> Deserialize<'de> for ImageField {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ImageField, A::Error> {
-                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
+                // Gathered in a reused vector, then moved into one of the
+                // exact size: serde_json gives no size hint, and a vector
+                // grown step by step holds up to twice the room it needs.
+                let mut entries = SCRATCH.take();
+                entries.clear();
                 let mut problem = None;
                 while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
                     let Attr(value) = map.next_value::<Attr>()?;
@@ -355,10 +365,12 @@ impl<'de> Deserialize<'de> for ImageField {
                         }
                     }
                 }
-                Ok(ImageField(match problem {
+                let field = match problem {
                     Some(problem) => Err(problem),
-                    None => Image::from_distinct(entries).map_err(duplicate),
-                }))
+                    None => Image::from_distinct(entries.drain(..).collect()).map_err(duplicate),
+                };
+                SCRATCH.set(entries);
+                Ok(ImageField(field))
             }
             lenient_all_but!(map, ImageField, ImageField(Err(ImageProblem::NotAnObject)));
         }
