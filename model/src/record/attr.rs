@@ -365,9 +365,13 @@ impl<'de> Deserialize<'de> for ImageField {
                         }
                     }
                 }
+                // Not `mem::take`: the scratch keeps its room, the image
+                // gets a vector of the exact size.
+                #[allow(clippy::drain_collect)]
+                let exact: Vec<(String, Value)> = entries.drain(..).collect();
                 let field = match problem {
                     Some(problem) => Err(problem),
-                    None => Image::from_distinct(entries.drain(..).collect()).map_err(duplicate),
+                    None => Image::from_distinct(exact).map_err(duplicate),
                 };
                 SCRATCH.set(entries);
                 Ok(ImageField(field))
