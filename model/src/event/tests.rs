@@ -8,6 +8,7 @@ use super::json::{rfc3339, write_str};
 use super::*;
 use crate::config::{self, Config};
 use crate::record::parse_batch;
+use crate::testing::attribute_value;
 
 fn example() -> Config {
     config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("the example config is valid")
@@ -419,10 +420,6 @@ fn a_numeric_key_on_a_graph_route_is_an_error_not_a_panic() {
 
 // ---- property: classify never panics, and what it returns is consistent ----
 
-fn value() -> impl Strategy<Value = Value> {
-    crate::testing::attribute_value()
-}
-
 fn name() -> impl Strategy<Value = String> {
     prop_oneof![
         Just("source".to_owned()),
@@ -439,7 +436,7 @@ fn key_value() -> impl Strategy<Value = Value> {
         4 => prop_oneof![
             Just("GOAL-1"), Just("TEAM-1"), Just("lyr#x"), Just("GOALMEMBERSHIP-USER-1"), Just("TEAMMEMBERSHIP-x"), Just("")
         ].prop_map(|s| Value::S(s.to_owned())),
-        1 => value(),
+        1 => attribute_value(),
     ]
 }
 
@@ -461,8 +458,8 @@ fn any_record() -> impl Strategy<Value = ChangeRecord> {
             Just("other")
         ]),
         image(key_value()),
-        proptest::option::of(image(value())),
-        proptest::option::of(image(value())),
+        proptest::option::of(image(attribute_value())),
+        proptest::option::of(image(attribute_value())),
         any::<bool>(),
         proptest::option::of((0i64..10_000_000_000, 0u32..1_000_000_000)),
     )

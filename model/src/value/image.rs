@@ -3,8 +3,9 @@
 //!
 //! Why not a `HashMap`: an image has a handful of attributes and is built,
 //! read a few times and dropped, once per record. A sorted vector is one
-//! allocation instead of a hash table, finds a name by binary search without
-//! hashing it, drops without walking control bytes, and iterates in one
+//! allocation instead of a hash table, finds a name without hashing it (a
+//! scan of a small image, a binary search of a large one), drops without
+//! walking control bytes, and iterates in one
 //! order (by name), so nothing that renders an image depends on a hasher's
 //! seed. Its methods are the `HashMap` ones the pipeline uses, with the same
 //! meaning; equality does not depend on the order attributes were inserted in.
@@ -107,11 +108,6 @@ impl Image {
         self.find(name).ok().map(|at| self.entries.remove(at).1)
     }
 
-    /// Keeps the attributes for which `keep` is true.
-    pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut Value) -> bool) {
-        self.entries.retain_mut(|(name, value)| keep(name, value));
-    }
-
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -130,11 +126,6 @@ impl Image {
     /// The attribute names, in order.
     pub fn keys(&self) -> impl Iterator<Item = &String> {
         self.entries.iter().map(|(name, _)| name)
-    }
-
-    /// The values, in the order of their names.
-    pub fn values(&self) -> impl Iterator<Item = &Value> {
-        self.entries.iter().map(|(_, value)| value)
     }
 
     /// The image as a nested `M` value's map.

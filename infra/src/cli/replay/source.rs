@@ -1,5 +1,5 @@
 //! Reading a recorded stream file a batch at a time, so that replay's
-//! memory is bounded by a batch, not by the file.
+//! memory is bounded by a part of it (a few batches), not by the file.
 //!
 //! - JSON Lines (one record per line: what `streamdex record` and the
 //!   history generator write) is streamed: `batch_size` records are read into
@@ -33,11 +33,12 @@ use serde_json::value::RawValue;
 
 /// The read buffer: large enough that a read costs little against parsing.
 const READ_BUFFER: usize = 1 << 20;
-/// Records (at least; whole batches) read and parsed ahead at a time, on a
-/// second thread: enough that starting the thread costs little against
-/// parsing them, few enough that they take a few MB at most. Measured on
-/// the 200 K replay: 500 is 6 % faster than one batch (100) at a time, and
-/// 2,000 no faster than 500 but 15 MB larger.
+/// Records (at least; whole batches) read and parsed ahead at a time, on the
+/// reading thread: enough that handing a part over costs little against
+/// parsing it, few enough that a part takes a few MB at most. Measured on
+/// the 200 K replay, when a thread was started per part: 500 was 6 % faster
+/// than one batch (100) at a time, and 2,000 no faster than 500 but 15 MB
+/// larger.
 const READ_AHEAD_RECORDS: usize = 500;
 
 /// Why a file could not be replayed.
@@ -76,10 +77,10 @@ pub fn each_batch(
         line: 0,
         consumed: 0,
     };
-    let mut x = Lines::default();
-    if !input.starts_json_lines(&mut x).map_err(read_error)? {
-        // A document: read it whole (the part already read is in `x`).
-        let mut bytes = std::mem::take(&mut x.text);
+    let mut first = Lines::default();
+    if !input.starts_json_lines(&mut first).map_err(read_error)? {
+        // A document: read it whole (the part already read is in `first`).
+        let mut bytes = std::mem::take(&mut first.text);
         input.reader.read_to_end(&mut bytes).map_err(read_error)?;
         let records = parse_any(&bytes).map_err(parse_error)?;
         records.iter().for_each(prepare);
@@ -95,7 +96,7 @@ pub fn each_batch(
     // ahead of the batches handed to `each` (see `read_ahead`).
     let part_size = batch_size.saturating_mul(READ_AHEAD_RECORDS.div_ceil(batch_size));
     std::thread::scope(|scope| {
-        let (parts, spent) = read_ahead(scope, input, x, part_size, prepare);
+        let (parts, spent) = read_ahead(scope, input, first, part_size, prepare);
         for part in parts {
             let part = part.map_err(read_error)?;
             let Part {
@@ -212,14 +213,14 @@ struct Input<R> {
 }
 
 impl<R: BufRead> Input<R> {
-    /// Reads the file's first non-blank line into `batch` and says whether
-    /// the file is JSON Lines. What was read stays in the batch either way.
-    fn starts_json_lines(&mut self, batch: &mut Lines) -> std::io::Result<bool> {
+    /// Reads the file's first non-blank line into `lines` and says whether
+    /// the file is JSON Lines. What was read stays in `lines` either way.
+    fn starts_json_lines(&mut self, lines: &mut Lines) -> std::io::Result<bool> {
         loop {
-            let Some((start, end)) = self.read_line(batch)? else {
+            let Some((start, end)) = self.read_line(lines)? else {
                 return Ok(true); // empty: no records either way
             };
-            let line = batch.text.get(start..end).unwrap_or_default();
+            let line = lines.text.get(start..end).unwrap_or_default();
             let Ok(line) = std::str::from_utf8(line) else {
                 return Ok(false);
             };
@@ -257,10 +258,10 @@ impl<R: BufRead> Input<R> {
         Ok(more)
     }
 
-    /// Reads one line (without its `\n`) onto the end of `batch`.
-    fn read_line(&mut self, batch: &mut Lines) -> std::io::Result<Option<(usize, usize)>> {
-        let start = batch.text.len();
-        let read = self.reader.read_until(b'\n', &mut batch.text)?;
+    /// Reads one line (without its `\n`) onto the end of `lines`.
+    fn read_line(&mut self, lines: &mut Lines) -> std::io::Result<Option<(usize, usize)>> {
+        let start = lines.text.len();
+        let read = self.reader.read_until(b'\n', &mut lines.text)?;
         if read == 0 {
             return Ok(None);
         }
@@ -268,17 +269,17 @@ impl<R: BufRead> Input<R> {
         self.line += 1;
         let mut start = start;
         let mut shift = 0;
-        if self.line == 1 && batch.text.get(start..start + 3) == Some(b"\xEF\xBB\xBF".as_slice()) {
+        if self.line == 1 && lines.text.get(start..start + 3) == Some(b"\xEF\xBB\xBF".as_slice()) {
             // A byte-order mark: stripped; columns on line 1 move by 3.
             start += 3;
             shift = 3;
         }
-        let end = if batch.text.last() == Some(&b'\n') {
-            batch.text.len() - 1
+        let end = if lines.text.last() == Some(&b'\n') {
+            lines.text.len() - 1
         } else {
-            batch.text.len()
+            lines.text.len()
         };
-        batch.spans.push(Span {
+        lines.spans.push(Span {
             start,
             end,
             line: self.line,
@@ -289,7 +290,7 @@ impl<R: BufRead> Input<R> {
     }
 }
 
-/// Where a line is in its batch's text.
+/// Where a line is in its part's text.
 struct Span {
     start: usize,
     end: usize,

@@ -12,7 +12,6 @@ enum Op {
     Insert(String, Value),
     Remove(String),
     GetOrInsert(String, Value),
-    Retain(u8),
 }
 
 fn name() -> impl Strategy<Value = String> {
@@ -24,13 +23,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (name(), attribute_value()).prop_map(|(n, v)| Op::Insert(n, v)),
         1 => name().prop_map(Op::Remove),
         1 => (name(), attribute_value()).prop_map(|(n, v)| Op::GetOrInsert(n, v)),
-        1 => any::<u8>().prop_map(Op::Retain),
     ]
-}
-
-/// Whether `name` survives `Op::Retain(seed)`.
-fn kept(name: &str, seed: u8) -> bool {
-    (name.len() as u8 + name.bytes().map(u32::from).sum::<u32>() as u8) % 3 != seed % 3
 }
 
 fn sorted(map: &HashMap<String, Value>) -> Vec<(String, Value)> {
@@ -51,10 +44,6 @@ proptest! {
                 Op::GetOrInsert(n, v) => {
                     let got = image.get_or_insert_with(&n, || v.clone()).clone();
                     prop_assert_eq!(&got, model.entry(n).or_insert(v));
-                }
-                Op::Retain(seed) => {
-                    image.retain(|n, _| kept(n, seed));
-                    model.retain(|n, _| kept(n, seed));
                 }
             }
             prop_assert_eq!(image.len(), model.len());
