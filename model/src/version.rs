@@ -59,7 +59,11 @@ impl Version {
         if digits.len() > WIDTH {
             return Err(VersionError::TooLong(sequence.to_owned()));
         }
-        Ok(Version(format!("{digits:0>WIDTH$}").into()))
+        // Padded on the stack, then one allocation for the shared text.
+        let mut text = [b'0'; WIDTH];
+        text[WIDTH - digits.len()..].copy_from_slice(digits.as_bytes());
+        let text = std::str::from_utf8(&text).map_err(|_| VersionError::NotDecimal(sequence.to_owned()))?;
+        Ok(Version(text.into()))
     }
 
     /// The lowest version: what any record beats (a row rebuilt where there
