@@ -26,11 +26,12 @@ use model::validate;
 use serde_json::{json, Value as Json};
 use stream_indexer::apply::Guard;
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
+use stream_indexer::store::memory::ReadyItem;
 use stream_indexer::{Indexer, MemoryQuarantine, Options};
 
 use super::exit;
 use crate::derived::derived_json;
-use crate::runner::replay::{replay_batch_to, Local, Summary};
+use crate::runner::replay::{ready_item, replay_batch_to, Local, Summary};
 
 mod source;
 mod tally;
@@ -143,7 +144,8 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             &ProgressBar::hidden(),
             &mut summary,
             err,
-            |_, _| {},
+            false,
+            |_, _, _| {},
         )?;
         if checked.is_none() {
             return Ok(exit::BAD_INPUT);
@@ -173,7 +175,8 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             &bar,
             &mut summary,
             err,
-            |batch, summary| {
+            false,
+            |batch, _, summary| {
                 runtime.block_on(replay_batch_to(&indexer, &router, batch, summary));
             },
         )?;
@@ -196,8 +199,9 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             &bar,
             &mut summary,
             err,
-            |batch, summary| {
-                runtime.block_on(local.replay_batch(batch, summary));
+            true,
+            |batch, ready, summary| {
+                runtime.block_on(local.replay_ready_batch(batch, ready, summary));
             },
         )?;
         let Some(counted) = replayed else {
@@ -252,19 +256,25 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
 /// Does on the reading thread, ahead of the consumers, the work on a record
 /// that does not depend on the tables: checks it as both will
 /// ([`validate::poison`]), plans it for the indexer and classifies it for
-/// the router. The record keeps the answers; the consumers take them.
-fn prepare_ahead(received: &Received<'_>, planner: &model::Planner<'_>) {
+/// the router (the record keeps the answers; the consumers take them), and,
+/// for an in-memory replay (`local`), makes ready the item it puts into the
+/// source table.
+fn prepare_ahead(received: &Received<'_>, planner: &model::Planner<'_>, local: bool) -> Option<ReadyItem> {
     let config = planner.config();
-    if let Ok(record) = &received.record {
-        if let Ok(table) = model::event::table_of(config, record) {
-            if validate::poison(received, table).is_some() {
-                // Neither consumer plans or classifies a poison record.
-                return;
-            }
+    let Ok(record) = &received.record else {
+        return None;
+    };
+    // Every record reaches the source tables, poison or not.
+    let ready = local.then(|| ready_item(planner, record)).flatten();
+    if let Ok(table) = model::event::table_of(config, record) {
+        if validate::poison(received, table).is_some() {
+            // Neither consumer plans or classifies a poison record.
+            return ready;
         }
     }
     planner.plan_ahead(received);
     model::event::classify_ahead(config, received);
+    ready
 }
 
 /// Hands the records of `files` to `handle` a batch at a time, in order,
@@ -272,7 +282,9 @@ fn prepare_ahead(received: &Received<'_>, planner: &model::Planner<'_>) {
 /// would land out of order: Lambda, too, retries a failed batch before going
 /// on). A file that does not parse, or cannot be a stream of the config's
 /// tables, is refused once read, with the reason on `err`: `None` (exit 2).
-/// An unreadable file is an error.
+/// An unreadable file is an error. `local`: the batches go to an in-memory
+/// store, and come with its items made ready ([`prepare_ahead`]).
+#[allow(clippy::too_many_arguments)]
 fn each_file(
     files: &[PathBuf],
     batch_size: usize,
@@ -280,7 +292,8 @@ fn each_file(
     bar: &ProgressBar,
     summary: &mut Summary,
     err: &mut dyn Write,
-    mut handle: impl FnMut(&[Received<'_>], &mut Summary),
+    local: bool,
+    mut handle: impl FnMut(&[Received<'_>], &mut [Option<ReadyItem>], &mut Summary),
 ) -> anyhow::Result<Option<Tally>> {
     let mut tally = Tally::default();
     let mut done = 0;
@@ -290,10 +303,10 @@ fn each_file(
         let read = each_batch(
             path,
             batch_size,
-            &|received| prepare_ahead(received, &planner),
-            |batch, bytes| {
+            &|received| prepare_ahead(received, &planner, local),
+            |batch, ready, bytes| {
                 file.count(batch, config);
-                handle(batch, summary);
+                handle(batch, ready, summary);
                 bar.set_position(done + bytes);
                 if summary.failed.is_empty() {
                     ControlFlow::Continue(())

@@ -23,7 +23,7 @@ use model::record::{ChangeRecord, EventKind, Received};
 use model::{Image, Planner};
 use serde_json::Value as Json;
 use stream_indexer::batch::Quarantined;
-use stream_indexer::store::memory::StreamEntry;
+use stream_indexer::store::memory::{ReadyItem, StreamEntry};
 use stream_indexer::store::Store;
 use stream_indexer::{Backoff, BatchStats, Indexer, MemoryQuarantine, MemoryStore, Options};
 
@@ -115,13 +115,26 @@ impl Local {
 
     /// Replays one batch (see the module doc), adding to `summary`.
     pub async fn replay_batch(&self, batch: &[Received<'_>], summary: &mut Summary) {
+        self.replay_ready_batch(batch, &mut [], summary).await;
+    }
+
+    /// [`Local::replay_batch`], with the items the batch puts into the
+    /// source tables made ready ahead ([`ready_item`], one per record, in
+    /// order; fewer, and the rest are made here).
+    pub async fn replay_ready_batch(
+        &self,
+        batch: &[Received<'_>],
+        ready: &mut [Option<ReadyItem>],
+        summary: &mut Summary,
+    ) {
         let store = self.store();
         let planner = Planner::new(self.config());
         summary.records += batch.len();
         store.record_stream(false);
-        for received in batch {
+        for (at, received) in batch.iter().enumerate() {
             if let Ok(record) = &received.record {
-                materialize(store, &planner, record);
+                let ready = ready.get_mut(at).and_then(Option::take);
+                materialize(store, &planner, record, ready);
             }
         }
         // From here on the pipeline's own writes (set updates, the
@@ -232,11 +245,23 @@ pub async fn replay_batch_to<S: Store, P: Publisher>(
     absorb(summary, indexed, routed);
 }
 
+/// The item `record` puts into its source table, made ready for the store
+/// (see [`ReadyItem`]): what [`Local::replay_ready_batch`] takes. Depends
+/// on the record and the config alone, so replay makes it on its reading
+/// thread.
+pub fn ready_item(planner: &Planner<'_>, record: &ChangeRecord) -> Option<ReadyItem> {
+    let table = planner.table_of(record).ok()?;
+    match (&record.kind, &record.new) {
+        (EventKind::Remove, _) | (_, None) => None,
+        (_, Some(new)) => ReadyItem::new(table, new).ok(),
+    }
+}
+
 /// Applies a record to the store's copy of its source table. A MODIFY whose
 /// images both lack a node's pipeline-owned attributes (a fixture recorded
 /// without streamdex) keeps the stored ones, as an UpdateItem would; images
 /// that show them vanishing (a PutItem overwrite) replace the item whole.
-fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord) {
+fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord, ready: Option<ReadyItem>) {
     let Ok(table) = planner.table_of(record) else { return };
     match (&record.kind, &record.new) {
         (EventKind::Remove, _) => {
@@ -255,7 +280,10 @@ fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord
                     !record.old.as_ref().is_some_and(shows) && !shows(new)
                 });
             let keep: &[&str] = owned.as_ref().map_or(&[], |owned| owned);
-            let _ = store.put_item_keeping(&table.name, new, keep);
+            let _ = match ready {
+                Some(ready) => store.put_ready_keeping(&table.name, new, ready, keep),
+                None => store.put_item_keeping(&table.name, new, keep),
+            };
         }
         (_, None) => {}
     }

@@ -33,6 +33,7 @@ use super::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp, Sto
 use model::version::EDGE_MARK_ATTRIBUTE;
 use model::Version;
 use packed::Packed;
+pub use ready::ReadyItem;
 
 /// A primary key attribute value, as DynamoDB compares them: numbers by value
 /// (kept as canonical text), strings and binaries by content.
@@ -253,10 +254,39 @@ impl MemoryStore {
         self.put(table, item, keep).map(drop)
     }
 
+    /// [`MemoryStore::put_item_keeping`] of an item made ready ahead: its
+    /// key and stored form are taken from `ready` (made afresh if it was
+    /// made for another config), unless stored attributes are kept.
+    pub fn put_ready_keeping(
+        &self,
+        table: &str,
+        item: &Image,
+        ready: ReadyItem,
+        keep: &[&str],
+    ) -> Result<(), MemoryError> {
+        let t = self.table(table)?;
+        if !ready.made_for(t) {
+            return self.put(table, item, keep).map(drop);
+        }
+        self.put_keyed(t, item, keep, ready.key, Some(ready.packed)).map(drop)
+    }
+
     /// [`MemoryStore::put_item_keeping`], returning the old item as stored.
     fn put(&self, table: &str, item: &Image, keep: &[&str]) -> Result<Option<Packed>, MemoryError> {
         let t = self.table(table)?;
-        let key = item_key(t, item)?;
+        self.put_keyed(t, item, keep, item_key(t, item)?, None)
+    }
+
+    /// [`MemoryStore::put`] of the item at `key`, `packed` when given.
+    fn put_keyed(
+        &self,
+        t: &TableConfig,
+        item: &Image,
+        keep: &[&str],
+        key: ItemKey,
+        packed: Option<Packed>,
+    ) -> Result<Option<Packed>, MemoryError> {
+        let table = t.name.as_str();
         let mut state = self.lock();
         let state = &mut *state;
         let recording = state.stream.is_some();
@@ -266,7 +296,10 @@ impl MemoryStore {
             table::Slot::Occupied(stored) => {
                 let kept: Vec<&str> = keep.iter().copied().filter(|name| !item.contains_key(name)).collect();
                 let entries: Vec<&[u8]> = kept.iter().filter_map(|name| stored.entry(name)).collect();
-                let packed = Packed::pack_with(item, &entries);
+                let packed = match packed {
+                    Some(packed) if entries.is_empty() => packed,
+                    _ => Packed::pack_with(item, &entries),
+                };
                 let new = recording.then(|| {
                     let mut new = item.clone();
                     for name in &kept {
@@ -291,7 +324,7 @@ impl MemoryStore {
                 if let Some(sort) = full_key.sort {
                     table_entry(&mut state.by_sort, table).insert(sort, full_key.partition);
                 }
-                vacant.insert(Packed::pack(item));
+                vacant.insert(packed.unwrap_or_else(|| Packed::pack(item)));
                 if recording {
                     state.record(table, key_image(t, item), None, Some(item.clone()), Origin::User);
                 }
@@ -455,6 +488,7 @@ pub use model::delivery::{lambda_event, lambda_record};
 mod dense;
 mod derived;
 mod packed;
+mod ready;
 mod requests;
 mod rows;
 mod scan;

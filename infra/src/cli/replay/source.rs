@@ -56,12 +56,13 @@ pub enum SourceError {
 /// [`ControlFlow::Break`]. A line that is not JSON stops the reading there
 /// with [`SourceError::Parse`] (the batches before it have been handed over).
 /// `prepare` sees every record first, on the thread that parsed it (work
-/// the record keeps, done ahead of `each`).
-pub fn each_batch(
+/// done ahead of `each`); what it answers for each record of a batch comes
+/// with the batch, for `each` to take.
+pub fn each_batch<T: Send>(
     path: &Path,
     batch_size: usize,
-    prepare: &(dyn Fn(&Received<'_>) + Sync),
-    mut each: impl FnMut(&[Received<'_>], u64) -> ControlFlow<()>,
+    prepare: &(dyn Fn(&Received<'_>) -> T + Sync),
+    mut each: impl FnMut(&[Received<'_>], &mut [T], u64) -> ControlFlow<()>,
 ) -> Result<(), SourceError> {
     let read_error = |source| SourceError::Read {
         path: path.display().to_string(),
@@ -83,10 +84,10 @@ pub fn each_batch(
         let mut bytes = std::mem::take(&mut first.text);
         input.reader.read_to_end(&mut bytes).map_err(read_error)?;
         let records = parse_any(&bytes).map_err(parse_error)?;
-        records.iter().for_each(prepare);
+        let mut prepared: Vec<T> = records.iter().map(prepare).collect();
         let total = bytes.len() as u64;
-        for batch in records.chunks(batch_size) {
-            if each(batch, total).is_break() {
+        for (batch, prepared) in records.chunks(batch_size).zip(prepared.chunks_mut(batch_size)) {
+            if each(batch, prepared, total).is_break() {
                 break;
             }
         }
@@ -98,7 +99,7 @@ pub fn each_batch(
     std::thread::scope(|scope| {
         let (parts, spent) = read_ahead(scope, input, first, part_size, prepare);
         for part in parts {
-            let part = part.map_err(read_error)?;
+            let (part, mut prepared) = part.map_err(read_error)?;
             let Part {
                 records,
                 ends,
@@ -111,9 +112,12 @@ pub fn each_batch(
             } else {
                 records.len()
             };
-            let batches = records[..whole].chunks(batch_size).zip(ends.chunks(batch_size));
-            for (batch, ends) in batches {
-                if each(batch, ends.last().copied().unwrap_or_default()).is_break() {
+            let batches = records[..whole]
+                .chunks(batch_size)
+                .zip(ends.chunks(batch_size))
+                .zip(prepared.chunks_mut(batch_size));
+            for ((batch, ends), prepared) in batches {
+                if each(batch, prepared, ends.last().copied().unwrap_or_default()).is_break() {
                     return Ok(());
                 }
             }
@@ -150,14 +154,16 @@ self_cell::self_cell!(
 /// reuse their buffers. One thread for the whole file, so the records are
 /// allocated and freed by the same thread. It stops at the end of the file,
 /// at a line that does not parse, at a read error, or when the caller drops
-/// the first channel's end.
-fn read_ahead<'scope, R: BufRead + Send + 'scope>(
+/// the first channel's end. Each part comes with what `prepare` answered for
+/// its records.
+#[allow(clippy::type_complexity)]
+fn read_ahead<'scope, R: BufRead + Send + 'scope, T: Send + 'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     mut input: Input<R>,
     first: Lines,
     part_size: usize,
-    prepare: &'scope (dyn Fn(&Received<'_>) + Sync),
-) -> (Receiver<std::io::Result<ReadPart>>, Sender<ReadPart>) {
+    prepare: &'scope (dyn Fn(&Received<'_>) -> T + Sync),
+) -> (Receiver<std::io::Result<(ReadPart, Vec<T>)>>, Sender<ReadPart>) {
     let (parts_in, parts) = std::sync::mpsc::sync_channel(0);
     let (spent, spent_out) = std::sync::mpsc::channel::<ReadPart>();
     scope.spawn(move || {
@@ -178,13 +184,14 @@ fn read_ahead<'scope, R: BufRead + Send + 'scope>(
                     return;
                 }
             };
+            let mut prepared = Vec::new();
             let part = ReadPart::new(lines, |lines| {
                 let part = lines.parse(more);
-                part.records.iter().for_each(prepare);
+                prepared = part.records.iter().map(prepare).collect();
                 part
             });
             let last = !part.borrow_dependent().more;
-            if parts_in.send(Ok(part)).is_err() || last {
+            if parts_in.send(Ok((part, prepared))).is_err() || last {
                 return;
             }
         }
@@ -380,7 +387,7 @@ mod tests {
     /// Every batch's sequence numbers, as read.
     fn batches(path: &Path, size: usize) -> Result<Vec<Vec<String>>, SourceError> {
         let mut out = Vec::new();
-        each_batch(path, size, &|_| {}, |batch, _| {
+        each_batch(path, size, &|_| {}, |batch, _, _| {
             out.push(
                 batch
                     .iter()
@@ -395,7 +402,7 @@ mod tests {
     /// The records handed over before the file failed to parse, and why it did.
     fn seen_before_error(path: &Path, size: usize) -> (usize, ParseError) {
         let mut seen = 0;
-        let error = each_batch(path, size, &|_| {}, |batch, _| {
+        let error = each_batch(path, size, &|_| {}, |batch, _, _| {
             seen += batch.len();
             ControlFlow::Continue(())
         })
@@ -486,7 +493,7 @@ mod tests {
         let line = text.len() as u64 / 7;
         let path = file(text.as_bytes());
         let mut seen = Vec::new();
-        each_batch(path.path(), 3, &|_| {}, |batch, bytes| {
+        each_batch(path.path(), 3, &|_| {}, |batch, _, bytes| {
             seen.push((batch.len(), bytes));
             if seen.len() == 2 {
                 ControlFlow::Break(())

@@ -164,3 +164,39 @@ fn the_stream_reads_back_through_the_lambda_parser() {
     assert_eq!(back, original);
     assert_eq!(back[1].sequence_number, "100");
 }
+
+/// An item made ready ahead lands as its put would: new, replaced, and
+/// keeping the stored attributes the item lacks.
+#[test]
+fn a_ready_item_lands_as_its_put_would() {
+    let (by_put, by_ready) = (store(), store());
+    let table = by_ready.config().table("records").expect("declared");
+    let set = &by_ready.config().edge_sets[0];
+    let keep = [set.attribute.as_str(), set.complete_attribute.as_str()];
+    let mut tagged = node("GOAL-1");
+    tagged.insert("title".to_owned(), s("first"));
+    for store in [&by_put, &by_ready] {
+        store.put_item("records", node("GOAL-1")).expect("put");
+        block(store.update_set(0, "GOAL-1", SetChange::Add(vec!["A#1".into()]))).expect("update");
+    }
+    for item in [edge("GOAL-1", "USER-1", "owner"), tagged] {
+        by_put.put_item_keeping("records", &item, &keep).expect("put");
+        let ready = ReadyItem::new(table, &item).expect("keyed");
+        by_ready.put_ready_keeping("records", &item, ready, &keep).expect("put");
+        assert_eq!(by_ready.items("records"), by_put.items("records"));
+    }
+    let kept = by_ready.node_sets(0);
+    assert_eq!(kept["GOAL-1"].members, BTreeSet::from(["A#1".to_owned()]));
+}
+
+/// A ready item made with another config is made afresh from the item.
+#[test]
+fn a_ready_item_of_another_config_is_made_afresh() {
+    let (target, other) = (store(), store());
+    let table = other.config().table("records").expect("declared");
+    let ready = ReadyItem::new(table, &node("GOAL-2")).expect("keyed");
+    target
+        .put_ready_keeping("records", &node("GOAL-1"), ready, &[])
+        .expect("put");
+    assert_eq!(target.items("records"), vec![node("GOAL-1")]);
+}
