@@ -26,10 +26,10 @@ pub(super) fn check_row_key(key: &RowKey) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// A node's edge mark, if it holds a well-formed one.
-fn stored_mark(item: &Packed) -> Option<Version> {
-    match item.get(EDGE_MARK_ATTRIBUTE) {
-        Some(Value::S(text)) => Version::parse_stored(&text),
+/// The version a node's edge mark attribute holds, if well-formed.
+fn mark_of(held: Option<&Value>) -> Option<Version> {
+    match held {
+        Some(Value::S(text)) => Version::parse_stored(text),
         _ => None,
     }
 }
@@ -146,11 +146,13 @@ impl Store for MemoryStore {
             // ConditionalCheckFailed: no node, nothing created.
             return Ok(SetOutcome::NodeMissing);
         };
-        if !stamp.admits(stored_mark(stored).as_ref()) {
+        // Unpacked before the stamp is checked: a stale request is the rare one.
+        let mut item = stored.unpack();
+        let held = item.get(EDGE_MARK_ATTRIBUTE);
+        if !stamp.admits(mark_of(held).as_ref()) {
             return Ok(SetOutcome::Stale);
         }
-        let mut item = stored.unpack();
-        let mark = new_mark(item.get(EDGE_MARK_ATTRIBUTE), &stamp);
+        let mark = new_mark(held, &stamp);
         // The stored set, sorted and distinct (a set's order means nothing
         // to DynamoDB; keeping it sorted makes each member a binary search).
         let mut sorted = false;
@@ -274,11 +276,12 @@ impl Store for MemoryStore {
         let Some(stored) = state.tables.get_mut(&set.table).and_then(|items| items.get_mut(&key)) else {
             return Ok(SetOutcome::NodeMissing);
         };
-        if !stamp.admits(stored_mark(stored).as_ref()) {
+        let held = stored.get(EDGE_MARK_ATTRIBUTE);
+        if !stamp.admits(mark_of(held.as_ref()).as_ref()) {
             return Ok(SetOutcome::Stale);
         }
         let marker = Value::Bool(complete);
-        let mark = new_mark(stored.get(EDGE_MARK_ATTRIBUTE).as_ref(), &stamp);
+        let mark = new_mark(held.as_ref(), &stamp);
         if stored.get(&set.complete_attribute).as_ref() != Some(&marker) || mark.is_some() {
             let mut item = stored.unpack();
             let old = recording.then(|| item.clone());
