@@ -2,9 +2,10 @@
 //! records, and what it reports (`batchItemFailures`). The same rules as the
 //! indexer's (`model::settlement`), for events instead of mutations.
 //!
-//! 1. Every record is parsed ([`model::record::parse_batch`]) and classified
-//!    by the config's routes ([`model::event::classify`]): zero or more
-//!    events. A record that cannot be read or classified is poison.
+//! 1. Every record is read ([`model::record::split_batch`], one at a time)
+//!    and classified by the config's routes ([`model::event::classify`]):
+//!    zero or more events. A record that cannot be read or classified is
+//!    poison.
 //! 2. An event larger than the PutEvents budget (`[events]
 //!    max_request_bytes`, counted by [`model::event::entry_size`]) goes
 //!    without its images, flagged `imagesOmitted`; one still too large is
@@ -197,10 +198,20 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         &self.quarantine
     }
 
-    /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as bytes.
+    /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as
+    /// bytes. Each record is read, classified and let go before the next
+    /// ([`record::split_batch`]): the batch's images are never all held at once.
     pub async fn handle(&self, payload: &[u8]) -> Result<RouterOutcome, BatchError> {
-        let records = record::parse_batch(payload)?;
-        Ok(self.handle_received(&records).await)
+        let batch = record::split_batch(payload)?;
+        let mut stats = RouterStats {
+            records: batch.len(),
+            ..RouterStats::default()
+        };
+        let mut classified = Classified::with_capacity(batch.len());
+        for (position, (raw, received)) in batch.read().enumerate() {
+            self.classify(&mut classified, &mut stats, position, &received, raw);
+        }
+        Ok(self.publish_and_settle(classified, stats).await)
     }
 
     /// Handles parsed records, in stream order. See the module doc.
@@ -209,7 +220,18 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             records: records.len(),
             ..RouterStats::default()
         };
-        let (mut handled, pending) = self.classify(records, &mut stats);
+        let mut classified = Classified::with_capacity(records.len());
+        for (position, received) in records.iter().enumerate() {
+            self.classify(&mut classified, &mut stats, position, received, received.raw_json());
+        }
+        self.publish_and_settle(classified, stats).await
+    }
+
+    /// Publishes the classified records' events, then settles the batch.
+    async fn publish_and_settle(&self, classified: Classified<'_>, mut stats: RouterStats) -> RouterOutcome {
+        let Classified {
+            mut handled, pending, ..
+        } = classified;
         let fates = self.publish(&pending, &mut stats).await;
 
         // A record's events decide it: refused ones make it poison, the
@@ -254,6 +276,8 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
 
 mod classify;
 mod send;
+
+use classify::Classified;
 
 #[cfg(test)]
 mod tests;

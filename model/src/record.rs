@@ -5,7 +5,8 @@
 //! # Parsing
 //!
 //! - [`parse_batch`]: a Lambda event or a `GetRecords` response, both
-//!   `{"Records": [...], ...}`.
+//!   `{"Records": [...], ...}`; [`split_batch`] finds the same records
+//!   and leaves each to be read when a consumer reaches it.
 //! - [`parse_json_lines`]: one record object per line (either spelling),
 //!   blank lines ignored; each record comes with its line number.
 //! - [`parse_any`]: detects which of the two it was given.
@@ -61,7 +62,9 @@ use serde_json::value::RawValue;
 
 use crate::value::Image;
 
-pub use parse::{parse_any, parse_batch, parse_json_line, parse_json_lines, parse_record, table_from_arn};
+pub use parse::{
+    parse_any, parse_batch, parse_json_line, parse_json_lines, parse_record, split_batch, table_from_arn, RawBatch,
+};
 
 /// What happened to the item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -2,7 +2,9 @@
 //! what it reports (`batchItemFailures`), per `docs/ESM.md` and the
 //! invariants of `docs/DESIGN.md`.
 //!
-//! 1. Every record is parsed ([`model::record::parse_batch`]) and planned.
+//! 1. Every record is read and planned, one at a time
+//!    ([`model::record::split_batch`]); what the batch keeps of it (its
+//!    plan, its place, its text in the payload) outlives the record.
 //! 2. Records are grouped by (table, partition key value). A group keeps
 //!    stream order. Every mutation's target belongs to exactly one partition
 //!    key, so groups never touch the same item (nor the same index row).
@@ -159,10 +161,92 @@ impl BatchOutcome {
 struct Entry<'a> {
     position: usize,
     group: Option<usize>,
-    sequence_number: &'a str,
+    sequence_number: String,
     table: Option<String>,
     raw: RawJson<'a>,
     plan: Plan,
+}
+
+/// The records of a batch as they are read: each one's plan (an
+/// [`Entry`]), or why it is poison (a [`Handled`]), and the figures so far.
+/// What it keeps of a record outlives the record, so that a record can be
+/// let go once admitted.
+struct Admitted<'a> {
+    stats: BatchStats,
+    groups: Groups,
+    entries: Vec<Entry<'a>>,
+    handled: Vec<Handled<'a>>,
+}
+
+impl<'a> Admitted<'a> {
+    fn with_capacity(records: usize) -> Admitted<'a> {
+        Admitted {
+            stats: BatchStats {
+                records,
+                ..BatchStats::default()
+            },
+            groups: Groups::default(),
+            entries: Vec::with_capacity(records),
+            handled: Vec::new(),
+        }
+    }
+
+    /// Admits the record at `position`, whose text is `raw`: plans it, or
+    /// marks it poison.
+    fn admit(&mut self, planner: &Planner, position: usize, received: &Received<'_>, raw: RawJson<'a>) {
+        let stats = &mut self.stats;
+        let record = match &received.record {
+            Ok(record) => record,
+            Err(error) => {
+                stats.unparsable += 1;
+                self.handled.push(Handled {
+                    position,
+                    sequence_number: received.sequence_number.clone(),
+                    table: None,
+                    group: None,
+                    raw,
+                    poison: Some(error.to_string()),
+                    unfinished: None,
+                });
+                return;
+            }
+        };
+        let table = planner.table_of(record).ok();
+        // What DynamoDB never streams is poison, as the router finds.
+        if let Some((table, reason)) = table.and_then(|t| Some((t, validate::poison(received, t)?))) {
+            stats.unparsable += 1;
+            self.handled.push(Handled {
+                position,
+                sequence_number: received.sequence_number.clone(),
+                table: Some(table.name.clone()),
+                group: None,
+                raw,
+                poison: Some(reason),
+                unfinished: None,
+            });
+            return;
+        }
+        if let Some(created) = record.created {
+            stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
+        }
+        let plan = planner.plan_received(received, record);
+        for mutation in &plan.mutations {
+            stats.planned.count(mutation);
+        }
+        // A record of an unknown table plans no mutation: it stands alone.
+        let (group, table) = match table {
+            Some(table) => (Some(self.groups.of(table, record)), Some(table.name.clone())),
+            None => (None, record.table.clone()),
+        };
+        self.entries.push(Entry {
+            position,
+            group,
+            sequence_number: record.sequence_number.clone(),
+            table,
+            raw,
+            plan,
+        });
+    }
 }
 
 /// The stream indexer: plans each record and carries the plans out against
@@ -200,83 +284,44 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         &self.options
     }
 
-    /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as bytes.
+    /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as
+    /// bytes. Each record is read, planned and let go before the next
+    /// ([`record::split_batch`]): the batch's images are never all held at once.
     pub async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
-        let records = record::parse_batch(payload)?;
-        Ok(self.handle_received(&records).await)
+        let batch = record::split_batch(payload)?;
+        let planner = Planner::new(&self.config);
+        let mut admitted = Admitted::with_capacity(batch.len());
+        for (position, (raw, received)) in batch.read().enumerate() {
+            admitted.admit(&planner, position, &received, raw);
+        }
+        Ok(self.carry_out(admitted).await)
     }
 
     /// Handles parsed records, in stream order. See the module doc.
     pub async fn handle_received(&self, records: &[Received<'_>]) -> BatchOutcome {
         let planner = Planner::new(&self.config);
-        let mut stats = BatchStats {
-            records: records.len(),
-            ..BatchStats::default()
-        };
-        let mut groups = Groups::default();
-        let mut entries: Vec<Entry> = Vec::new();
-        let mut handled = Vec::new();
+        let mut admitted = Admitted::with_capacity(records.len());
         for (position, received) in records.iter().enumerate() {
-            let raw = received.raw_json();
-            match &received.record {
-                Err(error) => {
-                    stats.unparsable += 1;
-                    handled.push(Handled {
-                        position,
-                        sequence_number: received.sequence_number.clone(),
-                        table: None,
-                        group: None,
-                        raw,
-                        poison: Some(error.to_string()),
-                        unfinished: None,
-                    });
-                }
-                Ok(record) => {
-                    let table = planner.table_of(record).ok();
-                    // What DynamoDB never streams is poison, as the router finds.
-                    if let Some((table, reason)) = table.and_then(|t| Some((t, validate::poison(received, t)?))) {
-                        stats.unparsable += 1;
-                        handled.push(Handled {
-                            position,
-                            sequence_number: received.sequence_number.clone(),
-                            table: Some(table.name.clone()),
-                            group: None,
-                            raw,
-                            poison: Some(reason),
-                            unfinished: None,
-                        });
-                        continue;
-                    }
-                    if let Some(created) = record.created {
-                        stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
-                    }
-                    let plan = planner.plan_received(received, record);
-                    for mutation in &plan.mutations {
-                        stats.planned.count(mutation);
-                    }
-                    // A record of an unknown table plans no mutation: it stands alone.
-                    let (group, table) = match table {
-                        Some(table) => (Some(groups.of(table, record)), Some(table.name.clone())),
-                        None => (None, record.table.clone()),
-                    };
-                    entries.push(Entry {
-                        position,
-                        group,
-                        sequence_number: &record.sequence_number,
-                        table,
-                        raw,
-                        plan,
-                    });
-                }
-            }
+            admitted.admit(&planner, position, received, received.raw_json());
         }
+        self.carry_out(admitted).await
+    }
+
+    /// Carries out the admitted records' plans, then settles the batch.
+    async fn carry_out(&self, admitted: Admitted<'_>) -> BatchOutcome {
+        let Admitted {
+            mut stats,
+            groups,
+            mut entries,
+            mut handled,
+        } = admitted;
         stats.groups = groups.len() + entries.iter().filter(|e| e.group.is_none()).count();
 
         // Each record's version: its sequence number (DynamoDB's have at
         // most 40 digits; one that cannot be a version is the lowest).
         let versions = entries
             .iter()
-            .map(|e| model::Version::of_sequence(e.sequence_number).unwrap_or_else(|_| model::Version::zero()))
+            .map(|e| model::Version::of_sequence(&e.sequence_number).unwrap_or_else(|_| model::Version::zero()))
             .collect();
         let stamping = Stamping::new(versions, self.options.guard.clone());
         let ops = entries.iter_mut().enumerate().flat_map(|(record, entry)| {
@@ -337,7 +382,7 @@ fn reckon<'a>(entries: Vec<Entry<'a>>, mut applied: Applied) -> Vec<Handled<'a>>
                 (!reasons.is_empty()).then(|| format!("record {}: {}", entry.sequence_number, reasons.join("; ")));
             Handled {
                 position: entry.position,
-                sequence_number: Some(entry.sequence_number.to_owned()),
+                sequence_number: Some(entry.sequence_number),
                 table: entry.table,
                 group: entry.group,
                 raw: entry.raw,

@@ -1,4 +1,4 @@
-//! Classification: every record of a batch as `Handled` (poison marked),
+//! Classification: each record of a batch as `Handled` (poison marked),
 //! and the events it becomes, each sized within the PutEvents budget
 //! (without its images if need be).
 
@@ -11,86 +11,102 @@ use super::{Pending, Router, RouterStats};
 use crate::publish::{Entry, Publisher};
 use aws_kit::quarantine::Quarantine;
 
+/// The records of a batch as they are read: each as `Handled` (poison
+/// marked), and the events it becomes. What it keeps of a record outlives
+/// the record, so that a record can be let go once classified.
+pub(super) struct Classified<'a> {
+    groups: Groups,
+    pub(super) handled: Vec<Handled<'a>>,
+    pub(super) pending: Vec<Pending>,
+}
+
+impl Classified<'_> {
+    pub(super) fn with_capacity(records: usize) -> Self {
+        Classified {
+            groups: Groups::default(),
+            handled: Vec::with_capacity(records),
+            pending: Vec::new(),
+        }
+    }
+}
+
 impl<P: Publisher, Q: Quarantine> Router<P, Q> {
-    /// Every record as `Handled` (poison marked), and the events to send.
+    /// Classifies the record at `position`, whose text is `raw`: as
+    /// `Handled` (poison marked), and the events to send.
     pub(super) fn classify<'a>(
         &self,
-        records: &'a [Received<'_>],
+        into: &mut Classified<'a>,
         stats: &mut RouterStats,
-    ) -> (Vec<Handled<'a>>, Vec<Pending>) {
+        position: usize,
+        received: &Received<'_>,
+        raw: RawJson<'a>,
+    ) {
         let config = &*self.config;
         let budget = config.events.max_request_bytes;
-        let mut groups = Groups::default();
-        let mut handled = Vec::with_capacity(records.len());
-        let mut pending = Vec::new();
-        for (position, received) in records.iter().enumerate() {
-            let raw = received.raw_json();
-            let sequence_number = received.sequence_number.clone();
-            let record = match &received.record {
-                Ok(record) => record,
-                Err(error) => {
-                    stats.unparsable += 1;
-                    handled.push(lone(position, sequence_number, None, raw, error.to_string()));
-                    continue;
-                }
-            };
-            if let Some(created) = record.created {
-                stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
-            }
-            let table = match event::table_of(config, record) {
-                Ok(table) => table,
-                Err(error) => {
-                    handled.push(lone(
-                        position,
-                        sequence_number,
-                        record.table.clone(),
-                        raw,
-                        error.to_string(),
-                    ));
-                    continue;
-                }
-            };
-            // What DynamoDB never streams is poison, as the indexer finds.
-            if let Some(reason) = validate::poison(received, table) {
+        let handled = &mut into.handled;
+        let sequence_number = received.sequence_number.clone();
+        let record = match &received.record {
+            Ok(record) => record,
+            Err(error) => {
                 stats.unparsable += 1;
-                handled.push(lone(position, sequence_number, Some(table.name.clone()), raw, reason));
-                continue;
+                handled.push(lone(position, sequence_number, None, raw, error.to_string()));
+                return;
             }
-            let group = groups.of(table, record);
-            let mut poison = None;
-            match event::classify_received(config, table, received, record) {
-                Err(error) => poison = Some(error.to_string()),
-                Ok(events) => {
-                    for event in events {
-                        stats.events += 1;
-                        match fit(event, budget, stats) {
-                            Ok((entry, size)) => pending.push(Pending {
-                                record: handled.len(),
-                                group,
-                                entry,
-                                size,
-                            }),
-                            Err(reason) => {
-                                let poison =
-                                    poison.get_or_insert_with(|| format!("record {}:", record.sequence_number));
-                                poison.push(' ');
-                                poison.push_str(&reason);
-                            }
+        };
+        if let Some(created) = record.created {
+            stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
+        }
+        let table = match event::table_of(config, record) {
+            Ok(table) => table,
+            Err(error) => {
+                handled.push(lone(
+                    position,
+                    sequence_number,
+                    record.table.clone(),
+                    raw,
+                    error.to_string(),
+                ));
+                return;
+            }
+        };
+        // What DynamoDB never streams is poison, as the indexer finds.
+        if let Some(reason) = validate::poison(received, table) {
+            stats.unparsable += 1;
+            handled.push(lone(position, sequence_number, Some(table.name.clone()), raw, reason));
+            return;
+        }
+        let group = into.groups.of(table, record);
+        let mut poison = None;
+        match event::classify_received(config, table, received, record) {
+            Err(error) => poison = Some(error.to_string()),
+            Ok(events) => {
+                for event in events {
+                    stats.events += 1;
+                    match fit(event, budget, stats) {
+                        Ok((entry, size)) => into.pending.push(Pending {
+                            record: handled.len(),
+                            group,
+                            entry,
+                            size,
+                        }),
+                        Err(reason) => {
+                            let poison = poison.get_or_insert_with(|| format!("record {}:", record.sequence_number));
+                            poison.push(' ');
+                            poison.push_str(&reason);
                         }
                     }
                 }
             }
-            handled.push(Handled {
-                position,
-                sequence_number,
-                table: Some(table.name.clone()),
-                group: Some(group),
-                raw,
-                poison,
-                unfinished: None,
-            });
         }
-        (handled, pending)
+        handled.push(Handled {
+            position,
+            sequence_number,
+            table: Some(table.name.clone()),
+            group: Some(group),
+            raw,
+            poison,
+            unfinished: None,
+        });
     }
 }
 

@@ -421,6 +421,42 @@ fn records_nothing_routes_and_unreadable_records() {
     assert!(reasons[1].contains("`strangers` is not declared"), "{reasons:?}");
 }
 
+#[test]
+fn a_payload_read_record_by_record_is_handled_as_its_parsed_records_are() {
+    // Records that become events, and every way a record can be poison or
+    // unreadable, in one payload.
+    let records = [
+        record("records", EventKind::Insert, 1, "GOAL-1", "GOAL-1", false),
+        record("layers", EventKind::Remove, 2, "lyr#a", "lyrVrsn#v1", true),
+        record("records", EventKind::Remove, 3, "GOAL-1", "GOAL-1", true),
+        record("layers", EventKind::Insert, 4, "lyr#b", "lyrVrsn#v1", false),
+    ];
+    let mut payload: serde_json::Value = serde_json::from_slice(&lambda_event(&records)).expect("json");
+    let list = payload["Records"].as_array_mut().expect("records");
+    let mut stranger = list[0].clone();
+    stranger["eventSourceARN"] = "arn:aws:dynamodb:local:000000000000:table/strangers/stream/x".into();
+    stranger["dynamodb"]["SequenceNumber"] = "5".into();
+    list.insert(1, stranger);
+    list.insert(
+        2,
+        serde_json::json!({"eventName": "INSERT", "dynamodb": {"SequenceNumber": "6"}}),
+    );
+    list.insert(3, serde_json::json!("not a record"));
+    let payload = payload.to_string().into_bytes();
+
+    let streamed = router();
+    let outcome = block(streamed.handle(&payload)).expect("a batch");
+    let parsed = router();
+    let received = model::record::parse_batch(&payload).expect("a batch");
+    let expected = block(parsed.handle_received(&received));
+
+    assert_eq!(outcome, expected);
+    assert_eq!(streamed.publisher().published(), parsed.publisher().published());
+    assert_eq!(streamed.quarantine().entries(), parsed.quarantine().entries());
+    assert_eq!(outcome.stats.quarantined, 3, "{outcome:?}");
+    assert!(outcome.stats.published > 0, "{outcome:?}");
+}
+
 // ---------------------------------------------------------------------------
 // Property: Lambda's retry rules over a faulty publisher.
 // ---------------------------------------------------------------------------

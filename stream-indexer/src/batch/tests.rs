@@ -333,6 +333,57 @@ fn records_without_a_sequence_number_fail_the_whole_batch_if_they_cannot_be_quar
     );
 }
 
+/// Everything a handled batch leaves behind in the indexer's store and quarantine.
+fn left_behind(ix: &TestIndexer) -> impl PartialEq + std::fmt::Debug {
+    let m = memory(ix);
+    let config = m.config().clone();
+    let rows: Vec<_> = (0..config.indexes.len()).map(|i| m.rows(i)).collect();
+    let sets: Vec<_> = (0..config.edge_sets.len()).map(|e| m.node_sets(e)).collect();
+    (rows, sets, m.take_stream(), ix.quarantine().entries())
+}
+
+#[test]
+fn a_payload_read_record_by_record_is_handled_as_its_parsed_records_are() {
+    // Good records of every kind, and every way a record can be poison or
+    // unreadable, in one payload.
+    let source = indexer(|_: &Call<'_>| Fault::None, quick());
+    let m = memory(&source);
+    m.put_item("records", node("A")).expect("put");
+    m.put_item("records", edge("A", "B", "LEAD")).expect("put");
+    m.put_item("records", edge("A", "C", "MEMBER")).expect("put");
+    m.put_item("issues", issue("issue-1", vec![("f1", Value::N("1".into()))]))
+        .expect("put");
+    m.put_item("issues", issue("issue-1", vec![("f1", Value::L(vec![]))]))
+        .expect("put");
+    m.delete_item("records", &edge("A", "C", "MEMBER")).expect("delete");
+    let mut records: Vec<serde_json::Value> = m
+        .take_stream()
+        .iter()
+        .map(|e| crate::store::memory::lambda_record(&e.record))
+        .collect();
+    let mut unknown_table = records[0].clone();
+    unknown_table["eventSourceARN"] = "arn:aws:dynamodb:local:000000000000:table/nowhere/stream/x".into();
+    unknown_table["dynamodb"]["SequenceNumber"] = "999".into();
+    records.insert(2, unknown_table);
+    records.insert(
+        3,
+        serde_json::json!({"eventName": "INSERT", "dynamodb": {"SequenceNumber": "1000"}}),
+    );
+    records.insert(4, serde_json::json!([1, 2]));
+    let payload = serde_json::json!({ "Records": records }).to_string().into_bytes();
+
+    let streamed = indexer(|_: &Call<'_>| Fault::None, quick());
+    let outcome = block(streamed.handle(&payload)).expect("a batch");
+    let parsed = indexer(|_: &Call<'_>| Fault::None, quick());
+    let received = model::record::parse_batch(&payload).expect("a batch");
+    let expected = block(parsed.handle_received(&received));
+
+    assert_eq!(outcome, expected);
+    assert_eq!(left_behind(&streamed), left_behind(&parsed));
+    assert_eq!(outcome.stats.quarantined, 4, "{outcome:?}");
+    assert!(outcome.stats.apply.requests.total() > 0, "{outcome:?}");
+}
+
 #[test]
 fn the_handler_future_is_send() {
     fn assert_send<T: Send>(_: &T) {}
