@@ -7,6 +7,6 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    aws_kit::lambda::tune_allocator_for_the_command();
+    aws_kit::lambda::tune_allocator();
     infra::cli::run(infra::cli::Cli::parse())
 }

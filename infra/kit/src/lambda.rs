@@ -73,25 +73,22 @@ pub fn concurrency_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Opti
 /// the Rust bindings name no constant for it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Tunes mimalloc (the binaries' global allocator) for a 128 MB function:
-/// purge freed memory at once instead of after 10 ms. Measured on a 6 MB
-/// batch: peak RSS 65 → 52 MB, and no slower (see the README).
+/// Tunes mimalloc (the binaries' global allocator, in the functions and
+/// the `streamdex` command): purge freed memory after a second instead of
+/// 10 ms. A batch frees what the next record, or the next batch, allocates
+/// again; purged in between, it comes back as fresh pages the kernel faults
+/// in and zeroes again.
+///
+/// Measured (see the README): a 6 MB Lambda batch, read record by record,
+/// takes 44.2 ms and peaks at 41 MB, against 48.5 ms and 33 MB purging at
+/// once (median of 7 alternating fresh processes); on the 200 K replay the
+/// page faults ranged from about 800 to 46,000 from run to run with 10 ms
+/// (as the kernel's huge pages came and went), and at 46,000 the replay took
+/// 2.47 s; with a second they stay near 1,100 and it takes 2.05 s, at the
+/// same peak RSS.
 pub fn tune_allocator() {
     // SAFETY: sets a process-wide allocator option; takes no pointers and is
     // safe to call at any time, from any thread.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-}
-
-/// Tunes mimalloc for the `streamdex` command (replay, the local runner):
-/// purge freed memory after a second instead of 10 ms. Each replay batch
-/// frees buffers that the next batch allocates again; purged in between,
-/// they come back as fresh pages the kernel faults in and zeroes again.
-/// Measured on the 200 K replay (`perf stat -r 3`): with 10 ms the page
-/// faults ranged from about 800 to 46,000 from run to run (as the kernel's
-/// huge pages came and went), and at 46,000 the replay took 2.47 s; with
-/// 1 s they stay near 1,100 and it takes 2.05 s. Peak RSS is the same.
-pub fn tune_allocator_for_the_command() {
-    // SAFETY: as in `tune_allocator`.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1_000) };
 }
 
