@@ -2,7 +2,7 @@
 //! records, and what it reports (`batchItemFailures`). The same rules as the
 //! indexer's (`model::settlement`), for events instead of mutations.
 //!
-//! 1. Every record is read ([`model::record::split_batch`], one at a time)
+//! 1. Every record is read ([`model::record::read_batch`], one at a time)
 //!    and classified by the config's routes ([`model::event::classify`]):
 //!    zero or more events. A record that cannot be read or classified is
 //!    poison.
@@ -200,15 +200,14 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
 
     /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as
     /// bytes. Each record is read, classified and let go before the next
-    /// ([`record::split_batch`]): the batch's images are never all held at once.
+    /// ([`record::read_batch`]): the batch's images are never all held at
+    /// once. Nothing is published before the whole payload is read.
     pub async fn handle(&self, payload: &[u8]) -> Result<RouterOutcome, BatchError> {
-        let batch = record::split_batch(payload)?;
-        let mut stats = RouterStats {
-            records: batch.len(),
-            ..RouterStats::default()
-        };
-        let mut classified = Classified::with_capacity(batch.len());
-        for (position, (raw, received)) in batch.read().enumerate() {
+        let mut stats = RouterStats::default();
+        let mut classified = Classified::default();
+        for (position, read) in record::read_batch(payload)?.enumerate() {
+            let (raw, received) = read?;
+            stats.records += 1;
             self.classify(&mut classified, &mut stats, position, &received, raw);
         }
         Ok(self.publish_and_settle(classified, stats).await)
@@ -220,7 +219,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             records: records.len(),
             ..RouterStats::default()
         };
-        let mut classified = Classified::with_capacity(records.len());
+        let mut classified = Classified::default();
         for (position, received) in records.iter().enumerate() {
             self.classify(&mut classified, &mut stats, position, received, received.raw_json());
         }

@@ -5,8 +5,8 @@
 //! # Parsing
 //!
 //! - [`parse_batch`]: a Lambda event or a `GetRecords` response, both
-//!   `{"Records": [...], ...}`; [`split_batch`] finds the same records
-//!   and leaves each to be read when a consumer reaches it.
+//!   `{"Records": [...], ...}`; [`read_batch`] reads the same records one
+//!   at a time, in one pass over the payload.
 //! - [`parse_json_lines`]: one record object per line (either spelling),
 //!   blank lines ignored; each record comes with its line number.
 //! - [`parse_any`]: detects which of the two it was given.
@@ -55,15 +55,14 @@ mod parse;
 #[cfg(test)]
 mod tests;
 mod time;
+mod walk;
 
 use std::fmt;
-
-use serde_json::value::RawValue;
 
 use crate::value::Image;
 
 pub use parse::{
-    parse_any, parse_batch, parse_json_line, parse_json_lines, parse_record, split_batch, table_from_arn, RawBatch,
+    parse_any, parse_batch, parse_json_line, parse_json_lines, parse_record, read_batch, table_from_arn, BatchReader,
 };
 
 /// What happened to the item.
@@ -180,8 +179,9 @@ pub struct Received<'a> {
 /// Where a received record's JSON text is.
 #[derive(Debug, Clone, Copy)]
 pub enum Raw<'a> {
-    /// Exactly as delivered, borrowed from the payload.
-    Json(&'a RawValue),
+    /// Exactly as delivered, borrowed from the payload (a JSON object,
+    /// or, for an element of `Records` that is not one, that JSON value).
+    Json(&'a str),
     /// The record was made in process, never as JSON (the pipeline's own
     /// writes that replay feeds back, as DynamoDB's stream would): its JSON
     /// is rendered from the record, in the Lambda shape, only if needed.
@@ -214,8 +214,8 @@ impl Received<'_> {
 /// [`Received::raw_json`]).
 #[derive(Debug, Clone, Copy)]
 pub enum RawJson<'a> {
-    /// The text as delivered.
-    Text(&'a RawValue),
+    /// The text as delivered (JSON).
+    Text(&'a str),
     /// A record made in process: rendered in the Lambda shape
     /// ([`crate::delivery::lambda_record`]).
     Record(&'a ChangeRecord),
@@ -227,7 +227,7 @@ impl<'a> RawJson<'a> {
     /// The JSON text.
     pub fn text(&self) -> std::borrow::Cow<'a, str> {
         match *self {
-            RawJson::Text(raw) => std::borrow::Cow::Borrowed(raw.get()),
+            RawJson::Text(raw) => std::borrow::Cow::Borrowed(raw),
             RawJson::Record(record) => std::borrow::Cow::Owned(crate::delivery::lambda_record(record).to_string()),
             RawJson::Missing => std::borrow::Cow::Borrowed("{}"),
         }

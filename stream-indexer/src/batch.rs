@@ -3,7 +3,7 @@
 //! invariants of `docs/DESIGN.md`.
 //!
 //! 1. Every record is read and planned, one at a time
-//!    ([`model::record::split_batch`]); what the batch keeps of it (its
+//!    ([`model::record::read_batch`]); what the batch keeps of it (its
 //!    plan, its place, its text in the payload) outlives the record.
 //! 2. Records are grouped by (table, partition key value). A group keeps
 //!    stream order. Every mutation's target belongs to exactly one partition
@@ -171,6 +171,7 @@ struct Entry<'a> {
 /// [`Entry`]), or why it is poison (a [`Handled`]), and the figures so far.
 /// What it keeps of a record outlives the record, so that a record can be
 /// let go once admitted.
+#[derive(Default)]
 struct Admitted<'a> {
     stats: BatchStats,
     groups: Groups,
@@ -179,22 +180,11 @@ struct Admitted<'a> {
 }
 
 impl<'a> Admitted<'a> {
-    fn with_capacity(records: usize) -> Admitted<'a> {
-        Admitted {
-            stats: BatchStats {
-                records,
-                ..BatchStats::default()
-            },
-            groups: Groups::default(),
-            entries: Vec::with_capacity(records),
-            handled: Vec::new(),
-        }
-    }
-
     /// Admits the record at `position`, whose text is `raw`: plans it, or
     /// marks it poison.
     fn admit(&mut self, planner: &Planner, position: usize, received: &Received<'_>, raw: RawJson<'a>) {
         let stats = &mut self.stats;
+        stats.records += 1;
         let record = match &received.record {
             Ok(record) => record,
             Err(error) => {
@@ -286,12 +276,13 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
 
     /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as
     /// bytes. Each record is read, planned and let go before the next
-    /// ([`record::split_batch`]): the batch's images are never all held at once.
+    /// ([`record::read_batch`]): the batch's images are never all held at
+    /// once. Nothing is carried out before the whole payload is read.
     pub async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
-        let batch = record::split_batch(payload)?;
         let planner = Planner::new(&self.config);
-        let mut admitted = Admitted::with_capacity(batch.len());
-        for (position, (raw, received)) in batch.read().enumerate() {
+        let mut admitted = Admitted::default();
+        for (position, read) in record::read_batch(payload)?.enumerate() {
+            let (raw, received) = read?;
             admitted.admit(&planner, position, &received, raw);
         }
         Ok(self.carry_out(admitted).await)
@@ -300,7 +291,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// Handles parsed records, in stream order. See the module doc.
     pub async fn handle_received(&self, records: &[Received<'_>]) -> BatchOutcome {
         let planner = Planner::new(&self.config);
-        let mut admitted = Admitted::with_capacity(records.len());
+        let mut admitted = Admitted::default();
         for (position, received) in records.iter().enumerate() {
             admitted.admit(&planner, position, received, received.raw_json());
         }

@@ -14,20 +14,11 @@ use aws_kit::quarantine::Quarantine;
 /// The records of a batch as they are read: each as `Handled` (poison
 /// marked), and the events it becomes. What it keeps of a record outlives
 /// the record, so that a record can be let go once classified.
+#[derive(Default)]
 pub(super) struct Classified<'a> {
     groups: Groups,
     pub(super) handled: Vec<Handled<'a>>,
     pub(super) pending: Vec<Pending>,
-}
-
-impl Classified<'_> {
-    pub(super) fn with_capacity(records: usize) -> Self {
-        Classified {
-            groups: Groups::default(),
-            handled: Vec::with_capacity(records),
-            pending: Vec::new(),
-        }
-    }
 }
 
 impl<P: Publisher, Q: Quarantine> Router<P, Q> {

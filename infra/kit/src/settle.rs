@@ -35,7 +35,6 @@ pub async fn settle<Q: Quarantine>(quarantine: &Q, consumer: &str, records: Vec<
 mod tests {
     use model::record::RawJson;
     use model::settlement::Failed;
-    use serde_json::value::RawValue;
 
     use super::*;
     use crate::quarantine::memory::MemoryQuarantine;
@@ -46,9 +45,7 @@ mod tests {
             sequence_number: Some(seq.to_owned()),
             table: Some("t".to_owned()),
             group: None,
-            raw: RawJson::Text(Box::leak(
-                RawValue::from_string(format!("{{\"n\":{position}}}")).expect("json"),
-            )),
+            raw: RawJson::Text(Box::leak(format!("{{\"n\":{position}}}").into_boxed_str())),
             poison: Some(format!("bad {position}")),
             unfinished: None,
         }

@@ -67,7 +67,7 @@ struct RawStreamRecord<'a> {
 pub(super) fn received(raw: &RawValue, position: RecordId) -> Received<'_> {
     let (sequence_number, record) = parse_raw(raw.get(), position);
     Received {
-        raw: super::Raw::Json(raw),
+        raw: super::Raw::Json(raw.get()),
         sequence_number,
         record,
         verdict: std::sync::OnceLock::new(),
@@ -94,15 +94,7 @@ fn parse_raw(text: &str, position: RecordId) -> (Option<String>, Result<ChangeRe
         return (None, Err(RecordError::NotAnObject { record: position }));
     }
     match serde_json::from_str::<RawRecord<'_>>(text) {
-        Ok(raw) => {
-            let sequence_number = raw
-                .dynamodb
-                .as_ref()
-                .and_then(|d| d.sequence_number.as_deref())
-                .filter(|s| is_sequence_number(s))
-                .map(str::to_owned);
-            (sequence_number, validate(Parts::from(raw), position))
-        }
+        Ok(raw) => from_raw(raw, position),
         Err(e) => {
             let (sequence_number, event_id) = identify(text);
             let record = record_id(sequence_number.as_deref(), event_id.as_deref(), position);
@@ -114,6 +106,41 @@ fn parse_raw(text: &str, position: RecordId) -> (Option<String>, Result<ChangeRe
             (sequence_number, Err(RecordError::Malformed { record, reason }))
         }
     }
+}
+
+/// A record read into its serde struct, checked and built.
+fn from_raw(raw: RawRecord<'_>, position: RecordId) -> (Option<String>, Result<ChangeRecord, RecordError>) {
+    let sequence_number = raw
+        .dynamodb
+        .as_ref()
+        .and_then(|d| d.sequence_number.as_deref())
+        .filter(|s| is_sequence_number(s))
+        .map(str::to_owned);
+    (sequence_number, validate(Parts::from(raw), position))
+}
+
+/// Reads the record object that `text` starts with (a batch's record and
+/// whatever follows it): the record's text and the record, as
+/// [`received`] would make them from that text; `None` when it does not
+/// read as a record object (the caller reads it the strict way).
+pub(super) fn read_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
+    if !text.starts_with('{') {
+        return None;
+    }
+    let mut records = serde_json::Deserializer::from_str(text).into_iter::<RawRecord<'_>>();
+    let raw = records.next()?.ok()?;
+    let own = text.get(..records.byte_offset())?;
+    let (sequence_number, record) = from_raw(raw, position);
+    Some((
+        own,
+        Received {
+            raw: super::Raw::Json(own),
+            sequence_number,
+            record,
+            verdict: std::sync::OnceLock::new(),
+            ahead: Default::default(),
+        },
+    ))
 }
 
 /// Best effort `(SequenceNumber, eventID)` of a record that did not deserialize.

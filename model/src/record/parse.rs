@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 
 use super::attr::Text;
 use super::one::{clip, received};
+use super::walk::{Unexpected, Walk};
 use super::{ParseError, RawJson, Received, RecordId};
 
 // ---------------------------------------------------------------------------
@@ -22,25 +23,50 @@ use super::{ParseError, RawJson, Received, RecordId};
 /// a [`ParseError`]; otherwise every element of `Records` gives one
 /// [`Received`], in order, whether or not it is a usable record.
 pub fn parse_batch(bytes: &[u8]) -> Result<Vec<Received<'_>>, ParseError> {
-    Ok(split_batch(bytes)?.read().map(|(_, received)| received).collect())
+    read_batch(bytes)?
+        .map(|read| read.map(|(_, received)| received))
+        .collect()
 }
 
-/// The first of [`parse_batch`]'s two steps: finds each record's text in a
-/// Lambda event or `GetRecords` response (the same errors as
-/// [`parse_batch`]), and reads none of them yet.
+/// Reads a Lambda event or a `GetRecords` response as [`parse_batch`]
+/// does, a record at a time: the records come from the iterator in order,
+/// each read only when the iterator reaches it, in one pass over the
+/// payload.
 ///
-/// A consumer that reads each record, works it out and lets it go before
-/// the next ([`RawBatch::read`]) holds one record's images at a time instead
-/// of the whole batch's: on a 6 MB batch that is the difference between
-/// about 40 and 22 MB touched, and the kernel faults in (and zeroes) every
-/// page touched the first time.
-pub fn split_batch(bytes: &[u8]) -> Result<RawBatch<'_>, ParseError> {
+/// A consumer that works out each record and lets it go before the next
+/// holds one record's images at a time instead of the whole batch's: on a
+/// 6 MB batch that is the difference between about 40 and 22 MB touched,
+/// and the kernel faults in (and zeroes) every page touched the first time.
+///
+/// Errors are [`parse_batch`]'s: at once when the payload does not start as
+/// a batch, else from the iterator when it meets what makes the payload no
+/// batch (after which it ends). So a consumer must read to the end before it
+/// acts on any record.
+pub fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
     let (text, bom) = decode(bytes)?;
+    let (reading, strict) = match Walk::start(text) {
+        Ok(walk) => (Reading::Walk(walk), false),
+        Err(Unexpected) => {
+            let records = strict(text, bom)?;
+            (Reading::Found { records, next: 0 }, true)
+        }
+    };
+    Ok(BatchReader {
+        text,
+        bom,
+        reading,
+        strict,
+    })
+}
+
+/// The records of a batch, every one found first (`RawValue`s) and read
+/// after: the strict way, which explains what is wrong with a payload.
+pub(super) fn strict(text: &str, bom: usize) -> Result<Vec<&RawValue>, ParseError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let probe = Probe::deserialize(&mut de).map_err(|e| ParseError::from_json(&e, bom))?;
     de.end().map_err(|e| ParseError::from_json(&e, bom))?;
     match probe {
-        Probe::Batch(records) => Ok(RawBatch { records }),
+        Probe::Batch(records) => Ok(records),
         Probe::Object => Err(ParseError::at_start(
             text,
             bom,
@@ -86,7 +112,11 @@ pub fn parse_any(bytes: &[u8]) -> Result<Vec<Received<'_>>, ParseError> {
     match Probe::deserialize(&mut de) {
         Ok(Probe::Batch(records)) => {
             de.end().map_err(|e| ParseError::from_json(&e, bom))?;
-            Ok(RawBatch { records }.read().map(|(_, received)| received).collect())
+            Ok(records
+                .into_iter()
+                .enumerate()
+                .map(|(i, raw)| received(raw, RecordId::Index(i)))
+                .collect())
         }
         Ok(Probe::Object | Probe::Other) => {
             if de.end().is_err() {
@@ -142,7 +172,7 @@ fn is_json_whitespace(c: char) -> bool {
 }
 
 /// The input as UTF-8 without a leading byte-order mark, and the mark's length.
-fn decode(bytes: &[u8]) -> Result<(&str, usize), ParseError> {
+pub(super) fn decode(bytes: &[u8]) -> Result<(&str, usize), ParseError> {
     let bom = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
     let body = bytes.get(bom..).unwrap_or_default();
     match std::str::from_utf8(body) {
@@ -194,33 +224,71 @@ pub fn parse_json_line(line: &str, number: usize, column_shift: usize) -> Result
     Ok(Some(received(raw, RecordId::Line(number))))
 }
 
-/// A batch's records, found in the payload and not yet read (see
-/// [`split_batch`]).
-#[derive(Debug, Clone, Default)]
-pub struct RawBatch<'a> {
-    records: Vec<&'a RawValue>,
+/// A batch's records, read one at a time (see [`read_batch`]): each with
+/// the handle on its text, which outlives the record (it borrows the
+/// payload). Records are named in errors as [`parse_batch`] names them.
+#[derive(Debug)]
+pub struct BatchReader<'a> {
+    text: &'a str,
+    bom: usize,
+    reading: Reading<'a>,
+    /// Turned to the strict way (for tests).
+    strict: bool,
 }
 
-impl<'a> RawBatch<'a> {
-    /// How many records the batch has.
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
+#[derive(Debug)]
+enum Reading<'a> {
+    /// In one pass, where the payload is as a batch is expected to be.
+    Walk(Walk<'a>),
+    /// Otherwise, the strict way: every record's text found first.
+    Found {
+        records: Vec<&'a RawValue>,
+        next: usize,
+    },
+    Done,
+}
 
-    /// Whether the batch has no records.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+impl BatchReader<'_> {
+    /// Whether the reader has not turned to the strict way.
+    #[cfg(test)]
+    pub(super) fn in_one_pass(&self) -> bool {
+        !self.strict
     }
+}
 
-    /// Each record, in batch order, read only when the iterator reaches it,
-    /// with the handle on its text (which outlives the record: it borrows
-    /// the payload). Records are named in errors as [`parse_batch`] names
-    /// them.
-    pub fn read(&self) -> impl Iterator<Item = (RawJson<'a>, Received<'a>)> + '_ {
-        self.records
-            .iter()
-            .enumerate()
-            .map(|(i, &raw)| (RawJson::Text(raw), received(raw, RecordId::Index(i))))
+impl<'a> Iterator for BatchReader<'a> {
+    type Item = Result<(RawJson<'a>, Received<'a>), ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match &mut self.reading {
+                Reading::Walk(walk) => match walk.next_record() {
+                    Ok(Some((text, received))) => return Some(Ok((RawJson::Text(text), received))),
+                    Ok(None) => self.reading = Reading::Done,
+                    Err(Unexpected) => {
+                        // The strict way says what is wrong, or (were the
+                        // walk ever stricter than serde_json) goes on from
+                        // the records read so far.
+                        let next = walk.read();
+                        self.strict = true;
+                        match strict(self.text, self.bom) {
+                            Ok(records) => self.reading = Reading::Found { records, next },
+                            Err(error) => {
+                                self.reading = Reading::Done;
+                                return Some(Err(error));
+                            }
+                        }
+                    }
+                },
+                Reading::Found { records, next } => {
+                    let raw = *records.get(*next)?;
+                    let position = RecordId::Index(*next);
+                    *next += 1;
+                    return Some(Ok((RawJson::Text(raw.get()), received(raw, position))));
+                }
+                Reading::Done => return None,
+            }
+        }
     }
 }
 

@@ -328,9 +328,10 @@ fn raw_text_is_kept_exactly() {
         let Raw::Json(raw) = r.raw else {
             panic!("a parsed record borrows its text");
         };
-        assert!(raw.get().starts_with("{\n      \"eventID\""));
-        assert!(text.contains(raw.get()));
+        assert!(raw.starts_with("{\n      \"eventID\""));
+        assert!(text.contains(raw));
         // The raw text parses again to the same record.
+        let raw: &RawValue = serde_json::from_str(raw).expect("the raw text is JSON");
         assert_eq!(parse_record(raw).record, r.record);
     }
     let lines = String::from_utf8(fixture("issues.jsonl").to_vec()).expect("utf-8");
@@ -1190,6 +1191,107 @@ fn json_ish() -> impl Strategy<Value = String> {
         "\"[a-zA-Z0-9 #:._-]{0,12}\"",
     ];
     proptest::collection::vec(token, 0..80).prop_map(|tokens| tokens.concat())
+}
+
+/// What a reading of a batch gives: each record's text, sequence number
+/// and record or error; or why the payload is no batch.
+type Reading = Result<Vec<(String, Option<String>, Result<ChangeRecord, RecordError>)>, ParseError>;
+
+fn reading<'a>(records: impl IntoIterator<Item = Result<(RawJson<'a>, Received<'a>), ParseError>>) -> Reading {
+    records
+        .into_iter()
+        .map(|read| read.map(|(raw, r)| (raw.text().into_owned(), r.sequence_number, r.record)))
+        .collect()
+}
+
+/// The strict way: every record's text found by serde_json first, then each read.
+fn strictly(bytes: &[u8]) -> Reading {
+    let (text, bom) = super::parse::decode(bytes)?;
+    let records = super::parse::strict(text, bom)?;
+    reading(
+        records
+            .into_iter()
+            .enumerate()
+            .map(|(i, raw)| Ok((RawJson::Text(raw.get()), super::one::received(raw, RecordId::Index(i))))),
+    )
+}
+
+/// The one pass of `read_batch` (or the strict way, where it gives up).
+fn in_one_pass(bytes: &[u8]) -> Reading {
+    reading(read_batch(bytes)?)
+}
+
+const BATCHES: [&str; 6] = [
+    "lambda-issues.json",
+    "lambda-records.json",
+    "lambda-layers.json",
+    "getrecords-records.json",
+    "getrecords-issues.json",
+    "broken/bad-among-good.json",
+];
+
+#[test]
+fn a_batch_is_read_in_one_pass_as_the_strict_way_reads_it() {
+    for name in BATCHES {
+        let bytes = fixture(name);
+        let mut reader = read_batch(bytes).expect("a batch");
+        let count = reader.by_ref().count();
+        assert!(reader.in_one_pass() && count > 0, "{name}: read in one pass to the end");
+        assert_eq!(in_one_pass(bytes), strictly(bytes), "{name}");
+    }
+    // Every broken fixture, batch or not, reads (or fails) the same way.
+    for entry in std::fs::read_dir(fixture_path("broken")).expect("fixtures") {
+        let path = entry.expect("entry").path();
+        let bytes = std::fs::read(&path).expect("fixture");
+        assert_eq!(in_one_pass(&bytes), strictly(&bytes), "{}", path.display());
+    }
+}
+
+#[test]
+fn the_one_pass_reads_odd_elements_and_members_as_the_strict_way() {
+    let good = serde_json::to_string(&base_record()).expect("json");
+    let cases = [
+        format!(r#"{{"Records":[{good},42,[1,2],"x",null,{{}},{{"eventID":5}},{good}]}}"#),
+        format!(r#" {{ "NextShardIterator" : "abc" , "Records" : [ {good} , {good} ] , "other": {{"a":[1]}} }} "#),
+        format!("{{\n\"Records\":\n[\n{good}\n]\n}}\n"),
+        r#"{"Records":[]}"#.to_owned(),
+        format!(r#"{{"Records":[{good}],"Records":[]}}"#),
+        format!(r#"{{"Records":[{good}]}} x"#),
+        format!(r#"{{"Records":[{good}}}"#),
+        format!(r#"{{"Records":[{good},]}}"#),
+        format!(r#"{{"Records":[{good} {good}]}}"#),
+        format!(r#"{{"Records":[{good}]"#),
+        r#"{"a":1}"#.to_owned(),
+        format!(r#"{{"Records":{good}}}"#),
+        format!(r#"[{good}]"#),
+        format!("\u{feff}{{\"Records\":[{good}]}}"),
+    ];
+    for case in &cases {
+        assert_eq!(in_one_pass(case.as_bytes()), strictly(case.as_bytes()), "{case}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn the_one_pass_reads_mutated_batches_as_the_strict_way(
+        file in 0usize..BATCHES.len(),
+        at in any::<prop::sample::Index>(),
+        len in 0usize..12,
+        insert in "[ -~\\n]{0,8}",
+    ) {
+        let mut bytes = fixture(BATCHES[file]).to_vec();
+        let start = at.index(bytes.len());
+        let end = (start + len).min(bytes.len());
+        bytes.splice(start..end, insert.bytes());
+        prop_assert_eq!(in_one_pass(&bytes), strictly(&bytes));
+    }
+
+    #[test]
+    fn the_one_pass_reads_json_ish_text_as_the_strict_way(text in json_ish()) {
+        prop_assert_eq!(in_one_pass(text.as_bytes()), strictly(text.as_bytes()));
+        let batch = format!("{{\"Records\":[{text}]}}");
+        prop_assert_eq!(in_one_pass(batch.as_bytes()), strictly(batch.as_bytes()));
+    }
 }
 
 proptest! {

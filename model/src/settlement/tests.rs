@@ -1,5 +1,3 @@
-use serde_json::value::RawValue;
-
 use super::*;
 
 fn record(position: usize, seq: &str, group: Option<usize>) -> Handled<'static> {
@@ -8,9 +6,7 @@ fn record(position: usize, seq: &str, group: Option<usize>) -> Handled<'static> 
         sequence_number: Some(seq.to_owned()),
         table: Some("t".to_owned()),
         group,
-        raw: RawJson::Text(Box::leak(
-            RawValue::from_string(format!("{{\"n\":{position}}}")).expect("json"),
-        )),
+        raw: RawJson::Text(Box::leak(format!("{{\"n\":{position}}}").into_boxed_str())),
         poison: None,
         unfinished: None,
     }
