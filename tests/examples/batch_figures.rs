@@ -1,13 +1,16 @@
 //! Figures for a batch at Lambda's 6 MB payload limit, printed, not asserted:
 //!
-//! - handling time and peak RSS in a fresh process (payload, parse, plan and
-//!   apply against a store that only counts requests, as DynamoDB would be
-//!   remote), median of several runs;
+//! - the indexer's handling time and peak RSS in a fresh process (payload,
+//!   parse, plan and apply against a store that only counts requests, as
+//!   DynamoDB would be remote), median of several runs;
+//! - the router's, the same way (parse, classify, size, pack and publish to
+//!   the in-memory publisher);
 //! - DynamoDB requests per batch against the minimum (index writes / 25, plus
 //!   one call per touched node), on the in-memory store holding the table.
 //!
-//! Run: `cargo run --release -p stream-indexer --features testing --example batch_figures`
-//! (`... -- generate FILE` writes the payload; `... -- measure FILE` handles it once.)
+//! Run: `cargo run --release -p streamdex-tests --features testing --example batch_figures`
+//! (`... -- generate FILE` writes the payload; `... -- measure FILE` has the
+//! indexer handle it once, `... -- route FILE` the router.)
 
 use std::collections::BTreeSet;
 #[global_allocator]
@@ -16,6 +19,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::sync::Arc;
 use std::time::Instant;
 
+use event_router::{MemoryPublisher, Options as RouterOptions, Router};
 use model::config::{self, EXAMPLE_CONFIG};
 use model::record::parse_batch;
 use model::{Image, Mutation, Planner};
@@ -74,20 +78,51 @@ fn config() -> Arc<model::Config> {
     Arc::new(config::parse(EXAMPLE_CONFIG, "streamdex.example.toml").expect("example config"))
 }
 
-/// Child: handle the payload in FILE once; print "ms rss_kib".
-fn measure(path: &str) {
+/// Child: the indexer (`measure`) or the router (`route`) handles the
+/// payload in FILE once, as a Lambda would; prints "ms rss_kib".
+fn measure(mode: &str, path: &str) {
     aws_kit::lambda::tune_allocator();
     let payload = std::fs::read(path).expect("payload file");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let indexer = Indexer::new(config(), CountingStore, MemoryQuarantine::default(), Options::default());
-    let started = Instant::now();
-    let outcome = runtime.block_on(indexer.handle(&payload)).expect("handled");
-    drop(outcome);
+    let started;
+    if mode == "route" {
+        let router = Router::new(
+            config(),
+            MemoryPublisher::new(),
+            MemoryQuarantine::default(),
+            RouterOptions::default(),
+        );
+        started = Instant::now();
+        let outcome = runtime.block_on(router.handle(&payload)).expect("routed");
+        drop(outcome);
+    } else {
+        let indexer = Indexer::new(config(), CountingStore, MemoryQuarantine::default(), Options::default());
+        started = Instant::now();
+        let outcome = runtime.block_on(indexer.handle(&payload)).expect("handled");
+        drop(outcome);
+    }
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     println!("{ms:.2} {}", peak_rss_kib());
+}
+
+/// `RUNS` fresh processes of `mode` on the payload at `path`: the median
+/// time in ms and peak RSS in MB.
+fn in_fresh_processes(mode: &str, path: &std::path::Path) -> (f64, f64) {
+    let (mut times, mut rss) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .args([mode, &path.to_string_lossy()])
+            .output()
+            .expect("child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut it = text.split_whitespace();
+        times.push(it.next().and_then(|t| t.parse().ok()).unwrap_or(f64::NAN));
+        rss.push(it.next().and_then(|t| t.parse::<f64>().ok()).unwrap_or(f64::NAN) / 1024.0);
+    }
+    (median(times), median(rss))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -99,7 +134,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let [_, mode, path] = args.as_slice() {
         match mode.as_str() {
-            "measure" => return measure(path),
+            "measure" | "route" => return measure(mode, path),
             "generate" => {
                 let (_, payload, _) = example_payload_of_size(config(), SIX_MB, 7);
                 return std::fs::write(path, payload).expect("write payload");
@@ -113,23 +148,16 @@ fn main() {
     std::fs::write(&path, &payload).expect("write payload");
     println!("payload: {records} records, {:.2} MB", payload.len() as f64 / 1e6);
 
-    let (mut times, mut rss) = (Vec::new(), Vec::new());
-    for _ in 0..RUNS {
-        let out = std::process::Command::new(std::env::current_exe().expect("exe"))
-            .args(["measure", &path.to_string_lossy()])
-            .output()
-            .expect("child");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut it = text.split_whitespace();
-        times.push(it.next().and_then(|t| t.parse().ok()).unwrap_or(f64::NAN));
-        rss.push(it.next().and_then(|t| t.parse::<f64>().ok()).unwrap_or(f64::NAN) / 1024.0);
-    }
+    let (ms, rss) = in_fresh_processes("measure", &path);
+    println!(
+        "handle 6 MB batch (parse + plan + apply, counting store): median {ms:.1} ms over {RUNS} processes ({:.0} records/s); peak RSS median {rss:.1} MB",
+        records as f64 / (ms / 1000.0),
+    );
+    let (ms, rss) = in_fresh_processes("route", &path);
     let _ = std::fs::remove_file(&path);
     println!(
-        "handle 6 MB batch (parse + plan + apply, counting store): median {:.1} ms over {RUNS} processes ({:.0} records/s); peak RSS median {:.1} MB",
-        median(times.clone()),
-        records as f64 / (median(times) / 1000.0),
-        median(rss)
+        "route the same batch (parse + classify + size + pack + publish in memory): median {ms:.1} ms over {RUNS} processes ({:.0} records/s); peak RSS median {rss:.1} MB",
+        records as f64 / (ms / 1000.0),
     );
 
     // Requests against the minimum, on the in-memory store that holds the table.
