@@ -23,10 +23,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
-use lambda_runtime::{service_fn, LambdaEvent};
+use lambda_runtime::{service_fn, LambdaEvent, Runtime};
 use model::config::{self, Config};
 use model::settlement::{BatchResponse, Failed, Failure, Quarantined};
-use serde_json::value::RawValue;
+use serde::de::IgnoredAny;
+
+pub mod payload;
 
 pub const ENV_CONFIG: &str = "STREAMDEX_CONFIG";
 pub const ENV_CONFIG_PATH: &str = "STREAMDEX_CONFIG_PATH";
@@ -200,12 +202,22 @@ pub trait Report {
 }
 
 /// Runs `consumer` under the Lambda runtime until the runtime stops it.
+/// Each payload is read once, by the consumer (see [`payload`]).
 pub async fn serve<C: Consumer>(consumer: C, function: String) -> Result<(), lambda_runtime::Error> {
     let (consumer, function) = (&consumer, function.as_str());
-    lambda_runtime::run(service_fn(|event: LambdaEvent<Box<RawValue>>| async move {
-        invoke(consumer, function, event.payload.get().as_bytes()).await
-    }))
-    .await
+    let payloads = payload::Payloads::default();
+    let kept = &payloads;
+    let handler = service_fn(|event: LambdaEvent<IgnoredAny>| async move {
+        let payload = kept
+            .take(&event.context.request_id)
+            .ok_or("the invocation's payload was not kept (streamdex's payload layer did not run)")?;
+        invoke(consumer, function, &payload).await
+    });
+    Runtime::new(handler)
+        .layer(lambda_runtime::layers::TracingLayer::new())
+        .layer(payload::KeepPayloads(payloads.clone()))
+        .run()
+        .await
 }
 
 /// One invocation: handle the batch, log each record's fate once, emit
