@@ -7,7 +7,7 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use serde_json::value::RawValue;
 
 use super::attr::Text;
-use super::one::{clip, received};
+use super::one::{clip, read_leading, received};
 use super::walk::{Unexpected, Walk};
 use super::{ParseError, RawJson, Received, RecordId};
 
@@ -215,6 +215,16 @@ fn json_lines(text: &str, bom: usize) -> Result<Vec<(usize, Received<'_>)>, Pars
 pub fn parse_json_line(line: &str, number: usize, column_shift: usize) -> Result<Option<Received<'_>>, ParseError> {
     if line.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
         return Ok(None);
+    }
+    // In one pass when the line is a record object, as in `read_batch`.
+    let rest = line.trim_start_matches(is_json_whitespace);
+    if let Some((text, received)) = read_leading(rest, RecordId::Line(number)) {
+        if rest[text.len()..]
+            .bytes()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            return Ok(Some(received));
+        }
     }
     let raw: &RawValue = serde_json::from_str(line).map_err(|e| ParseError {
         line: number,

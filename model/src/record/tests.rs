@@ -1271,7 +1271,59 @@ fn the_one_pass_reads_odd_elements_and_members_as_the_strict_way() {
     }
 }
 
+/// A line of JSON Lines read the strict way: its value found first, then read.
+fn line_strictly(line: &str) -> Result<Option<(String, Option<String>, Result<ChangeRecord, RecordError>)>, String> {
+    if line.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+        return Ok(None);
+    }
+    let raw: &RawValue = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let r = super::one::received(raw, RecordId::Line(3));
+    Ok(Some((raw.get().to_owned(), r.sequence_number, r.record)))
+}
+
+fn line_in_one_pass(line: &str) -> Result<Option<(String, Option<String>, Result<ChangeRecord, RecordError>)>, String> {
+    let read = parse_json_line(line, 3, 0).map_err(|e| e.to_string())?;
+    Ok(read.map(|r| (r.raw_json().text().into_owned(), r.sequence_number, r.record)))
+}
+
+#[test]
+fn a_line_is_read_in_one_pass_as_the_strict_way_reads_it() {
+    let good = serde_json::to_string(&base_record()).expect("json");
+    let lines = [
+        good.clone(),
+        format!("  {good} \r"),
+        format!("{good} x"),
+        format!("{good}}}"),
+        format!("{good},"),
+        "42".to_owned(),
+        "{\"eventID\": 5}".to_owned(),
+        "{\"eventID\": ".to_owned(),
+        " \t".to_owned(),
+    ];
+    for line in &lines {
+        let strict = line_strictly(line);
+        match line_in_one_pass(line) {
+            // Errors are worded by position in the file; that they are errors is what matters here.
+            Err(_) => assert!(strict.is_err(), "{line}"),
+            read => assert_eq!(read, strict, "{line}"),
+        }
+    }
+    let text = std::str::from_utf8(fixture("records.jsonl")).expect("utf-8");
+    for line in text.lines() {
+        assert_eq!(line_in_one_pass(line), line_strictly(line), "{line}");
+    }
+}
+
 proptest! {
+    #[test]
+    fn the_one_pass_reads_json_ish_lines_as_the_strict_way(text in json_ish()) {
+        let line = text.replace('\n', " ");
+        match line_in_one_pass(&line) {
+            Err(_) => prop_assert!(line_strictly(&line).is_err()),
+            read => prop_assert_eq!(read, line_strictly(&line)),
+        }
+    }
+
     #[test]
     fn the_one_pass_reads_mutated_batches_as_the_strict_way(
         file in 0usize..BATCHES.len(),
