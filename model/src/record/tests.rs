@@ -1193,9 +1193,11 @@ fn json_ish() -> impl Strategy<Value = String> {
     proptest::collection::vec(token, 0..80).prop_map(|tokens| tokens.concat())
 }
 
-/// What a reading of a batch gives: each record's text, sequence number
-/// and record or error; or why the payload is no batch.
-type Reading = Result<Vec<(String, Option<String>, Result<ChangeRecord, RecordError>)>, ParseError>;
+/// What reading one record gives: its text, sequence number and record or error.
+type Read = (String, Option<String>, Result<ChangeRecord, RecordError>);
+
+/// What a reading of a batch gives: each record's; or why the payload is no batch.
+type Reading = Result<Vec<Read>, ParseError>;
 
 fn reading<'a>(records: impl IntoIterator<Item = Result<(RawJson<'a>, Received<'a>), ParseError>>) -> Reading {
     records
@@ -1272,7 +1274,7 @@ fn the_one_pass_reads_odd_elements_and_members_as_the_strict_way() {
 }
 
 /// A line of JSON Lines read the strict way: its value found first, then read.
-fn line_strictly(line: &str) -> Result<Option<(String, Option<String>, Result<ChangeRecord, RecordError>)>, String> {
+fn line_strictly(line: &str) -> Result<Option<Read>, String> {
     if line.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
         return Ok(None);
     }
@@ -1281,7 +1283,7 @@ fn line_strictly(line: &str) -> Result<Option<(String, Option<String>, Result<Ch
     Ok(Some((raw.get().to_owned(), r.sequence_number, r.record)))
 }
 
-fn line_in_one_pass(line: &str) -> Result<Option<(String, Option<String>, Result<ChangeRecord, RecordError>)>, String> {
+fn line_in_one_pass(line: &str) -> Result<Option<Read>, String> {
     let read = parse_json_line(line, 3, 0).map_err(|e| e.to_string())?;
     Ok(read.map(|r| (r.raw_json().text().into_owned(), r.sequence_number, r.record)))
 }
