@@ -61,9 +61,8 @@ use std::fmt;
 
 use crate::value::Image;
 
-pub use parse::{
-    parse_any, parse_batch, parse_json_line, parse_json_lines, parse_record, read_batch, table_from_arn, BatchReader,
-};
+pub use parse::{parse_any, parse_batch, parse_json_line, parse_json_lines, parse_record, table_from_arn};
+pub use walk::{read_batch, BatchReader};
 
 /// What happened to the item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

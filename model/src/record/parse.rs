@@ -8,8 +8,8 @@ use serde_json::value::RawValue;
 
 use super::attr::Text;
 use super::one::{clip, read_leading, received};
-use super::walk::{Unexpected, Walk};
-use super::{ParseError, RawJson, Received, RecordId};
+use super::walk::read_batch;
+use super::{ParseError, Received, RecordId};
 
 // ---------------------------------------------------------------------------
 // Public entry points
@@ -26,37 +26,6 @@ pub fn parse_batch(bytes: &[u8]) -> Result<Vec<Received<'_>>, ParseError> {
     read_batch(bytes)?
         .map(|read| read.map(|(_, received)| received))
         .collect()
-}
-
-/// Reads a Lambda event or a `GetRecords` response as [`parse_batch`]
-/// does, a record at a time: the records come from the iterator in order,
-/// each read only when the iterator reaches it, in one pass over the
-/// payload.
-///
-/// A consumer that works out each record and lets it go before the next
-/// holds one record's images at a time instead of the whole batch's: on a
-/// 6 MB batch that is the difference between about 40 and 22 MB touched,
-/// and the kernel faults in (and zeroes) every page touched the first time.
-///
-/// Errors are [`parse_batch`]'s: at once when the payload does not start as
-/// a batch, else from the iterator when it meets what makes the payload no
-/// batch (after which it ends). So a consumer must read to the end before it
-/// acts on any record.
-pub fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
-    let (text, bom) = decode(bytes)?;
-    let (reading, strict) = match Walk::start(text) {
-        Ok(walk) => (Reading::Walk(walk), false),
-        Err(Unexpected) => {
-            let records = strict(text, bom)?;
-            (Reading::Found { records, next: 0 }, true)
-        }
-    };
-    Ok(BatchReader {
-        text,
-        bom,
-        reading,
-        strict,
-    })
 }
 
 /// The records of a batch, every one found first (`RawValue`s) and read
@@ -232,74 +201,6 @@ pub fn parse_json_line(line: &str, number: usize, column_shift: usize) -> Result
         message: json_message(&e),
     })?;
     Ok(Some(received(raw, RecordId::Line(number))))
-}
-
-/// A batch's records, read one at a time (see [`read_batch`]): each with
-/// the handle on its text, which outlives the record (it borrows the
-/// payload). Records are named in errors as [`parse_batch`] names them.
-#[derive(Debug)]
-pub struct BatchReader<'a> {
-    text: &'a str,
-    bom: usize,
-    reading: Reading<'a>,
-    /// Turned to the strict way (for tests).
-    strict: bool,
-}
-
-#[derive(Debug)]
-enum Reading<'a> {
-    /// In one pass, where the payload is as a batch is expected to be.
-    Walk(Walk<'a>),
-    /// Otherwise, the strict way: every record's text found first.
-    Found {
-        records: Vec<&'a RawValue>,
-        next: usize,
-    },
-    Done,
-}
-
-impl BatchReader<'_> {
-    /// Whether the reader has not turned to the strict way.
-    #[cfg(test)]
-    pub(super) fn in_one_pass(&self) -> bool {
-        !self.strict
-    }
-}
-
-impl<'a> Iterator for BatchReader<'a> {
-    type Item = Result<(RawJson<'a>, Received<'a>), ParseError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            match &mut self.reading {
-                Reading::Walk(walk) => match walk.next_record() {
-                    Ok(Some((text, received))) => return Some(Ok((RawJson::Text(text), received))),
-                    Ok(None) => self.reading = Reading::Done,
-                    Err(Unexpected) => {
-                        // The strict way says what is wrong, or (were the
-                        // walk ever stricter than serde_json) goes on from
-                        // the records read so far.
-                        let next = walk.read();
-                        self.strict = true;
-                        match strict(self.text, self.bom) {
-                            Ok(records) => self.reading = Reading::Found { records, next },
-                            Err(error) => {
-                                self.reading = Reading::Done;
-                                return Some(Err(error));
-                            }
-                        }
-                    }
-                },
-                Reading::Found { records, next } => {
-                    let raw = *records.get(*next)?;
-                    let position = RecordId::Index(*next);
-                    *next += 1;
-                    return Some(Ok((RawJson::Text(raw.get()), received(raw, position))));
-                }
-                Reading::Done => return None,
-            }
-        }
-    }
 }
 
 impl ParseError {
