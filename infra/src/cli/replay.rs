@@ -138,13 +138,15 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     let derived = if args.endpoint_url.is_some() || args.aws {
         // Real tables take writes for good: refuse a bad file before any.
         let checked = each_file(
-            &args.files,
-            batch_size,
-            &config,
+            &Reading {
+                files: &args.files,
+                batch_size,
+                config: &config,
+                local: false,
+            },
             &ProgressBar::hidden(),
             &mut summary,
             err,
-            false,
             |_, _, _| {},
         )?;
         if checked.is_none() {
@@ -169,13 +171,15 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             event_router::Options::default(),
         );
         let replayed = each_file(
-            &args.files,
-            batch_size,
-            &config,
+            &Reading {
+                files: &args.files,
+                batch_size,
+                config: &config,
+                local: false,
+            },
             &bar,
             &mut summary,
             err,
-            false,
             |batch, _, summary| {
                 runtime.block_on(replay_batch_to(&indexer, &router, batch, summary));
             },
@@ -193,13 +197,15 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         // and nothing of the replay so far is shown.
         let local = Local::new(config.clone()).keep_events(args.dump.is_some());
         let replayed = each_file(
-            &args.files,
-            batch_size,
-            &config,
+            &Reading {
+                files: &args.files,
+                batch_size,
+                config: &config,
+                local: true,
+            },
             &bar,
             &mut summary,
             err,
-            true,
             |batch, ready, summary| {
                 runtime.block_on(local.replay_ready_batch(batch, ready, summary));
             },
@@ -277,24 +283,36 @@ fn prepare_ahead(received: &Received<'_>, planner: &model::Planner<'_>, local: b
     ready
 }
 
+/// What [`each_file`] reads, and how.
+struct Reading<'a> {
+    files: &'a [PathBuf],
+    /// Records per batch.
+    batch_size: usize,
+    config: &'a Config,
+    /// The batches go to an in-memory store, and come with its items made
+    /// ready ([`prepare_ahead`]).
+    local: bool,
+}
+
 /// Hands the records of `files` to `handle` a batch at a time, in order,
 /// counting them; stops at the first failed batch (what comes after it
 /// would land out of order: Lambda, too, retries a failed batch before going
 /// on). A file that does not parse, or cannot be a stream of the config's
 /// tables, is refused once read, with the reason on `err`: `None` (exit 2).
-/// An unreadable file is an error. `local`: the batches go to an in-memory
-/// store, and come with its items made ready ([`prepare_ahead`]).
-#[allow(clippy::too_many_arguments)]
+/// An unreadable file is an error.
 fn each_file(
-    files: &[PathBuf],
-    batch_size: usize,
-    config: &Config,
+    reading: &Reading<'_>,
     bar: &ProgressBar,
     summary: &mut Summary,
     err: &mut dyn Write,
-    local: bool,
     mut handle: impl FnMut(&[Received<'_>], &mut [Option<ReadyItem>], &mut Summary),
 ) -> anyhow::Result<Option<Tally>> {
+    let &Reading {
+        files,
+        batch_size,
+        config,
+        local,
+    } = reading;
     let mut tally = Tally::default();
     let mut done = 0;
     let planner = model::Planner::new(config);
