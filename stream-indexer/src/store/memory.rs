@@ -118,8 +118,9 @@ pub struct MemoryRequests {
 #[derive(Default)]
 struct State {
     tables: BTreeMap<String, table::Table>,
-    /// Per table: the items by sort key value (what a GSI keyed by the sort
-    /// key, like an edge set's `target_index`, finds without a scan).
+    /// Per table read by sort key so far: the items by sort key value (what
+    /// a GSI keyed by the sort key, like an edge set's `target_index`, finds
+    /// without a scan).
     by_sort: BTreeMap<String, sort_index::SortIndex>,
     /// Rows of one item share their projection.
     rows: rows::Rows,

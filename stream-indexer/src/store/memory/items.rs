@@ -6,6 +6,7 @@ use model::config::TableConfig;
 use model::Image;
 
 use super::packed::Packed;
+use super::sort_index::SortIndex;
 use super::{item_key, key_image, table, table_entry, ItemKey, KeyValue, MemoryError, MemoryStore, Origin, ReadyItem};
 
 impl MemoryStore {
@@ -61,7 +62,9 @@ impl MemoryStore {
         let mut state = self.lock();
         let state = &mut *state;
         let recording = state.stream.is_some();
-        let full_key = key.clone();
+        // Kept for the sort-key index, where the table has one.
+        let indexed = key.sort.is_some() && state.by_sort.contains_key(table);
+        let full_key = indexed.then(|| key.clone());
         // One lookup: the entry, whether the item is new or replaced.
         let old = match table_entry(&mut state.tables, table).slot(key) {
             table::Slot::Occupied(stored) => {
@@ -92,8 +95,15 @@ impl MemoryStore {
             table::Slot::Vacant(vacant) => {
                 // A new item: the sort-key index learns it (a replaced one
                 // is there already).
-                if let Some(sort) = full_key.sort {
-                    table_entry(&mut state.by_sort, table).insert(sort, full_key.partition);
+                if let (
+                    Some(ItemKey {
+                        partition,
+                        sort: Some(sort),
+                    }),
+                    Some(index),
+                ) = (full_key, state.by_sort.get_mut(table))
+                {
+                    index.insert(sort, partition);
                 }
                 vacant.insert(packed.unwrap_or_else(|| Packed::pack(item)));
                 if recording {
@@ -159,14 +169,20 @@ impl MemoryStore {
     }
 
     /// The items of a source table whose sort key is the string `value`, in
-    /// key order: what a GSI keyed by the sort key finds (kept as the items
-    /// are written, so it is a lookup, not a scan).
+    /// key order: what a GSI keyed by the sort key finds (an index made on
+    /// the table's first such read and kept as the items are written from
+    /// then on, so it is a lookup, not a scan).
     pub fn items_by_sort_key(&self, table: &str, value: &str) -> Vec<Image> {
         let value = KeyValue::S(value.to_owned());
-        let state = self.lock();
-        let (Some(index), Some(items)) = (state.by_sort.get(table), state.tables.get(table)) else {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let Some(items) = state.tables.get(table) else {
             return Vec::new();
         };
+        let index = state
+            .by_sort
+            .entry(table.to_owned())
+            .or_insert_with(|| SortIndex::of(items));
         index
             .partitions(&value)
             .filter_map(|partition| {

@@ -5,11 +5,16 @@
 //! kept inline; a target many edges point at (a user on every goal) keeps
 //! them in a B-tree, so a write costs one hash and at most a short walk
 //! rather than a walk down one B-tree of the whole table.
+//!
+//! A table's index is made the first time it is asked for (from the items
+//! the table holds then) and kept from then on: tables no one reads by sort
+//! key (in replay, every table but the edge sets') cost nothing to write.
 
 use std::collections::BTreeSet;
 
 use foldhash::HashMap;
 
+use super::table::Table;
 use super::KeyValue;
 
 /// The partition keys of the items that share one sort key value.
@@ -24,6 +29,15 @@ pub(super) struct SortIndex {
 }
 
 impl SortIndex {
+    /// The index of what `table` holds now.
+    pub(super) fn of(table: &Table) -> SortIndex {
+        let mut index = SortIndex::default();
+        for (partition, sort) in table.sorted_keys() {
+            index.insert(sort.clone(), partition.clone());
+        }
+        index
+    }
+
     /// Notes the item `(partition, sort)`; noting it twice changes nothing.
     pub(super) fn insert(&mut self, sort: KeyValue, partition: KeyValue) {
         match self.by_sort.entry(sort) {

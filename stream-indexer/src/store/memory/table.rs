@@ -116,6 +116,15 @@ impl Table {
         })
     }
 
+    /// The key of every item that has a sort key, in no order: `(partition, sort)`.
+    pub(super) fn sorted_keys(&self) -> impl Iterator<Item = (&KeyValue, &KeyValue)> {
+        self.partitions.iter().flat_map(|(partition, items)| {
+            items
+                .iter()
+                .filter_map(move |(sort, _)| Some((partition, sort.as_ref()?)))
+        })
+    }
+
     /// Every item, in key order.
     pub(super) fn values(&self) -> impl Iterator<Item = &Packed> {
         self.after(None).map(|(_, item)| item)

@@ -200,3 +200,43 @@ fn a_ready_item_of_another_config_is_made_afresh() {
         .expect("put");
     assert_eq!(target.items("records"), vec![node("GOAL-1")]);
 }
+
+proptest::proptest! {
+    /// Reads by sort key answer as a scan filtered by sort key does, whether
+    /// the table's index is made before, between or after the writes.
+    #[test]
+    fn reads_by_sort_key_answer_as_a_scan_does(
+        steps in proptest::collection::vec((0u8..3, 0u8..4, 0u8..4), 0..60),
+    ) {
+        let m = store();
+        let name = |n: u8| format!("N{n}");
+        for (what, a, b) in steps {
+            match what {
+                0 => {
+                    m.put_item("records", edge(&name(a), &name(b), "r")).expect("put");
+                }
+                1 => {
+                    m.delete_item("records", &edge(&name(a), &name(b), "r")).expect("delete");
+                }
+                _ => {
+                    let target = name(b);
+                    let scanned: Vec<Image> = m
+                        .items("records")
+                        .into_iter()
+                        .filter(|item| item.get("target") == Some(&s(&target)))
+                        .collect();
+                    proptest::prop_assert_eq!(m.items_by_sort_key("records", &target), scanned);
+                }
+            }
+        }
+        for b in 0..4 {
+            let target = name(b);
+            let scanned: Vec<Image> = m
+                .items("records")
+                .into_iter()
+                .filter(|item| item.get("target") == Some(&s(&target)))
+                .collect();
+            proptest::prop_assert_eq!(m.items_by_sort_key("records", &target), scanned);
+        }
+    }
+}
