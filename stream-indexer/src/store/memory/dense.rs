@@ -11,6 +11,11 @@
 //! that way (measured in the README). Here the vector holds only live
 //! entries (at most twice the most ever live, as any vector), and the table's
 //! spare slots are a `usize` each.
+//!
+//! Each entry's hash is kept beside it (a `u64` in a vector of their own):
+//! the table grows without hashing every key again (and reading every
+//! entry to do it), and a removal finds the slot of the entry that takes
+//! the removed one's place without hashing its key.
 
 use std::hash::{BuildHasher, Hash};
 
@@ -20,6 +25,8 @@ pub(super) struct DenseMap<K, V> {
     /// Positions in `entries`, by the hash of the entry's key.
     slots: HashTable<usize>,
     entries: Vec<(K, V)>,
+    /// The hash of each entry's key, at the entry's position.
+    hashes: Vec<u64>,
     hasher: foldhash::fast::RandomState,
 }
 
@@ -28,6 +35,7 @@ impl<K, V> Default for DenseMap<K, V> {
         DenseMap {
             slots: HashTable::new(),
             entries: Vec::new(),
+            hashes: Vec::new(),
             hasher: foldhash::fast::RandomState::default(),
         }
     }
@@ -39,19 +47,21 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
     /// the key apart.
     pub(super) fn get<Q: Hash>(&self, like: Q, is: impl Fn(&K) -> bool) -> Option<&V> {
         let hash = self.hasher.hash_one(like);
-        let entries = &self.entries;
-        let at = *self.slots.find(hash, |&i| entries.get(i).is_some_and(|(k, _)| is(k)))?;
+        let (entries, hashes) = (&self.entries, &self.hashes);
+        let at = *self.slots.find(hash, |&i| {
+            hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| is(k))
+        })?;
         entries.get(at).map(|(_, v)| v)
     }
 
     /// Inserts or replaces; returns the value replaced.
     pub(super) fn insert(&mut self, key: K, value: V) -> Option<V> {
         let hash = self.hasher.hash_one(&key);
-        let (entries, hasher) = (&mut self.entries, &self.hasher);
+        let (entries, hashes) = (&mut self.entries, &mut self.hashes);
         let slot = self.slots.entry(
             hash,
-            |&i| entries.get(i).is_some_and(|(k, _)| *k == key),
-            |&i| entries.get(i).map_or(0, |(k, _)| hasher.hash_one(k)),
+            |&i| hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| *k == key),
+            |&i| hashes.get(i).copied().unwrap_or(0),
         );
         match slot {
             Entry::Occupied(slot) => entries
@@ -60,6 +70,7 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
             Entry::Vacant(slot) => {
                 slot.insert(entries.len());
                 entries.push((key, value));
+                hashes.push(hash);
                 None
             }
         }
@@ -69,20 +80,23 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
     /// its place.
     pub(super) fn remove(&mut self, key: &K) -> Option<V> {
         let hash = self.hasher.hash_one(key);
-        let entries = &self.entries;
+        let (entries, hashes) = (&self.entries, &self.hashes);
         let (at, _) = self
             .slots
-            .find_entry(hash, |&i| entries.get(i).is_some_and(|(k, _)| k == key))
+            .find_entry(hash, |&i| {
+                hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| k == key)
+            })
             .ok()?
             .remove();
         let last = self.entries.len().checked_sub(1)?;
         if at != last {
             // The last entry moves to `at`: its slot follows it.
-            let moved = self.entries.get(last).map(|(k, _)| self.hasher.hash_one(k));
+            let moved = self.hashes.get(last).copied();
             if let Some(slot) = moved.and_then(|hash| self.slots.find_mut(hash, |&i| i == last)) {
                 *slot = at;
             }
         }
+        self.hashes.swap_remove(at);
         Some(self.entries.swap_remove(at).1)
     }
 
