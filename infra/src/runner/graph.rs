@@ -47,7 +47,7 @@ impl Graph for StoreGraph {
 
     async fn delete(&self, table: &str, keys: Vec<Image>) -> Result<Vec<Image>, StoreError> {
         for key in &keys {
-            self.delete_item(table, key).map_err(unknown)?;
+            self.remove_item(table, key).map_err(unknown)?;
         }
         Ok(Vec::new())
     }

@@ -265,7 +265,7 @@ fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord
     let Ok(table) = planner.table_of(record) else { return };
     match (&record.kind, &record.new) {
         (EventKind::Remove, _) => {
-            let _ = store.delete_item(&table.name, &record.keys);
+            let _ = store.remove_item(&table.name, &record.keys);
         }
         (_, Some(new)) => {
             // The node's pipeline-owned attributes, when neither image shows them.

@@ -118,23 +118,35 @@ impl MemoryStore {
     /// DeleteItem by key (an image holding at least the key attributes).
     /// Returns the deleted item.
     pub fn delete_item(&self, table: &str, key: &Image) -> Result<Option<Image>, MemoryError> {
+        Ok(self.delete(table, key, true)?.and_then(|deleted| deleted))
+    }
+
+    /// DeleteItem by key, for a caller that does not want the deleted item:
+    /// whether there was one. The item is unpacked only for its stream
+    /// record, when one is recorded (a node's is as long as its edge set).
+    pub fn remove_item(&self, table: &str, key: &Image) -> Result<bool, MemoryError> {
+        Ok(self.delete(table, key, false)?.is_some())
+    }
+
+    /// Deletes the item at `key`: `None` when there was none, else the
+    /// item when `wanted`.
+    fn delete(&self, table: &str, key: &Image, wanted: bool) -> Result<Option<Option<Image>>, MemoryError> {
         let t = self.table(table)?;
         let item_key = item_key(t, key)?;
         let mut state = self.lock();
-        let old = state
-            .tables
-            .get_mut(table)
-            .and_then(|items| items.remove(&item_key))
-            .map(|old| old.unpack());
-        if old.is_some() {
-            if let (Some(sort), Some(index)) = (&item_key.sort, state.by_sort.get_mut(table)) {
-                index.remove(sort, &item_key.partition);
-            }
-            if state.stream.is_some() {
-                state.record(table, key_image(t, key), old.clone(), None, Origin::User);
-            }
+        let Some(old) = state.tables.get_mut(table).and_then(|items| items.remove(&item_key)) else {
+            return Ok(None);
+        };
+        if let (Some(sort), Some(index)) = (&item_key.sort, state.by_sort.get_mut(table)) {
+            index.remove(sort, &item_key.partition);
         }
-        Ok(old)
+        if state.stream.is_none() {
+            return Ok(Some(wanted.then(|| old.unpack())));
+        }
+        let old = old.unpack();
+        let returned = wanted.then(|| old.clone());
+        state.record(table, key_image(t, key), Some(old), None, Origin::User);
+        Ok(Some(returned))
     }
 
     /// GetItem by key.

@@ -240,3 +240,29 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn remove_item_deletes_and_records_as_delete_item_does() {
+    let twins = [store(), store()];
+    for m in &twins {
+        m.put_item("records", node("A")).expect("put");
+        m.put_item("records", edge("A", "B", "r")).expect("put");
+    }
+    let [by_delete, by_remove] = &twins;
+    for recording in [false, true] {
+        for m in &twins {
+            m.record_stream(recording);
+        }
+        let key = if recording { node("A") } else { edge("A", "B", "r") };
+        let deleted = by_delete.delete_item("records", &key).expect("delete");
+        assert!(deleted.is_some());
+        assert!(by_remove.remove_item("records", &key).expect("remove"));
+        assert!(!by_remove.remove_item("records", &key).expect("remove"), "gone");
+        assert_eq!(by_delete.delete_item("records", &key).expect("delete"), None);
+        assert_eq!(by_remove.items("records"), by_delete.items("records"));
+        assert_eq!(by_remove.items_by_sort_key("records", "B"), by_delete.items_by_sort_key("records", "B"));
+    }
+    let (removed, deleted) = (by_remove.take_stream(), by_delete.take_stream());
+    assert_eq!(removed.len(), 1, "one delete recorded");
+    assert_eq!(removed, deleted);
+}
