@@ -210,6 +210,13 @@ proptest::proptest! {
     ) {
         let m = store();
         let name = |n: u8| format!("N{n}");
+        // What a scan of the table finds pointing at `target`.
+        let scanned = |target: &str| -> Vec<Image> {
+            m.items("records")
+                .into_iter()
+                .filter(|item| item.get("target") == Some(&s(target)))
+                .collect()
+        };
         for (what, a, b) in steps {
             match what {
                 0 => {
@@ -218,25 +225,11 @@ proptest::proptest! {
                 1 => {
                     m.delete_item("records", &edge(&name(a), &name(b), "r")).expect("delete");
                 }
-                _ => {
-                    let target = name(b);
-                    let scanned: Vec<Image> = m
-                        .items("records")
-                        .into_iter()
-                        .filter(|item| item.get("target") == Some(&s(&target)))
-                        .collect();
-                    proptest::prop_assert_eq!(m.items_by_sort_key("records", &target), scanned);
-                }
+                _ => proptest::prop_assert_eq!(m.items_by_sort_key("records", &name(b)), scanned(&name(b))),
             }
         }
         for b in 0..4 {
-            let target = name(b);
-            let scanned: Vec<Image> = m
-                .items("records")
-                .into_iter()
-                .filter(|item| item.get("target") == Some(&s(&target)))
-                .collect();
-            proptest::prop_assert_eq!(m.items_by_sort_key("records", &target), scanned);
+            proptest::prop_assert_eq!(m.items_by_sort_key("records", &name(b)), scanned(&name(b)));
         }
     }
 }
@@ -260,7 +253,10 @@ fn remove_item_deletes_and_records_as_delete_item_does() {
         assert!(!by_remove.remove_item("records", &key).expect("remove"), "gone");
         assert_eq!(by_delete.delete_item("records", &key).expect("delete"), None);
         assert_eq!(by_remove.items("records"), by_delete.items("records"));
-        assert_eq!(by_remove.items_by_sort_key("records", "B"), by_delete.items_by_sort_key("records", "B"));
+        assert_eq!(
+            by_remove.items_by_sort_key("records", "B"),
+            by_delete.items_by_sort_key("records", "B")
+        );
     }
     let (removed, deleted) = (by_remove.take_stream(), by_delete.take_stream());
     assert_eq!(removed.len(), 1, "one delete recorded");
