@@ -142,7 +142,7 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                 files: &args.files,
                 batch_size,
                 config: &config,
-                local: false,
+                ahead: Ahead::Check,
             },
             &ProgressBar::hidden(),
             &mut summary,
@@ -175,7 +175,7 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                 files: &args.files,
                 batch_size,
                 config: &config,
-                local: false,
+                ahead: Ahead::Consumers,
             },
             &bar,
             &mut summary,
@@ -201,7 +201,7 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                 files: &args.files,
                 batch_size,
                 config: &config,
-                local: true,
+                ahead: Ahead::InMemory,
             },
             &bar,
             &mut summary,
@@ -259,39 +259,51 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     Ok(exit::FAILURE)
 }
 
-/// Does on the reading thread, ahead of the consumers, the work on a record
-/// that does not depend on the tables: checks it as both will
-/// ([`validate::poison`]), plans it for the indexer and classifies it for
-/// the router (the record keeps the answers; the consumers take them), and,
-/// for an in-memory replay (`local`), makes ready the item it puts into the
-/// source table.
-fn prepare_ahead(received: &Received<'_>, planner: &model::Planner<'_>, local: bool) -> Option<ReadyItem> {
+/// What the reading thread does with each record, ahead of the handling
+/// thread: the work on a record that does not depend on the tables (the
+/// record keeps the answers; the consumers take them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ahead {
+    /// Checks it as both consumers will ([`validate::poison`]): the file
+    /// is only being checked.
+    Check,
+    /// Checks it, plans it for the indexer and classifies it for the router.
+    Consumers,
+    /// All that, and makes ready the item it puts into an in-memory source
+    /// table.
+    InMemory,
+}
+
+/// Does `ahead`'s work on a record; the item made ready, for [`Ahead::InMemory`].
+fn prepare_ahead(received: &Received<'_>, planner: &model::Planner<'_>, ahead: Ahead) -> Option<ReadyItem> {
     let config = planner.config();
     let Ok(record) = &received.record else {
         return None;
     };
     // Every record reaches the source tables, poison or not.
-    let ready = local.then(|| ready_item(planner, record)).flatten();
+    let ready = (ahead == Ahead::InMemory)
+        .then(|| ready_item(planner, record))
+        .flatten();
     if let Ok(table) = model::event::table_of(config, record) {
         if validate::poison(received, table).is_some() {
             // Neither consumer plans or classifies a poison record.
             return ready;
         }
     }
-    planner.plan_ahead(received);
-    model::event::classify_ahead(config, received);
+    if ahead != Ahead::Check {
+        planner.plan_ahead(received);
+        model::event::classify_ahead(config, received);
+    }
     ready
 }
 
-/// What [`each_file`] reads, and how.
+/// What [`each_file`] reads, and what is done with each record ahead.
 struct Reading<'a> {
     files: &'a [PathBuf],
     /// Records per batch.
     batch_size: usize,
     config: &'a Config,
-    /// The batches go to an in-memory store, and come with its items made
-    /// ready ([`prepare_ahead`]).
-    local: bool,
+    ahead: Ahead,
 }
 
 /// Hands the records of `files` to `handle` a batch at a time, in order,
@@ -311,7 +323,7 @@ fn each_file(
         files,
         batch_size,
         config,
-        local,
+        ahead,
     } = reading;
     let mut tally = Tally::default();
     let mut done = 0;
@@ -321,7 +333,7 @@ fn each_file(
         let read = each_batch(
             path,
             batch_size,
-            &|received| prepare_ahead(received, &planner, local),
+            &|received| prepare_ahead(received, &planner, ahead),
             |batch, ready, bytes| {
                 file.count(batch, config);
                 handle(batch, ready, summary);
