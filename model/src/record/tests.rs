@@ -1237,8 +1237,15 @@ fn a_batch_is_read_in_one_pass_as_the_strict_way_reads_it() {
     for name in BATCHES {
         let bytes = fixture(name);
         let mut reader = read_batch(bytes).expect("a batch");
-        let count = reader.by_ref().count();
-        assert!(reader.in_one_pass() && count > 0, "{name}: read in one pass to the end");
+        let mut count = 0;
+        while let Some(read) = reader.next() {
+            assert!(
+                read.is_ok() && !reader.is_strict(),
+                "{name}: read in one pass, record {count}"
+            );
+            count += 1;
+        }
+        assert!(count > 0, "{name}");
         assert_eq!(in_one_pass(bytes), strictly(bytes), "{name}");
     }
     // Every broken fixture, batch or not, reads (or fails) the same way.

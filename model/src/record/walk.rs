@@ -40,19 +40,14 @@ use super::{ParseError, RawJson, Received, RecordId};
 /// must read to the end before it acts on any record.
 pub fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
     let (text, bom) = decode(bytes)?;
-    let (reading, strict) = match Walk::start(text) {
-        Ok(walk) => (Reading::Walk(walk), false),
-        Err(Unexpected) => {
-            let records = strict(text, bom)?;
-            (Reading::Found { records, next: 0 }, true)
-        }
+    let reading = match Walk::start(text) {
+        Ok(walk) => Reading::Walk(walk),
+        Err(Unexpected) => Reading::Found {
+            records: strict(text, bom)?,
+            next: 0,
+        },
     };
-    Ok(BatchReader {
-        text,
-        bom,
-        reading,
-        strict,
-    })
+    Ok(BatchReader { text, bom, reading })
 }
 
 /// A batch's records, read one at a time (see [`read_batch`]): each with
@@ -64,8 +59,6 @@ pub struct BatchReader<'a> {
     text: &'a str,
     bom: usize,
     reading: Reading<'a>,
-    /// Turned to the strict way (for tests).
-    strict: bool,
 }
 
 #[derive(Debug)]
@@ -81,10 +74,10 @@ enum Reading<'a> {
 }
 
 impl BatchReader<'_> {
-    /// Whether the reader has not turned to the strict way.
+    /// Whether the reader is reading the strict way.
     #[cfg(test)]
-    pub(super) fn in_one_pass(&self) -> bool {
-        !self.strict
+    pub(super) fn is_strict(&self) -> bool {
+        matches!(self.reading, Reading::Found { .. })
     }
 }
 
@@ -102,7 +95,6 @@ impl<'a> Iterator for BatchReader<'a> {
                         // walk ever stricter than serde_json) goes on from
                         // the records read so far.
                         let next = walk.read();
-                        self.strict = true;
                         match strict(self.text, self.bom) {
                             Ok(records) => self.reading = Reading::Found { records, next },
                             Err(error) => {
