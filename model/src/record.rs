@@ -187,16 +187,23 @@ pub enum Raw<'a> {
     Typed,
 }
 
-impl Received<'_> {
-    /// A record made in process (see [`Raw::Typed`]).
-    pub fn typed(record: ChangeRecord) -> Received<'static> {
+impl<'a> Received<'a> {
+    /// A record as read, with nothing asked of it yet.
+    fn read(raw: Raw<'a>, sequence_number: Option<String>, record: Result<ChangeRecord, RecordError>) -> Self {
         Received {
-            raw: Raw::Typed,
-            sequence_number: Some(record.sequence_number.clone()),
-            record: Ok(record),
+            raw,
+            sequence_number,
+            record,
             verdict: std::sync::OnceLock::new(),
             ahead: ahead::Ahead::default(),
         }
+    }
+}
+
+impl Received<'_> {
+    /// A record made in process (see [`Raw::Typed`]).
+    pub fn typed(record: ChangeRecord) -> Received<'static> {
+        Received::read(Raw::Typed, Some(record.sequence_number.clone()), Ok(record))
     }
 
     /// A handle on the record's JSON text that lives as long as `self`.

@@ -66,13 +66,7 @@ struct RawStreamRecord<'a> {
 
 pub(super) fn received(raw: &RawValue, position: RecordId) -> Received<'_> {
     let (sequence_number, record) = parse_raw(raw.get(), position);
-    Received {
-        raw: super::Raw::Json(raw.get()),
-        sequence_number,
-        record,
-        verdict: std::sync::OnceLock::new(),
-        ahead: Default::default(),
-    }
+    Received::read(super::Raw::Json(raw.get()), sequence_number, record)
 }
 
 /// A usable sequence number: non-empty decimal digits.
@@ -131,16 +125,7 @@ pub(super) fn read_leading(text: &str, position: RecordId) -> Option<(&str, Rece
     let raw = records.next()?.ok()?;
     let own = text.get(..records.byte_offset())?;
     let (sequence_number, record) = from_raw(raw, position);
-    Some((
-        own,
-        Received {
-            raw: super::Raw::Json(own),
-            sequence_number,
-            record,
-            verdict: std::sync::OnceLock::new(),
-            ahead: Default::default(),
-        },
-    ))
+    Some((own, Received::read(super::Raw::Json(own), sequence_number, record)))
 }
 
 /// Best effort `(SequenceNumber, eventID)` of a record that did not deserialize.
