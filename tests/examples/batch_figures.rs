@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use event_router::{MemoryPublisher, Options as RouterOptions, Router};
 use model::config::{self, EXAMPLE_CONFIG};
@@ -113,16 +113,39 @@ fn measure(mode: &str, path: &str) {
 fn in_fresh_processes(mode: &str, path: &std::path::Path) -> (f64, f64) {
     let (mut times, mut rss) = (Vec::new(), Vec::new());
     for _ in 0..RUNS {
-        let out = std::process::Command::new(std::env::current_exe().expect("exe"))
-            .args([mode, &path.to_string_lossy()])
-            .output()
-            .expect("child");
-        let text = String::from_utf8_lossy(&out.stdout);
+        let text = child_output(mode, path);
         let mut it = text.split_whitespace();
         times.push(it.next().and_then(|t| t.parse().ok()).unwrap_or(f64::NAN));
         rss.push(it.next().and_then(|t| t.parse::<f64>().ok()).unwrap_or(f64::NAN) / 1024.0);
     }
     (median(times), median(rss))
+}
+
+/// How long one child may take (one batch takes well under a second).
+const CHILD_PATIENCE: Duration = Duration::from_secs(60);
+
+/// What a child `mode` process prints for the payload at `path`; it is
+/// killed, and the figures say so, if it takes longer than `CHILD_PATIENCE`.
+fn child_output(mode: &str, path: &std::path::Path) -> String {
+    let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .args([mode, &path.to_string_lossy()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("child");
+    let started = Instant::now();
+    while child.try_wait().expect("child").is_none() {
+        if started.elapsed() > CHILD_PATIENCE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the `{mode}` child did not finish within {CHILD_PATIENCE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut text = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        std::io::Read::read_to_string(&mut out, &mut text).expect("child output");
+    }
+    text
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
