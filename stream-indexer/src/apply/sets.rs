@@ -13,8 +13,12 @@
 //! than the record, and sets the mark to it. Under `Guard::AsRead` it is
 //! conditioned on the mark read and leaves it as is.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
+
+// The member and record maps are on every set change's path: foldhash
+// (randomly seeded, as the memory store's maps), not SipHash.
+use foldhash::{HashMap, HashMapExt};
 
 use model::config::Config;
 use model::edge::{self, GraphItem};
