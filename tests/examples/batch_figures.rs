@@ -9,8 +9,9 @@
 //!   one call per touched node), on the in-memory store holding the table.
 //!
 //! Run: `cargo run --release -p streamdex-tests --features testing --example batch_figures`
-//! (`... -- generate FILE` writes the payload; `... -- measure FILE` has the
-//! indexer handle it once, `... -- route FILE` the router.)
+//! (`... -- generate FILE` writes the payload; `... -- measure FILE [N]` has the
+//! indexer handle it once cold and N times warm (9), `... -- route FILE [N]`
+//! the router.)
 
 use std::collections::BTreeSet;
 #[global_allocator]
@@ -28,6 +29,8 @@ use stream_indexer::workload::example_payload_of_size;
 use stream_indexer::{Indexer, MemoryQuarantine, Options};
 
 const RUNS: usize = 7;
+/// Handlings after the first in each child process (a warm Lambda's).
+const WARM_RUNS: usize = 9;
 const SIX_MB: usize = 6 * 1024 * 1024;
 
 /// A store that answers every request at once, as if DynamoDB were remote.
@@ -80,14 +83,16 @@ fn config() -> Arc<model::Config> {
 
 /// Child: the indexer (`measure`) or the router (`route`) handles the
 /// payload in FILE once, as a Lambda would; prints "ms rss_kib".
-fn measure(mode: &str, path: &str) {
+fn measure(mode: &str, path: &str, warm_runs: usize) {
     aws_kit::lambda::tune_allocator();
     let payload = std::fs::read(path).expect("payload file");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let started;
+    // The first handling is the cold one (every page touched for the first
+    // time); the ones after it are a warm Lambda's, in the same process.
+    let mut times = Vec::with_capacity(1 + warm_runs);
     if mode == "route" {
         let router = Router::new(
             config(),
@@ -95,30 +100,41 @@ fn measure(mode: &str, path: &str) {
             MemoryQuarantine::default(),
             RouterOptions::default(),
         );
-        started = Instant::now();
-        let outcome = runtime.block_on(router.handle(&payload)).expect("routed");
-        drop(outcome);
+        for _ in 0..=warm_runs {
+            let started = Instant::now();
+            let outcome = runtime.block_on(router.handle(&payload)).expect("routed");
+            drop(outcome);
+            times.push(started.elapsed().as_secs_f64() * 1000.0);
+            drop(router.publisher().take());
+        }
     } else {
         let indexer = Indexer::new(config(), CountingStore, MemoryQuarantine::default(), Options::default());
-        started = Instant::now();
-        let outcome = runtime.block_on(indexer.handle(&payload)).expect("handled");
-        drop(outcome);
+        for _ in 0..=warm_runs {
+            let started = Instant::now();
+            let outcome = runtime.block_on(indexer.handle(&payload)).expect("handled");
+            drop(outcome);
+            times.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
     }
-    let ms = started.elapsed().as_secs_f64() * 1000.0;
-    println!("{ms:.2} {}", peak_rss_kib());
+    let cold = times[0];
+    let warm = median(times.split_off(1));
+    println!("{cold:.2} {} {warm:.2}", peak_rss_kib());
 }
 
 /// `RUNS` fresh processes of `mode` on the payload at `path`: the median
-/// time in ms and peak RSS in MB.
-fn in_fresh_processes(mode: &str, path: &std::path::Path) -> (f64, f64) {
-    let (mut times, mut rss) = (Vec::new(), Vec::new());
+/// cold time in ms (each process's first handling), peak RSS in MB, and
+/// the median warm time in ms (the medians of each process's later ones).
+fn in_fresh_processes(mode: &str, path: &std::path::Path) -> (f64, f64, f64) {
+    let (mut times, mut rss, mut warm) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         let text = child_output(mode, path);
         let mut it = text.split_whitespace();
-        times.push(it.next().and_then(|t| t.parse().ok()).unwrap_or(f64::NAN));
-        rss.push(it.next().and_then(|t| t.parse::<f64>().ok()).unwrap_or(f64::NAN) / 1024.0);
+        let mut next = || it.next().and_then(|t| t.parse::<f64>().ok()).unwrap_or(f64::NAN);
+        times.push(next());
+        rss.push(next() / 1024.0);
+        warm.push(next());
     }
-    (median(times), median(rss))
+    (median(times), median(rss), median(warm))
 }
 
 /// How long one child may take (one batch takes well under a second).
@@ -155,9 +171,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if let [_, mode, path] = args.as_slice() {
+    if let [_, mode, path, rest @ ..] = args.as_slice() {
+        // `measure FILE [WARM_RUNS]`: more warm runs make a profile of them.
+        let warm_runs = rest.first().and_then(|n| n.parse().ok()).unwrap_or(WARM_RUNS);
         match mode.as_str() {
-            "measure" | "route" => return measure(mode, path),
+            "measure" | "route" => return measure(mode, path, warm_runs),
             "generate" => {
                 let (_, payload, _) = example_payload_of_size(config(), SIX_MB, 7);
                 return std::fs::write(path, payload).expect("write payload");
@@ -171,16 +189,18 @@ fn main() {
     std::fs::write(&path, &payload).expect("write payload");
     println!("payload: {records} records, {:.2} MB", payload.len() as f64 / 1e6);
 
-    let (ms, rss) = in_fresh_processes("measure", &path);
+    let (ms, rss, warm) = in_fresh_processes("measure", &path);
     println!(
-        "handle 6 MB batch (parse + plan + apply, counting store): median {ms:.1} ms over {RUNS} processes ({:.0} records/s); peak RSS median {rss:.1} MB",
+        "handle 6 MB batch (parse + plan + apply, counting store): cold (a fresh process's first) median {ms:.1} ms over {RUNS} processes ({:.0} records/s); warm (the {WARM_RUNS} after it, in process) median {warm:.1} ms ({:.0} records/s); peak RSS median {rss:.1} MB",
         records as f64 / (ms / 1000.0),
+        records as f64 / (warm / 1000.0),
     );
-    let (ms, rss) = in_fresh_processes("route", &path);
+    let (ms, rss, warm) = in_fresh_processes("route", &path);
     let _ = std::fs::remove_file(&path);
     println!(
-        "route the same batch (parse + classify + size + pack + publish in memory): median {ms:.1} ms over {RUNS} processes ({:.0} records/s); peak RSS median {rss:.1} MB",
+        "route the same batch (parse + classify + size + pack + publish in memory): cold median {ms:.1} ms over {RUNS} processes ({:.0} records/s); warm median {warm:.1} ms ({:.0} records/s); peak RSS median {rss:.1} MB",
         records as f64 / (ms / 1000.0),
+        records as f64 / (warm / 1000.0),
     );
 
     // Requests against the minimum, on the in-memory store that holds the table.
