@@ -2,10 +2,10 @@
 //! records, and what it reports (`batchItemFailures`). The same rules as the
 //! indexer's (`model::settlement`), for events instead of mutations.
 //!
-//! 1. Every record is read ([`model::record::read_batch`], one at a time)
-//!    and classified by the config's routes ([`model::event::classify`]):
-//!    zero or more events. A record that cannot be read or classified is
-//!    poison.
+//! 1. Every record is read ([`model::record::glance_batch`], one at a
+//!    time, its images checked but built only when a route takes it) and
+//!    classified by the config's routes ([`model::event::classify`]): zero
+//!    or more events. A record that cannot be read or classified is poison.
 //! 2. An event larger than the PutEvents budget (`[events]
 //!    max_request_bytes`, counted by [`model::event::entry_size`]) goes
 //!    without its images, flagged `imagesOmitted`; one still too large is
@@ -200,12 +200,13 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
 
     /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as
     /// bytes. Each record is read, classified and let go before the next
-    /// ([`record::read_batch`]): the batch's images are never all held at
-    /// once. Nothing is published before the whole payload is read.
+    /// ([`record::glance_batch`]): its images are checked as they are read,
+    /// and built only for a record a route takes (read again from its text).
+    /// Nothing is published before the whole payload is read.
     pub async fn handle(&self, payload: &[u8]) -> Result<RouterOutcome, BatchError> {
         let mut stats = RouterStats::default();
         let mut classified = Classified::default();
-        for (position, read) in record::read_batch(payload)?.enumerate() {
+        for (position, read) in record::glance_batch(payload)?.enumerate() {
             let (raw, received) = read?;
             stats.records += 1;
             self.classify(&mut classified, &mut stats, position, &received, raw);

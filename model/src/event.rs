@@ -158,6 +158,10 @@ pub enum EventError {
         items: &'static str,
         table: String,
     },
+    /// A record glanced at did not read whole (see `model::record`'s
+    /// `glance`: it always should).
+    #[error("record {sequence_number}: {reason}")]
+    Unreadable { sequence_number: String, reason: String },
     /// Whether the item is a node or an edge could not be decided.
     #[error("record {sequence_number}: {source}")]
     Graph {
@@ -176,6 +180,7 @@ impl EventError {
             | EventError::TableMismatch { sequence_number, .. }
             | EventError::KeyMissing { sequence_number, .. }
             | EventError::NoEdgeSet { sequence_number, .. }
+            | EventError::Unreadable { sequence_number, .. }
             | EventError::Graph { sequence_number, .. } => sequence_number,
         }
     }
@@ -213,10 +218,34 @@ pub fn classify_received(
     received: &Received<'_>,
     record: &ChangeRecord,
 ) -> Result<Vec<Event>, EventError> {
-    received
-        .ahead
-        .take_events(config)
-        .unwrap_or_else(|| classify(config, table, record))
+    if let Some(events) = received.ahead.take_events(config) {
+        return events;
+    }
+    if !received.has_whole_images() && needs_images(config, table, record) {
+        // Glanced at: read whole for the event's detail.
+        let whole = received.whole();
+        return match &whole.record {
+            Ok(record) => classify(config, table, record),
+            Err(error) => Err(EventError::Unreadable {
+                sequence_number: record.sequence_number.clone(),
+                reason: error.to_string(),
+            }),
+        };
+    }
+    classify(config, table, record)
+}
+
+/// Whether [`classify`]'s answer for `record` may depend on its images
+/// (beyond its keys): when a route of its table takes its kind of change
+/// and its keys, or cannot tell. Otherwise the answer is no event, images
+/// or not.
+fn needs_images(config: &Config, table: &TableConfig, record: &ChangeRecord) -> bool {
+    let kind = route_event(record);
+    config
+        .routes
+        .iter()
+        .filter(|route| route.table == table.name && route.events.contains(&kind))
+        .any(|route| route_matches(config, table, route, record).unwrap_or(true))
 }
 
 /// Classifies a received record ahead of the consumer that will ask

@@ -6,7 +6,9 @@
 //!
 //! - [`parse_batch`]: a Lambda event or a `GetRecords` response, both
 //!   `{"Records": [...], ...}`; [`read_batch`] reads the same records one
-//!   at a time, in one pass over the payload.
+//!   at a time, in one pass over the payload; [`glance_batch`] too, but
+//!   checks each record's images instead of building them where it can
+//!   (for the router: `glance`).
 //! - [`parse_json_lines`]: one record object per line (either spelling),
 //!   blank lines ignored; each record comes with its line number.
 //! - [`parse_any`]: detects which of the two it was given.
@@ -48,6 +50,7 @@
 
 mod ahead;
 mod attr;
+mod glance;
 #[cfg(feature = "lambda-events")]
 mod lambda;
 mod one;
@@ -62,7 +65,7 @@ use std::fmt;
 use crate::value::Image;
 
 pub use parse::{parse_any, parse_batch, parse_json_line, parse_json_lines, parse_record, table_from_arn};
-pub use walk::{read_batch, BatchReader};
+pub use walk::{glance_batch, read_batch, BatchReader};
 
 /// What happened to the item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -173,6 +176,9 @@ pub struct Received<'a> {
     /// The record's plan and events, when worked out ahead of the
     /// consumers (see [`crate::Planner::plan_ahead`]).
     pub(crate) ahead: ahead::Ahead,
+    /// False when the record was glanced at ([`glance_batch`]): its images
+    /// then hold only its key attributes.
+    whole_images: bool,
 }
 
 /// Where a received record's JSON text is.
@@ -196,11 +202,41 @@ impl<'a> Received<'a> {
             record,
             verdict: std::sync::OnceLock::new(),
             ahead: ahead::Ahead::default(),
+            whole_images: true,
+        }
+    }
+
+    /// The record glanced at (see [`glance_batch`]).
+    fn with_keys_only(self) -> Self {
+        Received {
+            whole_images: false,
+            ..self
+        }
+    }
+
+    /// The record read again from its text, whole: itself when it was
+    /// read whole already (or was made in process).
+    pub fn whole(&self) -> std::borrow::Cow<'_, Received<'a>> {
+        match self.raw {
+            Raw::Json(text) if !self.whole_images => {
+                let position = match &self.sequence_number {
+                    Some(seq) => RecordId::Sequence(seq.clone()),
+                    None => RecordId::Unidentified,
+                };
+                std::borrow::Cow::Owned(one::whole(text, position))
+            }
+            _ => std::borrow::Cow::Borrowed(self),
         }
     }
 }
 
 impl Received<'_> {
+    /// Whether the record's images are whole: false for a record glanced
+    /// at ([`glance_batch`]), whose images hold only its key attributes.
+    pub fn has_whole_images(&self) -> bool {
+        self.whole_images
+    }
+
     /// A record made in process (see [`Raw::Typed`]).
     pub fn typed(record: ChangeRecord) -> Received<'static> {
         Received::read(Raw::Typed, Some(record.sequence_number.clone()), Ok(record))

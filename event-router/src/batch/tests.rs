@@ -457,6 +457,54 @@ fn a_payload_read_record_by_record_is_handled_as_its_parsed_records_are() {
     assert!(outcome.stats.published > 0, "{outcome:?}");
 }
 
+/// A record that may become an event, or not, with other attributes in
+/// its images: any value, poison ones too (40-digit numbers, empty sets,
+/// `NULL` false...).
+fn record_with_values() -> impl Strategy<Value = ChangeRecord> {
+    let table = prop::sample::select(vec![
+        ("records", "GOAL-1", "GOAL-1"),
+        ("records", "USER-2", "USER-2"),
+        ("records", "GOAL-1", "TEAMMEMBERSHIP-USER-2"),
+        ("layers", "lyr#a", "lyrVrsn#v1"),
+        ("layers", "other", "x"),
+    ]);
+    let kind = prop::sample::select(vec![EventKind::Insert, EventKind::Modify, EventKind::Remove]);
+    let values = || proptest::collection::vec(("[a-c]", model::testing::attribute_value()), 0..3);
+    (table, kind, any::<bool>(), 1u64..50, values(), values()).prop_map(
+        |((table, pk, sk), kind, ttl, seq, new, old)| {
+            let mut record = record(table, kind, seq, pk, sk, ttl && kind == EventKind::Remove);
+            for (image, values) in [(&mut record.new, new), (&mut record.old, old)] {
+                if let Some(image) = image {
+                    image.extend(values);
+                }
+            }
+            record
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The router glances at a payload's images (`model::record::glance_batch`)
+    /// and reads whole only the records a route takes: what it publishes,
+    /// quarantines and answers is what it does with the records read whole.
+    #[test]
+    fn a_payload_is_routed_as_its_records_read_whole_are(
+        records in proptest::collection::vec(record_with_values(), 1..12)
+    ) {
+        let payload = lambda_event(&records);
+        let glanced = router();
+        let outcome = block(glanced.handle(&payload)).expect("a batch");
+        let whole = router();
+        let received = model::record::parse_batch(&payload).expect("a batch");
+        let expected = block(whole.handle_received(&received));
+        prop_assert_eq!(&outcome, &expected);
+        prop_assert_eq!(glanced.publisher().published(), whole.publisher().published());
+        prop_assert_eq!(glanced.quarantine().entries(), whole.quarantine().entries());
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Property: Lambda's retry rules over a faulty publisher.
 // ---------------------------------------------------------------------------

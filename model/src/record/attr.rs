@@ -140,7 +140,7 @@ struct Attr(Result<Value, AttrProblem>);
 struct MaybeString(Option<String>);
 
 /// A JSON bool, or `None` for any other JSON value.
-struct MaybeBool(Option<bool>);
+pub(super) struct MaybeBool(pub Option<bool>);
 
 /// A JSON array of strings, or `None` for any other JSON value.
 struct MaybeStrings(Option<Vec<String>>);
@@ -149,12 +149,12 @@ struct MaybeStrings(Option<Vec<String>>);
 struct AttrList(Result<Vec<Value>, AttrProblem>);
 
 /// Drains a map or sequence whose contents are not wanted.
-fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+pub(super) fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
     while seq.next_element::<IgnoredAny>()?.is_some() {}
     Ok(())
 }
 
-fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+pub(super) fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
     while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
     Ok(())
 }
@@ -214,6 +214,9 @@ macro_rules! lenient_all_but {
         }
     };
 }
+
+// The glance's visitors are lenient the same way.
+pub(super) use {lenient_all_but, lenient_scalars};
 
 impl<'de> Deserialize<'de> for MaybeString {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

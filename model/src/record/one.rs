@@ -15,10 +15,12 @@ use super::time::parse_creation_time;
 use super::{ChangeRecord, CreationTime, EventKind, ImagePart, KeyProblem, Received, RecordError, RecordId, ViewType};
 use crate::value::Image;
 
-/// One stream record, either spelling. Unknown members are ignored.
+/// One stream record, either spelling. Unknown members are ignored. Its
+/// images are read whole (`I` = [`ImageField`]) or glanced at
+/// ([`ImageGlance`](super::glance::ImageGlance)).
 #[derive(DeriveDeserialize)]
 #[serde(expecting = "a stream record object")]
-struct RawRecord<'a> {
+pub(super) struct RawRecord<'a, I = ImageField> {
     #[serde(rename = "eventID")]
     event_id: Option<String>,
     #[serde(rename = "eventName", borrow)]
@@ -28,10 +30,46 @@ struct RawRecord<'a> {
     #[serde(rename = "userIdentity", borrow)]
     user_identity: Option<RawIdentity<'a>>,
     #[serde(borrow)]
-    dynamodb: Option<RawStreamRecord<'a>>,
+    pub(super) dynamodb: Option<RawStreamRecord<'a, I>>,
     /// Only to explain a whole batch given where one record was expected.
     #[serde(rename = "Records")]
     records: Option<IgnoredAny>,
+}
+
+impl<'a, I> RawRecord<'a, I> {
+    /// The record with each image made by `image` (given the record's
+    /// `Keys`), or `None` when `image` gives none for one of them.
+    pub(super) fn map_images<J>(
+        self,
+        mut image: impl FnMut(I, Option<&ImageField>) -> Option<J>,
+    ) -> Option<RawRecord<'a, J>> {
+        let dynamodb = match self.dynamodb {
+            None => None,
+            Some(d) => {
+                let mut convert = |field: Option<I>| match field {
+                    None => Some(None),
+                    Some(field) => image(field, d.keys.as_ref()).map(Some),
+                };
+                Some(RawStreamRecord {
+                    new_image: convert(d.new_image)?,
+                    old_image: convert(d.old_image)?,
+                    created: d.created,
+                    keys: d.keys,
+                    sequence_number: d.sequence_number,
+                    size_bytes: d.size_bytes,
+                    view_type: d.view_type,
+                })
+            }
+        };
+        Some(RawRecord {
+            event_id: self.event_id,
+            event_name: self.event_name,
+            event_source_arn: self.event_source_arn,
+            user_identity: self.user_identity,
+            dynamodb,
+            records: self.records,
+        })
+    }
 }
 
 /// `userIdentity`: `type`/`principalId` (Lambda) or `Type`/`PrincipalId` (GetRecords).
@@ -47,15 +85,15 @@ struct RawIdentity<'a> {
 /// The `dynamodb` part.
 #[derive(DeriveDeserialize)]
 #[serde(expecting = "a `dynamodb` object")]
-struct RawStreamRecord<'a> {
+pub(super) struct RawStreamRecord<'a, I> {
     #[serde(rename = "ApproximateCreationDateTime", borrow)]
     created: Option<&'a RawValue>,
     #[serde(rename = "Keys")]
-    keys: Option<ImageField>,
+    pub(super) keys: Option<ImageField>,
     #[serde(rename = "NewImage")]
-    new_image: Option<ImageField>,
+    pub(super) new_image: Option<I>,
     #[serde(rename = "OldImage")]
-    old_image: Option<ImageField>,
+    pub(super) old_image: Option<I>,
     #[serde(rename = "SequenceNumber")]
     sequence_number: Option<String>,
     #[serde(rename = "SizeBytes")]
@@ -65,8 +103,13 @@ struct RawStreamRecord<'a> {
 }
 
 pub(super) fn received(raw: &RawValue, position: RecordId) -> Received<'_> {
-    let (sequence_number, record) = parse_raw(raw.get(), position);
-    Received::read(super::Raw::Json(raw.get()), sequence_number, record)
+    whole(raw.get(), position)
+}
+
+/// The record whose whole text is `text`, read with its images.
+pub(super) fn whole(text: &str, position: RecordId) -> Received<'_> {
+    let (sequence_number, record) = parse_raw(text, position);
+    Received::read(super::Raw::Json(text), sequence_number, record)
 }
 
 /// A usable sequence number: non-empty decimal digits.
@@ -103,7 +146,7 @@ fn parse_raw(text: &str, position: RecordId) -> (Option<String>, Result<ChangeRe
 }
 
 /// A record read into its serde struct, checked and built.
-fn from_raw(raw: RawRecord<'_>, position: RecordId) -> (Option<String>, Result<ChangeRecord, RecordError>) {
+pub(super) fn from_raw(raw: RawRecord<'_>, position: RecordId) -> (Option<String>, Result<ChangeRecord, RecordError>) {
     let sequence_number = raw
         .dynamodb
         .as_ref()

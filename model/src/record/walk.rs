@@ -20,6 +20,7 @@ use serde::de::{Deserialize, IgnoredAny};
 use serde_json::value::RawValue;
 
 use super::attr::Text;
+use super::glance::glance_leading;
 use super::one::{read_leading, received};
 use super::parse::{decode, strict};
 use super::{ParseError, RawJson, Received, RecordId};
@@ -39,8 +40,29 @@ use super::{ParseError, RawJson, Received, RecordId};
 /// what makes the payload no batch (after which it ends). So a consumer
 /// must read to the end before it acts on any record.
 pub fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
+    reader(bytes, Images::Whole)
+}
+
+/// Reads a batch as [`read_batch`] does, but glances at each record's
+/// images instead of building them where it can (see `glance`): such a
+/// record's images hold only its key attributes
+/// ([`Received::has_whole_images`]; [`Received::whole`] reads it again
+/// whole). For a consumer that needs the images of few records: the
+/// router. Records read the strict way are read whole.
+pub fn glance_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
+    reader(bytes, Images::Glanced)
+}
+
+/// How a walk reads each record's images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Images {
+    Whole,
+    Glanced,
+}
+
+fn reader(bytes: &[u8], images: Images) -> Result<BatchReader<'_>, ParseError> {
     let (text, bom) = decode(bytes)?;
-    let reading = match Walk::start(text) {
+    let reading = match Walk::start(text, images) {
         Ok(walk) => Reading::Walk(walk),
         Err(Unexpected) => Reading::Found {
             records: strict(text, bom)?,
@@ -125,6 +147,7 @@ pub(super) struct Unexpected;
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Walk<'a> {
     text: &'a str,
+    images: Images,
     at: usize,
     /// Records read so far.
     index: usize,
@@ -133,9 +156,10 @@ pub(super) struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     /// A walk at the first record of `text`'s `Records` array.
-    pub(super) fn start(text: &'a str) -> Result<Walk<'a>, Unexpected> {
+    fn start(text: &'a str, images: Images) -> Result<Walk<'a>, Unexpected> {
         let mut walk = Walk {
             text,
+            images,
             at: 0,
             index: 0,
             done: false,
@@ -174,7 +198,11 @@ impl<'a> Walk<'a> {
         let start = self.at;
         let rest = self.text.get(start..).ok_or(Unexpected)?;
         let position = RecordId::Index(self.index);
-        let (text, received) = match read_leading(rest, position.clone()) {
+        let leading = match self.images {
+            Images::Whole => read_leading(rest, position.clone()),
+            Images::Glanced => glance_leading(rest, position.clone()),
+        };
+        let (text, received) = match leading {
             Some(read) => read,
             None => {
                 // Not a record: read as the strict way reads it.

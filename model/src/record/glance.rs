@@ -1,0 +1,295 @@
+//! A record read without building its images: the router's reading.
+//!
+//! The router needs a record's images only when one of the config's routes
+//! takes it (for the event's detail), and most records are taken by none.
+//! What it needs of every record is whether the record is poison, which
+//! depends on every value of its images. A glance checks an image as it
+//! goes by, without building it: every value must be one that
+//! [`ImageField`](super::attr::ImageField) reads without a problem and that
+//! [`crate::validate::check`] passes (an S, an N DynamoDB can hold, a BOOL,
+//! a NULL that is true, a non-empty SS of distinct members, an L or M of
+//! such values, names distinct), and the record's text must be under
+//! DynamoDB's item size limit (an item's size is less than its JSON's).
+//!
+//! A glance is conservative: anything else (B, BS and NS values, a
+//! malformed value, a record over the size limit) makes it unsure, and
+//! the record is then read whole, as before, which says what is wrong, if
+//! anything. A sure glance keeps of each image only the values of the
+//! record's key attributes, so that the record is built and checked as a
+//! whole reading builds and checks it: the keys agreeing with each image,
+//! the event kind's images present. The router reads such a record whole,
+//! from its text, only when a route takes it
+//! ([`crate::event::classify_received`]).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::attr::{
+    drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageField, ImageProblem, MaybeBool, Text,
+};
+use super::one::{from_raw, whole, RawRecord};
+use super::{Raw, Received, RecordId};
+use crate::sortkey;
+use crate::validate::MAX_ITEM_BYTES;
+use crate::value::{Image, Value};
+
+/// An image glanced at: `None` when unsure, else its top-level S and N
+/// values (the candidates for key attributes), by name.
+pub(super) struct ImageGlance<'a>(Option<Vec<(Cow<'a, str>, Option<Scalar<'a>>)>>);
+
+/// A top-level S or N value, borrowed from the text when it has no escapes.
+enum Scalar<'a> {
+    S(Cow<'a, str>),
+    N(Cow<'a, str>),
+}
+
+/// One attribute value glanced at: `None` when unsure, else the value when
+/// it is an S or an N.
+struct AttrGlance<'a>(Option<Option<Scalar<'a>>>);
+
+/// A JSON string, or `None` for any other JSON value.
+struct MaybeText<'a>(Option<Cow<'a, str>>);
+
+/// An SS's members: sure when an array of distinct strings, not empty.
+struct SetGlance(bool);
+
+/// An L's elements: sure when every one is.
+struct ListGlance(bool);
+
+/// An M: sure when every value is and the names are distinct.
+struct MapGlance(bool);
+
+impl<'a> ImageGlance<'a> {
+    /// The image as a sure glance has it: only the values of `keys`'
+    /// attributes (an image without one of them lacks it here too). `None`
+    /// when unsure.
+    pub(super) fn key_image(self, keys: Option<&Result<Image, ImageProblem>>) -> Option<Image> {
+        let entries = self.0?;
+        let Some(Ok(keys)) = keys else {
+            // The record is refused for its keys before its images count.
+            return Some(Image::default());
+        };
+        Some(
+            entries
+                .into_iter()
+                .filter(|(name, _)| keys.contains_key(name))
+                .filter_map(|(name, value)| {
+                    let value = match value? {
+                        Scalar::S(s) => Value::S(s.into_owned()),
+                        Scalar::N(n) => Value::N(n.into_owned()),
+                    };
+                    Some((name.into_owned(), value))
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Whether a record whose text is `len` bytes long may be glanced at: its
+/// images' sizes are then surely within DynamoDB's limit.
+pub(super) fn small_enough(len: usize) -> bool {
+    len <= MAX_ITEM_BYTES
+}
+
+/// Whether the names, sorted, are distinct.
+fn distinct_sorted<T: Ord>(names: &mut [T]) -> bool {
+    names.sort_unstable();
+    names.windows(2).all(|pair| pair[0] != pair[1])
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ImageGlance<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ImageGlance<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ImageGlance<'de>, A::Error> {
+                let mut entries = Some(Vec::new());
+                while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
+                    let AttrGlance(value) = map.next_value::<AttrGlance<'de>>()?;
+                    match (&mut entries, value) {
+                        (Some(entries), Some(value)) => entries.push((name, value)),
+                        _ => entries = None,
+                    }
+                }
+                if let Some(list) = &mut entries {
+                    list.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                    if list.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+                        entries = None;
+                    }
+                }
+                Ok(ImageGlance(entries))
+            }
+            lenient_all_but!(map, ImageGlance<'de>, ImageGlance(None));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for AttrGlance<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AttrGlance<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AttrGlance<'de>, A::Error> {
+                let Some(Text(tag)) = map.next_key::<Text<'de>>()? else {
+                    return Ok(AttrGlance(None));
+                };
+                let value = match &*tag {
+                    "S" => map.next_value::<MaybeText<'de>>()?.0.map(|s| Some(Scalar::S(s))),
+                    "N" => match map.next_value::<MaybeText<'de>>()?.0 {
+                        Some(n) if is_number(&n) && sortkey::is_number(&n) => Some(Some(Scalar::N(n))),
+                        _ => None,
+                    },
+                    "BOOL" => map.next_value::<MaybeBool>()?.0.map(|_| None),
+                    "NULL" => (map.next_value::<MaybeBool>()?.0 == Some(true)).then_some(None),
+                    "SS" => map.next_value::<SetGlance>()?.0.then_some(None),
+                    "L" => map.next_value::<ListGlance>()?.0.then_some(None),
+                    "M" => map.next_value::<MapGlance>()?.0.then_some(None),
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                        None
+                    }
+                };
+                if map.next_key::<IgnoredAny>()?.is_some() {
+                    map.next_value::<IgnoredAny>()?;
+                    drain_map(map)?;
+                    return Ok(AttrGlance(None));
+                }
+                Ok(AttrGlance(value))
+            }
+            lenient_all_but!(map, AttrGlance<'de>, AttrGlance(None));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MaybeText<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MaybeText<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(Some(Cow::Owned(v.to_owned()))))
+            }
+            lenient_all_but!(str, MaybeText<'de>, MaybeText(None));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for SetGlance {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SetGlance;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SetGlance, A::Error> {
+                let mut members = Some(Vec::new());
+                while let Some(MaybeText(member)) = seq.next_element::<MaybeText<'de>>()? {
+                    match (&mut members, member) {
+                        (Some(members), Some(member)) => members.push(member),
+                        _ => members = None,
+                    }
+                }
+                Ok(SetGlance(members.is_some_and(|mut members| {
+                    !members.is_empty() && distinct_sorted(&mut members)
+                })))
+            }
+            lenient_all_but!(seq, SetGlance, SetGlance(false));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for ListGlance {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ListGlance;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ListGlance, A::Error> {
+                let mut sure = true;
+                while let Some(AttrGlance(element)) = seq.next_element::<AttrGlance<'de>>()? {
+                    sure &= element.is_some();
+                }
+                Ok(ListGlance(sure))
+            }
+            lenient_all_but!(seq, ListGlance, ListGlance(false));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for MapGlance {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MapGlance;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MapGlance, A::Error> {
+                let mut names = Some(Vec::new());
+                while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
+                    let AttrGlance(value) = map.next_value::<AttrGlance<'de>>()?;
+                    match (&mut names, value) {
+                        (Some(names), Some(_)) => names.push(name),
+                        _ => names = None,
+                    }
+                }
+                Ok(MapGlance(names.is_some_and(|mut names| distinct_sorted(&mut names))))
+            }
+            lenient_all_but!(map, MapGlance, MapGlance(false));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// Reads the record object that `text` starts with, as
+/// [`read_leading`](super::one::read_leading) does, but glancing at its
+/// images: a record whose glance is sure comes with only its key
+/// attributes in its images ([`Received::has_whole_images`] is false);
+/// any other is read whole. `None` when it does not read as a record
+/// object (the caller reads it the strict way).
+pub(super) fn glance_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
+    if !text.starts_with('{') {
+        return None;
+    }
+    let mut records = serde_json::Deserializer::from_str(text).into_iter::<RawRecord<'_, ImageGlance<'_>>>();
+    let raw = records.next()?.ok()?;
+    let own = text.get(..records.byte_offset())?;
+    let keys_only = small_enough(own.len())
+        .then(|| raw.map_images(|glance, keys| glance.key_image(keys.map(|k| &k.0)).map(|image| ImageField(Ok(image)))))
+        .flatten();
+    Some(match keys_only {
+        Some(raw) => {
+            let (sequence_number, record) = from_raw(raw, position);
+            (
+                own,
+                Received::read(Raw::Json(own), sequence_number, record).with_keys_only(),
+            )
+        }
+        None => (own, whole(own, position)),
+    })
+}
+
+#[cfg(test)]
+mod tests;
