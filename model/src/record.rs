@@ -55,6 +55,7 @@ mod glance;
 mod lambda;
 mod one;
 mod parse;
+mod raw;
 #[cfg(test)]
 mod tests;
 mod time;

@@ -29,7 +29,8 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use super::attr::{
     drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageField, ImageProblem, MaybeBool, Text,
 };
-use super::one::{from_raw, whole, RawRecord};
+use super::one::{from_raw, whole};
+use super::raw::RawRecord;
 use super::{Raw, Received, RecordId};
 use crate::sortkey;
 use crate::validate::MAX_ITEM_BYTES;

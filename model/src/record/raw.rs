@@ -1,0 +1,96 @@
+//! A stream record's serde structs (either spelling: the Lambda event's and
+//! GetRecords'), read borrowing from the record's text: what
+//! [`one`](super::one) checks and builds into a record.
+
+use serde::de::IgnoredAny;
+use serde::Deserialize as DeriveDeserialize;
+use serde_json::value::RawValue;
+
+use super::attr::{ImageField, Text};
+
+/// One stream record, either spelling. Unknown members are ignored. Its
+/// images are read whole (`I` = [`ImageField`]) or glanced at
+/// ([`ImageGlance`](super::glance::ImageGlance)).
+#[derive(DeriveDeserialize)]
+#[serde(expecting = "a stream record object")]
+pub(super) struct RawRecord<'a, I = ImageField> {
+    #[serde(rename = "eventID")]
+    pub(super) event_id: Option<String>,
+    #[serde(rename = "eventName", borrow)]
+    pub(super) event_name: Option<Text<'a>>,
+    #[serde(rename = "eventSourceARN")]
+    pub(super) event_source_arn: Option<String>,
+    #[serde(rename = "userIdentity", borrow)]
+    pub(super) user_identity: Option<RawIdentity<'a>>,
+    #[serde(borrow)]
+    pub(super) dynamodb: Option<RawStreamRecord<'a, I>>,
+    /// Only to explain a whole batch given where one record was expected.
+    #[serde(rename = "Records")]
+    pub(super) records: Option<IgnoredAny>,
+}
+
+impl<'a, I> RawRecord<'a, I> {
+    /// The record with each image made by `image` (given the record's
+    /// `Keys`), or `None` when `image` gives none for one of them.
+    pub(super) fn map_images<J>(
+        self,
+        mut image: impl FnMut(I, Option<&ImageField>) -> Option<J>,
+    ) -> Option<RawRecord<'a, J>> {
+        let dynamodb = match self.dynamodb {
+            None => None,
+            Some(d) => {
+                let mut convert = |field: Option<I>| match field {
+                    None => Some(None),
+                    Some(field) => image(field, d.keys.as_ref()).map(Some),
+                };
+                Some(RawStreamRecord {
+                    new_image: convert(d.new_image)?,
+                    old_image: convert(d.old_image)?,
+                    created: d.created,
+                    keys: d.keys,
+                    sequence_number: d.sequence_number,
+                    size_bytes: d.size_bytes,
+                    view_type: d.view_type,
+                })
+            }
+        };
+        Some(RawRecord {
+            event_id: self.event_id,
+            event_name: self.event_name,
+            event_source_arn: self.event_source_arn,
+            user_identity: self.user_identity,
+            dynamodb,
+            records: self.records,
+        })
+    }
+}
+
+/// `userIdentity`: `type`/`principalId` (Lambda) or `Type`/`PrincipalId` (GetRecords).
+#[derive(DeriveDeserialize)]
+#[serde(expecting = "a userIdentity object")]
+pub(super) struct RawIdentity<'a> {
+    #[serde(rename = "type", alias = "Type", borrow)]
+    pub(super) kind: Option<Text<'a>>,
+    #[serde(rename = "principalId", alias = "PrincipalId", borrow)]
+    pub(super) principal: Option<Text<'a>>,
+}
+
+/// The `dynamodb` part.
+#[derive(DeriveDeserialize)]
+#[serde(expecting = "a `dynamodb` object")]
+pub(super) struct RawStreamRecord<'a, I> {
+    #[serde(rename = "ApproximateCreationDateTime", borrow)]
+    pub(super) created: Option<&'a RawValue>,
+    #[serde(rename = "Keys")]
+    pub(super) keys: Option<ImageField>,
+    #[serde(rename = "NewImage")]
+    pub(super) new_image: Option<I>,
+    #[serde(rename = "OldImage")]
+    pub(super) old_image: Option<I>,
+    #[serde(rename = "SequenceNumber")]
+    pub(super) sequence_number: Option<String>,
+    #[serde(rename = "SizeBytes")]
+    pub(super) size_bytes: Option<u64>,
+    #[serde(rename = "StreamViewType", borrow)]
+    pub(super) view_type: Option<Text<'a>>,
+}
