@@ -215,16 +215,14 @@ impl<'a> Received<'a> {
         }
     }
 
-    /// The record read again from its text, whole: itself when it was
-    /// read whole already (or was made in process).
+    /// A record glanced at, read again from its text, whole; any other is
+    /// itself (read whole already, made in process, or unusable: the
+    /// glance finds what is wrong with a record as the whole reading does).
     pub fn whole(&self) -> std::borrow::Cow<'_, Received<'a>> {
-        match self.raw {
-            Raw::Json(text) if !self.whole_images => {
-                let position = match &self.sequence_number {
-                    Some(seq) => RecordId::Sequence(seq.clone()),
-                    None => RecordId::Unidentified,
-                };
-                std::borrow::Cow::Owned(one::whole(text, position))
+        match (self.raw, &self.record) {
+            // A usable record is named by its sequence number.
+            (Raw::Json(text), Ok(record)) if !self.whole_images => {
+                std::borrow::Cow::Owned(one::whole(text, RecordId::Sequence(record.sequence_number.clone())))
             }
             _ => std::borrow::Cow::Borrowed(self),
         }
