@@ -65,26 +65,26 @@ struct MapGlance(bool);
 impl<'a> ImageGlance<'a> {
     /// The image as a sure glance has it: only the values of `keys`'
     /// attributes (an image without one of them lacks it here too). `None`
-    /// when unsure.
+    /// when unsure, or when a key attribute's value here is neither an S
+    /// nor an N (it then differs from the key, which the whole reading
+    /// says).
     pub(super) fn key_image(self, keys: Option<&Result<Image, ImageProblem>>) -> Option<Image> {
         let entries = self.0?;
         let Some(Ok(keys)) = keys else {
             // The record is refused for its keys before its images count.
             return Some(Image::default());
         };
-        Some(
-            entries
-                .into_iter()
-                .filter(|(name, _)| keys.contains_key(name))
-                .filter_map(|(name, value)| {
-                    let value = match value? {
-                        Scalar::S(s) => Value::S(s.into_owned()),
-                        Scalar::N(n) => Value::N(n.into_owned()),
-                    };
-                    Some((name.into_owned(), value))
-                })
-                .collect(),
-        )
+        entries
+            .into_iter()
+            .filter(|(name, _)| keys.contains_key(name))
+            .map(|(name, value)| {
+                let value = match value? {
+                    Scalar::S(s) => Value::S(s.into_owned()),
+                    Scalar::N(n) => Value::N(n.into_owned()),
+                };
+                Some((name.into_owned(), value))
+            })
+            .collect()
     }
 }
 
