@@ -139,6 +139,10 @@ struct Attr(Result<Value, AttrProblem>);
 /// A JSON string, or `None` for any other JSON value.
 struct MaybeString(Option<String>);
 
+/// A JSON string borrowed from the text when it has no escapes, or `None`
+/// for any other JSON value (the glance's [`MaybeString`]).
+pub(super) struct MaybeText<'a>(pub Option<Cow<'a, str>>);
+
 /// A JSON bool, or `None` for any other JSON value.
 pub(super) struct MaybeBool(pub Option<bool>);
 
@@ -233,6 +237,26 @@ impl<'de> Deserialize<'de> for MaybeString {
                 Ok(MaybeString(Some(v)))
             }
             lenient_all_but!(str, MaybeString, MaybeString(None));
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MaybeText<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MaybeText<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(Some(Cow::Owned(v.to_owned()))))
+            }
+            lenient_all_but!(str, MaybeText<'de>, MaybeText(None));
         }
         deserializer.deserialize_any(V)
     }

@@ -27,10 +27,10 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::attr::{
-    drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageField, ImageProblem, MaybeBool, Text,
+    drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageField, ImageProblem, MaybeBool, MaybeText,
+    Text,
 };
-use super::one::{from_raw, whole};
-use super::raw::RawRecord;
+use super::one::{from_raw, leading, whole};
 use super::{Raw, Received, RecordId};
 use crate::sortkey;
 use crate::validate::MAX_ITEM_BYTES;
@@ -49,9 +49,6 @@ enum Scalar<'a> {
 /// One attribute value glanced at: `None` when unsure, else the value when
 /// it is an S or an N.
 struct AttrGlance<'a>(Option<Option<Scalar<'a>>>);
-
-/// A JSON string, or `None` for any other JSON value.
-struct MaybeText<'a>(Option<Cow<'a, str>>);
 
 /// An SS's members: sure when an array of distinct strings, not empty.
 struct SetGlance(bool);
@@ -172,26 +169,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for AttrGlance<'a> {
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for MaybeText<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = MaybeText<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<MaybeText<'de>, E> {
-                Ok(MaybeText(Some(Cow::Borrowed(v))))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<MaybeText<'de>, E> {
-                Ok(MaybeText(Some(Cow::Owned(v.to_owned()))))
-            }
-            lenient_all_but!(str, MaybeText<'de>, MaybeText(None));
-        }
-        deserializer.deserialize_any(V)
-    }
-}
-
 impl<'de> Deserialize<'de> for SetGlance {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct V;
@@ -271,12 +248,7 @@ impl<'de> Deserialize<'de> for MapGlance {
 /// any other is read whole. `None` when it does not read as a record
 /// object (the caller reads it the strict way).
 pub(super) fn glance_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
-    if !text.starts_with('{') {
-        return None;
-    }
-    let mut records = serde_json::Deserializer::from_str(text).into_iter::<RawRecord<'_, ImageGlance<'_>>>();
-    let raw = records.next()?.ok()?;
-    let own = text.get(..records.byte_offset())?;
+    let (own, raw) = leading::<ImageGlance<'_>>(text)?;
     let keys_only = small_enough(own.len())
         .then(|| raw.map_images(|glance, keys| glance.key_image(keys.map(|k| &k.0)).map(|image| ImageField(Ok(image)))))
         .flatten();

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use serde::Deserialize as DeriveDeserialize;
 use serde_json::value::RawValue;
 
-use super::attr::{bad_key_type, AttrProblem, ImageProblem};
+use super::attr::{bad_key_type, AttrProblem, ImageField, ImageProblem};
 use super::parse::{json_message, table_from_arn};
 use super::raw::RawRecord;
 use super::time::parse_creation_time;
@@ -74,14 +74,23 @@ pub(super) fn from_raw(raw: RawRecord<'_>, position: RecordId) -> (Option<String
 /// [`received`] would make them from that text; `None` when it does not
 /// read as a record object (the caller reads it the strict way).
 pub(super) fn read_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
+    let (own, raw) = leading::<ImageField>(text)?;
+    let (sequence_number, record) = from_raw(raw, position);
+    Some((own, Received::read(super::Raw::Json(own), sequence_number, record)))
+}
+
+/// The record object that `text` starts with, its images read as `I`
+/// reads them, and its text; `None` when it does not read as a record
+/// object. Inlined: called out of line, the router's reading of the 6 MB
+/// event was about 4 % slower (23.7 against 22.8 ms, 11 alternating runs).
+#[inline(always)]
+pub(super) fn leading<'a, I: serde::Deserialize<'a>>(text: &'a str) -> Option<(&'a str, RawRecord<'a, I>)> {
     if !text.starts_with('{') {
         return None;
     }
-    let mut records = serde_json::Deserializer::from_str(text).into_iter::<RawRecord<'_>>();
+    let mut records = serde_json::Deserializer::from_str(text).into_iter::<RawRecord<'a, I>>();
     let raw = records.next()?.ok()?;
-    let own = text.get(..records.byte_offset())?;
-    let (sequence_number, record) = from_raw(raw, position);
-    Some((own, Received::read(super::Raw::Json(own), sequence_number, record)))
+    Some((text.get(..records.byte_offset())?, raw))
 }
 
 /// Best effort `(SequenceNumber, eventID)` of a record that did not deserialize.
