@@ -117,9 +117,11 @@ pub struct ChangeRecord {
     pub source_arn: Option<String>,
     /// The item's primary key (`dynamodb.Keys`); never empty.
     pub keys: Image,
-    /// `OldImage`: present for MODIFY and REMOVE under NEW_AND_OLD_IMAGES.
+    /// `OldImage`: present for MODIFY and REMOVE under NEW_AND_OLD_IMAGES
+    /// (but in a record glanced at: see [`Received::has_whole_images`]).
     pub old: Option<Image>,
-    /// `NewImage`: present for INSERT and MODIFY under NEW_AND_OLD_IMAGES.
+    /// `NewImage`: present for INSERT and MODIFY under NEW_AND_OLD_IMAGES
+    /// (but in a record glanced at).
     pub new: Option<Image>,
     /// `SequenceNumber`: a decimal string, increasing within a shard.
     pub sequence_number: String,
@@ -178,7 +180,7 @@ pub struct Received<'a> {
     /// consumers (see [`crate::Planner::plan_ahead`]).
     pub(crate) ahead: ahead::Ahead,
     /// False when the record was glanced at ([`glance_batch`]): its images
-    /// then hold only its key attributes.
+    /// then are not kept (`old` and `new` are `None`).
     whole_images: bool,
 }
 
@@ -208,7 +210,7 @@ impl<'a> Received<'a> {
     }
 
     /// The record glanced at (see [`glance_batch`]).
-    fn with_keys_only(self) -> Self {
+    fn glanced(self) -> Self {
         Received {
             whole_images: false,
             ..self
@@ -231,7 +233,7 @@ impl<'a> Received<'a> {
 
 impl Received<'_> {
     /// Whether the record's images are whole: false for a record glanced
-    /// at ([`glance_batch`]), whose images hold only its key attributes.
+    /// at ([`glance_batch`]), which comes without its images.
     pub fn has_whole_images(&self) -> bool {
         self.whole_images
     }

@@ -14,12 +14,14 @@
 //! A glance is conservative: anything else (B, BS and NS values, a
 //! malformed value, a record over the size limit) makes it unsure, and
 //! the record is then read whole, as before, which says what is wrong, if
-//! anything. A sure glance keeps of each image only the values of the
-//! record's key attributes, so that the record is built and checked as a
-//! whole reading builds and checks it: the keys agreeing with each image,
-//! the event kind's images present. The router reads such a record whole,
-//! from its text, only when a route takes it
-//! ([`crate::event::classify_received`]).
+//! anything. So does an image whose key attributes are not the record's
+//! `Keys` (a missing one, another value or type). A sure glance keeps of
+//! each image only its top-level S and N values while the record is read,
+//! to check them against the keys, and the record is then built and
+//! checked as a whole reading builds and checks it (the event kind's
+//! images present, the keys, the event name...), but without its images.
+//! The router reads such a record whole, from its text, only when a route
+//! takes it ([`crate::event::classify_received`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -30,7 +32,7 @@ use super::attr::{
     drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageField, ImageProblem, MaybeBool, MaybeText,
     Text,
 };
-use super::one::{from_raw, leading, whole};
+use super::one::{from_glanced, leading, whole};
 use super::{Raw, Received, RecordId};
 use crate::sortkey;
 use crate::validate::MAX_ITEM_BYTES;
@@ -59,29 +61,25 @@ struct ListGlance(bool);
 /// An M: sure when every value is and the names are distinct.
 struct MapGlance(bool);
 
-impl<'a> ImageGlance<'a> {
-    /// The image as a sure glance has it: only the values of `keys`'
-    /// attributes (an image without one of them lacks it here too). `None`
-    /// when unsure, or when a key attribute's value here is neither an S
-    /// nor an N (it then differs from the key, which the whole reading
-    /// says).
-    pub(super) fn key_image(self, keys: Option<&Result<Image, ImageProblem>>) -> Option<Image> {
-        let entries = self.0?;
-        let Some(Ok(keys)) = keys else {
-            // The record is refused for its keys before its images count.
-            return Some(Image::default());
+impl ImageGlance<'_> {
+    /// Whether the glance is sure and the image has every key attribute
+    /// of `keys` (the record's usable `Keys`), with the same S or N value.
+    /// Otherwise the whole reading says what is wrong, if anything.
+    pub(super) fn agrees_with(&self, keys: Option<&Result<Image, ImageProblem>>) -> bool {
+        let (Some(entries), Some(Ok(keys))) = (&self.0, keys) else {
+            return false;
         };
-        entries
-            .into_iter()
-            .filter(|(name, _)| keys.contains_key(name))
-            .map(|(name, value)| {
-                let value = match value? {
-                    Scalar::S(s) => Value::S(s.into_owned()),
-                    Scalar::N(n) => Value::N(n.into_owned()),
+        !keys.is_empty()
+            && keys.iter().all(|(name, key)| {
+                let Ok(at) = entries.binary_search_by(|(n, _)| n.as_ref().cmp(name.as_str())) else {
+                    return false;
                 };
-                Some((name.into_owned(), value))
+                match (&entries[at].1, key) {
+                    (Some(Scalar::S(s)), Value::S(k)) => s == k,
+                    (Some(Scalar::N(n)), Value::N(k)) => n == k,
+                    _ => false,
+                }
             })
-            .collect()
     }
 }
 
@@ -243,22 +241,20 @@ impl<'de> Deserialize<'de> for MapGlance {
 
 /// Reads the record object that `text` starts with, as
 /// [`read_leading`](super::one::read_leading) does, but glancing at its
-/// images: a record whose glance is sure comes with only its key
-/// attributes in its images ([`Received::has_whole_images`] is false);
+/// images: a record whose glance is sure comes without its images
+/// ([`Received::has_whole_images`] is false);
 /// any other is read whole. `None` when it does not read as a record
 /// object (the caller reads it the strict way).
 pub(super) fn glance_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
     let (own, raw) = leading::<ImageGlance<'_>>(text)?;
-    let keys_only = small_enough(own.len())
-        .then(|| raw.map_images(|glance, keys| glance.key_image(keys.map(|k| &k.0)).map(|image| ImageField(Ok(image)))))
+    // Each image as a present, empty one: the record is built without them.
+    let glanced = small_enough(own.len())
+        .then(|| raw.map_images(|glance, keys| glance.agrees_with(keys.map(|k| &k.0)).then(ImageField::empty)))
         .flatten();
-    Some(match keys_only {
+    Some(match glanced {
         Some(raw) => {
-            let (sequence_number, record) = from_raw(raw, position);
-            (
-                own,
-                Received::read(Raw::Json(own), sequence_number, record).with_keys_only(),
-            )
+            let (sequence_number, record) = from_glanced(raw, position);
+            (own, Received::read(Raw::Json(own), sequence_number, record).glanced())
         }
         None => (own, whole(own, position)),
     })

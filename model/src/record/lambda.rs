@@ -56,6 +56,7 @@ impl TryFrom<EventRecord> for ChangeRecord {
             identity_type,
             identity_principal,
             is_batch: false,
+            images_glanced: false,
             stream: Some(StreamParts {
                 created,
                 keys: Some(Ok(Image::from(HashMap::<String, Value>::from(change.keys)))),

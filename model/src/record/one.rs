@@ -60,13 +60,36 @@ fn parse_raw(text: &str, position: RecordId) -> (Option<String>, Result<ChangeRe
 
 /// A record read into its serde struct, checked and built.
 pub(super) fn from_raw(raw: RawRecord<'_>, position: RecordId) -> (Option<String>, Result<ChangeRecord, RecordError>) {
+    build(raw, position, false)
+}
+
+/// A record glanced at, checked and built as [`from_raw`] does, but
+/// without its images: each image is present where `raw` has one (empty),
+/// and the glance found that it agrees with the keys
+/// (see [`glance`](super::glance)).
+pub(super) fn from_glanced(
+    raw: RawRecord<'_>,
+    position: RecordId,
+) -> (Option<String>, Result<ChangeRecord, RecordError>) {
+    build(raw, position, true)
+}
+
+fn build(
+    raw: RawRecord<'_>,
+    position: RecordId,
+    images_glanced: bool,
+) -> (Option<String>, Result<ChangeRecord, RecordError>) {
     let sequence_number = raw
         .dynamodb
         .as_ref()
         .and_then(|d| d.sequence_number.as_deref())
         .filter(|s| is_sequence_number(s))
         .map(str::to_owned);
-    (sequence_number, validate(Parts::from(raw), position))
+    let parts = Parts {
+        images_glanced,
+        ..Parts::from(raw)
+    };
+    (sequence_number, validate(parts, position))
 }
 
 /// Reads the record object that `text` starts with (a batch's record and
@@ -128,6 +151,9 @@ pub(super) struct Parts<'a> {
     pub identity_principal: Option<Cow<'a, str>>,
     /// The object has `Records` (a whole batch where a record was expected).
     pub is_batch: bool,
+    /// The images were glanced at: each present one agrees with the keys
+    /// and is not kept (the record is built without images).
+    pub images_glanced: bool,
     pub stream: Option<StreamParts<'a>>,
 }
 
@@ -155,6 +181,7 @@ impl<'a> From<RawRecord<'a>> for Parts<'a> {
             identity_type,
             identity_principal,
             is_batch: raw.records.is_some(),
+            images_glanced: false,
             stream: raw.dynamodb.map(|d| StreamParts {
                 created: d.created.map(|raw| parse_creation_time(raw.get())),
                 keys: d.keys.map(|f| f.0),
@@ -178,6 +205,7 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
         identity_type,
         identity_principal,
         is_batch,
+        images_glanced,
         stream,
     } = parts;
     let Some(stream) = stream else {
@@ -279,8 +307,9 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
     }
     // An image the event kind does not have (an INSERT's OldImage, a REMOVE's
     // NewImage) is dropped: `old` and `new` mean "before" and "after".
-    let new = new.filter(|_| needs_new);
-    let old = old.filter(|_| needs_old);
+    // Glanced at: present and agreeing with the keys, but not kept.
+    let new = new.filter(|_| needs_new && !images_glanced);
+    let old = old.filter(|_| needs_old && !images_glanced);
     for (part, image) in [(ImagePart::NewImage, &new), (ImagePart::OldImage, &old)] {
         let Some(image) = image else { continue };
         for (name, value) in &keys {

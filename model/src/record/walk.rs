@@ -45,7 +45,7 @@ pub fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
 
 /// Reads a batch as [`read_batch`] does, but glances at each record's
 /// images instead of building them where it can (see `glance`): such a
-/// record's images hold only its key attributes
+/// record comes without its images
 /// ([`Received::has_whole_images`]; [`Received::whole`] reads it again
 /// whole). For a consumer that needs the images of few records: the
 /// router. Records read the strict way are read whole.

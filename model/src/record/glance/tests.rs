@@ -1,7 +1,6 @@
 //! A glance against the whole reading: a record glanced at reads as the
-//! whole reading reads it but for its images, which hold only its key
-//! attributes, and `validate::check` says the same of both; a record the
-//! glance is unsure of is read whole.
+//! whole reading reads it but without its images, and `validate::check`
+//! says the same of both; a record the glance is unsure of is read whole.
 
 use proptest::prelude::*;
 
@@ -25,18 +24,11 @@ fn read_all<'a>(
     reader.map(|read| read.map(|(_, received)| received)).collect()
 }
 
-/// `record` with each image holding only its key attributes.
-fn keys_only(record: &ChangeRecord) -> ChangeRecord {
-    let only = |image: &Image| -> Image {
-        image
-            .iter()
-            .filter(|(name, _)| record.keys.contains_key(name))
-            .map(|(name, value)| (name.clone(), value.clone()))
-            .collect()
-    };
+/// `record` without its images.
+fn without_images(record: &ChangeRecord) -> ChangeRecord {
     ChangeRecord {
-        new: record.new.as_ref().map(only),
-        old: record.old.as_ref().map(only),
+        new: None,
+        old: None,
         ..record.clone()
     }
 }
@@ -77,7 +69,7 @@ fn compare(bytes: &[u8], config: &Config) -> Result<usize, TestCaseError> {
                 continue;
             }
         };
-        let glanced = keys_only(full);
+        let glanced = without_images(full);
         prop_assert_eq!(g.record.as_ref().ok(), Some(&glanced));
         if let Ok(table) = event::table_of(config, full) {
             prop_assert_eq!(validate::check(&glanced, table), validate::check(full, table));
@@ -134,6 +126,17 @@ fn key_json() -> impl Strategy<Value = String> {
     .prop_map(str::to_owned)
 }
 
+/// Another value of the same type as the key value `key` (a
+/// [`key_json`]): a digit more before its closing quote, or another
+/// binary.
+fn sibling(key: &str) -> String {
+    match key.strip_suffix("\"}") {
+        Some(_) if key.starts_with(r#"{"B""#) => r#"{"B":"Yg=="}"#.to_owned(),
+        Some(open) => format!("{open}1\"}}"),
+        None => key.to_owned(),
+    }
+}
+
 /// An image's text: its key attributes (mostly as `Keys` has them), and
 /// other attributes, names sometimes repeated. A `clean` image draws few
 /// other attributes, and only generated values, so that most of its
@@ -151,16 +154,18 @@ fn image_json(pk: String, sk: String, clean: bool) -> impl Strategy<Value = Opti
     (
         key(),
         key(),
-        any::<bool>(),
+        0u8..3,
         proptest::collection::vec((names, value()), 0..if clean { 2 } else { 5 }),
         0u8..20,
     )
-        .prop_map(move |(other_pk, other_sk, same_keys, attrs, shape)| {
+        .prop_map(move |(other_pk, other_sk, keys, attrs, shape)| {
             let mut parts = Vec::new();
-            let (pk, sk) = if same_keys {
-                (Some(pk.clone()), Some(sk.clone()))
-            } else {
-                (other_pk, other_sk)
+            let (pk, sk) = match keys {
+                0 => (Some(pk.clone()), Some(sk.clone())),
+                // One key's value changed, its type kept.
+                1 if shape % 2 == 0 => (Some(sibling(&pk)), Some(sk.clone())),
+                1 => (Some(pk.clone()), Some(sibling(&sk))),
+                _ => (other_pk, other_sk),
             };
             if let Some(pk) = pk {
                 parts.push(format!(r#""pk":{pk}"#));
@@ -301,5 +306,20 @@ fn a_key_attribute_of_another_type_in_an_image_is_a_different_key_as_read_whole(
             r#"{{"eventName":"INSERT","eventSourceARN":"arn:aws:dynamodb:local:000000000000:table/tee/stream/x","dynamodb":{{"Keys":{{"pk":{{"S":"a"}},"sk":{{"S":"a"}}}},"NewImage":{{"pk":{value},"sk":{{"S":"a"}}}},"SequenceNumber":"1"}}}}"#
         );
         compare(&batch(&[record]), &tee()).expect("the same records");
+    }
+}
+
+#[test]
+fn an_image_whose_key_has_another_value_of_the_same_type_reads_whole() {
+    for (image_pk, image_sk) in [(r#"{"S":"b"}"#, r#"{"N":"1"}"#), (r#"{"S":"a"}"#, r#"{"N":"1.0"}"#)] {
+        let record = format!(
+            r#"{{"eventName":"INSERT","eventSourceARN":"arn:aws:dynamodb:local:000000000000:table/tee/stream/x","dynamodb":{{"Keys":{{"pk":{{"S":"a"}},"sk":{{"N":"1"}}}},"NewImage":{{"pk":{image_pk},"sk":{image_sk}}},"SequenceNumber":"1"}}}}"#
+        );
+        let bytes = batch(&[record]);
+        let read = read_all(glance_batch(&bytes).expect("a batch"));
+        let received = read[0].as_ref().expect("a record");
+        assert!(received.has_whole_images(), "{image_pk} {image_sk} was glanced at");
+        assert!(received.record.is_err(), "{image_pk} {image_sk}: the keys differ");
+        compare(&bytes, &tee()).expect("the same records");
     }
 }
