@@ -1120,6 +1120,18 @@ fn table_names_from_arns() {
     for (arn, expected) in cases {
         assert_eq!(table_from_arn(arn), expected, "{arn}");
     }
+    // A record's table is its ARN's: every ARN twice in a row, then in turn.
+    let record = |arn: &str| {
+        let value = serde_json::json!({
+            "eventName": "INSERT",
+            "eventSourceARN": arn,
+            "dynamodb": {"Keys": {"pk": {"S": "a"}}, "NewImage": {"pk": {"S": "a"}}, "SequenceNumber": "1"}
+        });
+        parse_value(&value).record.expect("a record").table
+    };
+    for (arn, expected) in cases.iter().flat_map(|case| [case, case]).chain(&cases) {
+        assert_eq!(record(arn).as_deref(), *expected, "{arn}");
+    }
 }
 
 // ---------------------------------------------------------------------------
