@@ -209,14 +209,6 @@ impl<'a> Received<'a> {
         }
     }
 
-    /// The record glanced at (see [`glance_batch`]).
-    fn glanced(self) -> Self {
-        Received {
-            whole_images: false,
-            ..self
-        }
-    }
-
     /// A record glanced at, read again from its text, whole; any other is
     /// itself (read whole already, made in process, or unusable: the
     /// glance finds what is wrong with a record as the whole reading does).

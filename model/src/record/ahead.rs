@@ -15,12 +15,17 @@ use crate::config::Config;
 use crate::event::{Event, EventError};
 use crate::plan::Plan;
 
-/// What was worked out ahead for one record (see the module doc).
+/// What was worked out ahead for one record (see the module doc). Each
+/// result is boxed: only replay works ahead, and every record, in every
+/// consumer, is moved from reader to consumer with its empty slots.
 #[derive(Debug, Default)]
 pub(crate) struct Ahead {
-    plan: Mutex<Option<(usize, Plan)>>,
-    events: Mutex<Option<(usize, Classified)>>,
+    plan: Slot<Plan>,
+    events: Slot<Classified>,
 }
+
+/// A result and the config it was made with (see [`key`]).
+type Slot<T> = Mutex<Option<Box<(usize, T)>>>;
 
 /// A record's events, or why it could not be classified.
 pub(crate) type Classified = Result<Vec<Event>, EventError>;
@@ -31,14 +36,14 @@ fn key(config: &Config) -> usize {
 }
 
 /// Stores `value` for `config`'s consumer.
-fn keep<T>(slot: &Mutex<Option<(usize, T)>>, config: &Config, value: T) {
-    *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some((key(config), value));
+fn keep<T>(slot: &Slot<T>, config: &Config, value: T) {
+    *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Box::new((key(config), value)));
 }
 
 /// Takes what was stored for `config`'s consumer, if anything.
-fn take<T>(slot: &Mutex<Option<(usize, T)>>, config: &Config) -> Option<T> {
+fn take<T>(slot: &Slot<T>, config: &Config) -> Option<T> {
     let mut slot = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    match slot.take() {
+    match slot.take().map(|kept| *kept) {
         Some((made_with, value)) if made_with == key(config) => Some(value),
         _ => None,
     }

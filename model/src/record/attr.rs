@@ -119,13 +119,6 @@ pub(super) enum ImageProblem {
 /// An image, or why it is malformed. `Option<ImageField>` reads `null` as `None`.
 pub(super) struct ImageField(pub Result<Image, ImageProblem>);
 
-impl ImageField {
-    /// An empty image (which allocates nothing).
-    pub(super) fn empty() -> ImageField {
-        ImageField(Ok(Image::new()))
-    }
-}
-
 std::thread_local! {
     /// The entries of the image being read (a nested `M` finds it taken
     /// and starts its own).

@@ -29,8 +29,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::attr::{
-    drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageField, ImageProblem, MaybeBool, MaybeText,
-    Text,
+    drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageProblem, MaybeBool, MaybeText, Text,
 };
 use super::one::{from_glanced, leading, whole};
 use super::{Raw, Received, RecordId};
@@ -247,17 +246,21 @@ impl<'de> Deserialize<'de> for MapGlance {
 /// object (the caller reads it the strict way).
 pub(super) fn glance_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
     let (own, raw) = leading::<ImageGlance<'_>>(text)?;
-    // Each image as a present, empty one: the record is built without them.
-    let glanced = small_enough(own.len())
-        .then(|| raw.map_images(|glance, keys| glance.agrees_with(keys.map(|k| &k.0)).then(ImageField::empty)))
-        .flatten();
-    Some(match glanced {
-        Some(raw) => {
-            let (sequence_number, record) = from_glanced(raw, position);
-            (own, Received::read(Raw::Json(own), sequence_number, record).glanced())
-        }
-        None => (own, whole(own, position)),
-    })
+    let sure = small_enough(own.len())
+        && raw.dynamodb.as_ref().is_none_or(|d| {
+            let keys = d.keys.as_ref().map(|k| &k.0);
+            [&d.new_image, &d.old_image]
+                .into_iter()
+                .flatten()
+                .all(|image| image.agrees_with(keys))
+        });
+    if !sure {
+        return Some((own, whole(own, position)));
+    }
+    let (sequence_number, record) = from_glanced(raw, position);
+    let mut received = Received::read(Raw::Json(own), sequence_number, record);
+    received.whole_images = false;
+    Some((own, received))
 }
 
 #[cfg(test)]

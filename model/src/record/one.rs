@@ -60,23 +60,24 @@ fn parse_raw(text: &str, position: RecordId) -> (Option<String>, Result<ChangeRe
 
 /// A record read into its serde struct, checked and built.
 pub(super) fn from_raw(raw: RawRecord<'_>, position: RecordId) -> (Option<String>, Result<ChangeRecord, RecordError>) {
-    build(raw, position, false)
+    build(raw, position, |field| field.0, false)
 }
 
 /// A record glanced at, checked and built as [`from_raw`] does, but
-/// without its images: each image is present where `raw` has one (empty),
-/// and the glance found that it agrees with the keys
-/// (see [`glance`](super::glance)).
-pub(super) fn from_glanced(
-    raw: RawRecord<'_>,
+/// without its images: the glance found that each image `raw` has agrees
+/// with the keys (see [`glance`](super::glance)).
+pub(super) fn from_glanced<I>(
+    raw: RawRecord<'_, I>,
     position: RecordId,
 ) -> (Option<String>, Result<ChangeRecord, RecordError>) {
-    build(raw, position, true)
+    build(raw, position, |_| Ok(Image::new()), true)
 }
 
-fn build(
-    raw: RawRecord<'_>,
+/// A record's parts, each image made by `image`, checked and built.
+fn build<'a, I>(
+    raw: RawRecord<'a, I>,
     position: RecordId,
+    image: impl Fn(I) -> Result<Image, ImageProblem>,
     images_glanced: bool,
 ) -> (Option<String>, Result<ChangeRecord, RecordError>) {
     let sequence_number = raw
@@ -85,11 +86,10 @@ fn build(
         .and_then(|d| d.sequence_number.as_deref())
         .filter(|s| is_sequence_number(s))
         .map(str::to_owned);
-    let parts = Parts {
-        images_glanced,
-        ..Parts::from(raw)
-    };
-    (sequence_number, validate(parts, position))
+    (
+        sequence_number,
+        validate(Parts::of(raw, image, images_glanced), position),
+    )
 }
 
 /// Reads the record object that `text` starts with (a batch's record and
@@ -168,8 +168,13 @@ pub(super) struct StreamParts<'a> {
     pub view_type: Option<Cow<'a, str>>,
 }
 
-impl<'a> From<RawRecord<'a>> for Parts<'a> {
-    fn from(raw: RawRecord<'a>) -> Parts<'a> {
+impl<'a> Parts<'a> {
+    /// The parts of `raw`, each image made by `image`.
+    fn of<I>(
+        raw: RawRecord<'a, I>,
+        image: impl Fn(I) -> Result<Image, ImageProblem>,
+        images_glanced: bool,
+    ) -> Parts<'a> {
         let (identity_type, identity_principal) = match raw.user_identity {
             Some(identity) => (identity.kind.map(|t| t.0), identity.principal.map(|t| t.0)),
             None => (None, None),
@@ -181,12 +186,12 @@ impl<'a> From<RawRecord<'a>> for Parts<'a> {
             identity_type,
             identity_principal,
             is_batch: raw.records.is_some(),
-            images_glanced: false,
+            images_glanced,
             stream: raw.dynamodb.map(|d| StreamParts {
                 created: d.created.map(|raw| parse_creation_time(raw.get())),
                 keys: d.keys.map(|f| f.0),
-                new_image: d.new_image.map(|f| f.0),
-                old_image: d.old_image.map(|f| f.0),
+                new_image: d.new_image.map(&image),
+                old_image: d.old_image.map(&image),
                 sequence_number: d.sequence_number,
                 size_bytes: d.size_bytes,
                 view_type: d.view_type.map(|t| t.0),

@@ -29,42 +29,6 @@ pub(super) struct RawRecord<'a, I = ImageField> {
     pub(super) records: Option<IgnoredAny>,
 }
 
-impl<'a, I> RawRecord<'a, I> {
-    /// The record with each image made by `image` (given the record's
-    /// `Keys`), or `None` when `image` gives none for one of them.
-    pub(super) fn map_images<J>(
-        self,
-        mut image: impl FnMut(I, Option<&ImageField>) -> Option<J>,
-    ) -> Option<RawRecord<'a, J>> {
-        let dynamodb = match self.dynamodb {
-            None => None,
-            Some(d) => {
-                let mut convert = |field: Option<I>| match field {
-                    None => Some(None),
-                    Some(field) => image(field, d.keys.as_ref()).map(Some),
-                };
-                Some(RawStreamRecord {
-                    new_image: convert(d.new_image)?,
-                    old_image: convert(d.old_image)?,
-                    created: d.created,
-                    keys: d.keys,
-                    sequence_number: d.sequence_number,
-                    size_bytes: d.size_bytes,
-                    view_type: d.view_type,
-                })
-            }
-        };
-        Some(RawRecord {
-            event_id: self.event_id,
-            event_name: self.event_name,
-            event_source_arn: self.event_source_arn,
-            user_identity: self.user_identity,
-            dynamodb,
-            records: self.records,
-        })
-    }
-}
-
 /// `userIdentity`: `type`/`principalId` (Lambda) or `Type`/`PrincipalId` (GetRecords).
 #[derive(DeriveDeserialize)]
 #[serde(expecting = "a userIdentity object")]
