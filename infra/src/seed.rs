@@ -287,7 +287,7 @@ mod tests {
             let record = model::record::ChangeRecord {
                 event_id: None,
                 kind: model::record::EventKind::Insert,
-                table: Some(item.table.clone()),
+                table: Some(item.table.as_str().into()),
                 source_arn: None,
                 keys,
                 old: None,

@@ -16,7 +16,7 @@ fn record(table: &str, keys: &[&str], old: Image, new: Image) -> ChangeRecord {
     ChangeRecord {
         event_id: None,
         kind: EventKind::Modify,
-        table: Some(table.to_owned()),
+        table: Some(table.into()),
         source_arn: None,
         keys,
         old: Some(old),

@@ -48,10 +48,10 @@ pub fn lambda_record(record: &ChangeRecord) -> serde_json::Value {
         );
     }
     out.insert("dynamodb".into(), dynamodb.into());
-    let arn = record
-        .source_arn
-        .clone()
-        .or_else(|| record.table.as_deref().map(stream_arn));
+    let arn = match (&record.source_arn, &record.table) {
+        (Some(arn), _) => Some(arn.to_string()),
+        (None, table) => table.as_deref().map(stream_arn),
+    };
     if let Some(arn) = arn {
         out.insert("eventSourceARN".into(), arn.into());
     }

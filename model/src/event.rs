@@ -205,10 +205,10 @@ pub fn classify_ahead(config: &Config, received: &Received<'_>) {
 /// table, in route order (see the [module docs](self)).
 pub fn classify(config: &Config, table: &TableConfig, record: &ChangeRecord) -> Result<Vec<Event>, EventError> {
     if let Some(name) = &record.table {
-        if *name != table.name {
+        if **name != *table.name {
             return Err(EventError::TableMismatch {
                 sequence_number: record.sequence_number.clone(),
-                record_table: name.clone(),
+                record_table: name.to_string(),
                 table: table.name.clone(),
             });
         }

@@ -62,6 +62,7 @@ mod time;
 mod walk;
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::value::Image;
 
@@ -112,9 +113,11 @@ pub struct ChangeRecord {
     pub kind: EventKind,
     /// The source table's name, from `eventSourceARN` when present
     /// (`arn:aws:dynamodb:REGION:ACCOUNT:table/NAME/stream/LABEL`).
-    pub table: Option<String>,
-    /// `eventSourceARN` as delivered (the Lambda shape only).
-    pub source_arn: Option<String>,
+    /// Shared: a batch's records come from one stream.
+    pub table: Option<Arc<str>>,
+    /// `eventSourceARN` as delivered (the Lambda shape only). Shared, as
+    /// `table` is.
+    pub source_arn: Option<Arc<str>>,
     /// The item's primary key (`dynamodb.Keys`); never empty.
     pub keys: Image,
     /// `OldImage`: present for MODIFY and REMOVE under NEW_AND_OLD_IMAGES

@@ -226,7 +226,7 @@ impl<'a> Admitted<'a> {
         // A record of an unknown table plans no mutation: it stands alone.
         let (group, table) = match table {
             Some(table) => (Some(self.groups.of(table, record)), Some(table.name.clone())),
-            None => (None, record.table.clone()),
+            None => (None, record.table.as_deref().map(str::to_owned)),
         };
         self.entries.push(Entry {
             position,

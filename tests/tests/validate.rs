@@ -34,8 +34,8 @@ fn issue(id: &str, seq: u32) -> ChangeRecord {
     ChangeRecord {
         event_id: Some(format!("e{seq}")),
         kind: EventKind::Insert,
-        table: Some("issues".to_owned()),
-        source_arn: Some(model::delivery::stream_arn("issues")),
+        table: Some("issues".into()),
+        source_arn: Some(model::delivery::stream_arn("issues").into()),
         keys,
         old: None,
         new: Some(new),

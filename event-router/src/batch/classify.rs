@@ -53,7 +53,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                 handled.push(lone(
                     position,
                     sequence_number,
-                    record.table.clone(),
+                    record.table.as_deref().map(str::to_owned),
                     raw,
                     error.to_string(),
                 ));

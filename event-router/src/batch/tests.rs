@@ -62,7 +62,7 @@ fn record(table: &str, kind: EventKind, seq: u64, pk: &str, sk: &str, ttl: bool)
     ChangeRecord {
         event_id: None,
         kind,
-        table: Some(table.to_owned()),
+        table: Some(table.into()),
         source_arn: None,
         keys,
         old: (kind != EventKind::Insert).then(|| item.clone()),

@@ -57,7 +57,7 @@ impl Config {
         if let Some(name) = &record.table {
             return self
                 .table(name)
-                .ok_or_else(|| TableLookupError::Undeclared(name.clone()));
+                .ok_or_else(|| TableLookupError::Undeclared(name.to_string()));
         }
         let fits = |t: &TableConfig| {
             record.keys.len() == 1 + usize::from(t.sort_key.is_some())

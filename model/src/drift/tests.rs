@@ -97,7 +97,7 @@ impl World {
         let record = ChangeRecord {
             event_id: None,
             kind: EventKind::Insert,
-            table: Some(table.to_owned()),
+            table: Some(table.into()),
             source_arn: None,
             keys: key_image(t, &item),
             old: None,

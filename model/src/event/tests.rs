@@ -394,7 +394,7 @@ fn errors_name_the_sequence_number() {
     assert_eq!(err.sequence_number(), "4421585900000000017450447212");
     assert!(err.to_string().contains("4421585900000000017450447212"));
 
-    record.table = Some("nope".to_owned());
+    record.table = Some("nope".into());
     let err = table_of(&config, &record).expect_err("undeclared");
     assert_eq!(
         err.to_string(),
@@ -466,7 +466,7 @@ fn any_record() -> impl Strategy<Value = ChangeRecord> {
         .prop_map(|(kind, table, keys, old, new, ttl_expiry, created)| ChangeRecord {
             event_id: None,
             kind,
-            table: table.map(str::to_owned),
+            table: table.map(Into::into),
             source_arn: None,
             keys,
             old,

@@ -103,7 +103,7 @@ impl<'c> Sim<'c> {
         let record = ChangeRecord {
             event_id: None,
             kind,
-            table: Some(table.to_owned()),
+            table: Some(table.into()),
             source_arn: None,
             keys,
             old,
@@ -413,7 +413,7 @@ fn record(kind: EventKind, table: &str, keys: Image, old: Option<Image>, new: Op
     ChangeRecord {
         event_id: None,
         kind,
-        table: Some(table.to_owned()),
+        table: Some(table.into()),
         source_arn: None,
         keys,
         old,

@@ -52,7 +52,7 @@ impl TryFrom<EventRecord> for ChangeRecord {
         let parts = Parts {
             event_id: Some(record.event_id),
             event_name: Some(Cow::Owned(record.event_name)),
-            source_arn: record.event_source_arn,
+            source_arn: record.event_source_arn.map(Cow::Owned),
             identity_type,
             identity_principal,
             is_batch: false,

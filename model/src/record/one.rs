@@ -4,6 +4,8 @@
 //! creation time), every problem a [`RecordError`] naming the record.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::Arc;
 
 use serde::Deserialize as DeriveDeserialize;
 use serde_json::value::RawValue;
@@ -146,7 +148,7 @@ fn identify(text: &str) -> (Option<String>, Option<String>) {
 pub(super) struct Parts<'a> {
     pub event_id: Option<String>,
     pub event_name: Option<Cow<'a, str>>,
-    pub source_arn: Option<String>,
+    pub source_arn: Option<Cow<'a, str>>,
     pub identity_type: Option<Cow<'a, str>>,
     pub identity_principal: Option<Cow<'a, str>>,
     /// The object has `Records` (a whole batch where a record was expected).
@@ -182,7 +184,7 @@ impl<'a> Parts<'a> {
         Parts {
             event_id: raw.event_id,
             event_name: raw.event_name.map(|t| t.0),
-            source_arn: raw.event_source_arn,
+            source_arn: raw.event_source_arn.map(|t| t.0),
             identity_type,
             identity_principal,
             is_batch: raw.records.is_some(),
@@ -344,7 +346,13 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
     };
     let ttl_expiry = identity_type.as_deref() == Some(crate::ttl::IDENTITY_TYPE)
         && identity_principal.as_deref() == Some(crate::ttl::PRINCIPAL);
-    let table = source_arn.as_deref().and_then(table_from_arn).map(str::to_owned);
+    let (source_arn, table) = match source_arn {
+        Some(arn) => {
+            let (arn, table) = shared_arn(&arn);
+            (Some(arn), table)
+        }
+        None => (None, None),
+    };
 
     Ok(ChangeRecord {
         event_id,
@@ -386,4 +394,24 @@ pub(super) fn clip(text: &str, max: usize) -> String {
         None => text.to_owned(),
         Some((cut, _)) => format!("{}…", &text[..cut]),
     }
+}
+
+/// A stream ARN and the name of its table, if it names one.
+type SharedArn = (Arc<str>, Option<Arc<str>>);
+
+/// `arn` and the name of its table ([`table_from_arn`]), shared. The last
+/// ARN's are kept on the thread: a batch's records all come from one
+/// stream, so they share one of each instead of each making its own.
+fn shared_arn(arn: &str) -> SharedArn {
+    std::thread_local! {
+        static LAST: RefCell<Option<SharedArn>> = const { RefCell::new(None) };
+    }
+    LAST.with_borrow_mut(|last| match last {
+        Some((kept, table)) if **kept == *arn => (kept.clone(), table.clone()),
+        _ => {
+            let shared = (Arc::from(arn), table_from_arn(arn).map(Arc::from));
+            *last = Some(shared.clone());
+            shared
+        }
+    })
 }

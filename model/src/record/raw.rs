@@ -18,8 +18,8 @@ pub(super) struct RawRecord<'a, I = ImageField> {
     pub(super) event_id: Option<String>,
     #[serde(rename = "eventName", borrow)]
     pub(super) event_name: Option<Text<'a>>,
-    #[serde(rename = "eventSourceARN")]
-    pub(super) event_source_arn: Option<String>,
+    #[serde(rename = "eventSourceARN", borrow)]
+    pub(super) event_source_arn: Option<Text<'a>>,
     #[serde(rename = "userIdentity", borrow)]
     pub(super) user_identity: Option<RawIdentity<'a>>,
     #[serde(borrow)]

@@ -358,7 +358,7 @@ fn shared_fixtures_when_present() {
     assert_eq!(received.len(), 4);
     let tables: Vec<_> = received
         .iter()
-        .map(|r| ok(r).table.clone().unwrap_or_default())
+        .map(|r| ok(r).table.as_deref().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(tables, ["records", "records", "issues", "layers"]);
     assert_eq!(

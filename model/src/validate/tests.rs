@@ -21,7 +21,7 @@ fn issue() -> ChangeRecord {
     ChangeRecord {
         event_id: None,
         kind: EventKind::Modify,
-        table: Some("issues".to_owned()),
+        table: Some("issues".into()),
         source_arn: None,
         keys: keys.clone(),
         old: Some(keys),

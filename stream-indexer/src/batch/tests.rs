@@ -460,7 +460,7 @@ fn example_edge_table(edge_set: usize) -> String {
 }
 
 fn group_of(config: &Config, record: &ChangeRecord) -> GroupId {
-    let table = record.table.clone().unwrap_or_default();
+    let table = record.table.as_deref().unwrap_or_default().to_owned();
     let pk = config
         .table(&table)
         .map(|t| t.partition_key.clone())

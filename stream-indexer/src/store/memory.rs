@@ -132,6 +132,9 @@ struct State {
     /// Whether a deleted row stays as a tombstone (as in DynamoDB; see
     /// [`MemoryStore::without_tombstones`]).
     keep_tombstones: bool,
+    /// Per table: its name and stream ARN, shared by the stream records
+    /// the store emits for it.
+    arns: BTreeMap<String, (Arc<str>, Arc<str>)>,
 }
 
 /// An in-memory DynamoDB for the tables of one config. See the module doc.
@@ -259,11 +262,14 @@ impl State {
         } else {
             next
         };
+        let shared = table_entry_with(&mut self.arns, table, || {
+            (Arc::from(table), Arc::from(stream_arn(table)))
+        });
         let record = ChangeRecord {
             event_id: Some(format!("memory-{sequence_number}")),
             kind,
-            table: Some(table.to_owned()),
-            source_arn: Some(stream_arn(table)),
+            table: Some(shared.0.clone()),
+            source_arn: Some(shared.1.clone()),
             keys,
             old,
             new,
@@ -297,8 +303,13 @@ fn item_key(table: &TableConfig, item: &Image) -> Result<ItemKey, MemoryError> {
 /// The map of one table's name, made on first use (without allocating the
 /// name again on every call).
 fn table_entry<'a, T: Default>(map: &'a mut BTreeMap<String, T>, table: &str) -> &'a mut T {
+    table_entry_with(map, table, T::default)
+}
+
+/// The entry of one table's name, made by `make` on first use.
+fn table_entry_with<'a, T>(map: &'a mut BTreeMap<String, T>, table: &str, make: impl FnOnce() -> T) -> &'a mut T {
     if !map.contains_key(table) {
-        map.insert(table.to_owned(), T::default());
+        map.insert(table.to_owned(), make());
     }
     map.get_mut(table).unwrap_or_else(|| unreachable!("inserted above"))
 }

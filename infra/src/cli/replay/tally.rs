@@ -45,7 +45,7 @@ impl Tally {
                 Ok(record) => match planner.table_of(record) {
                     Ok(_) => self.matched += 1,
                     Err(_) => {
-                        let table = record.table.clone().unwrap_or_else(|| {
+                        let table = record.table.as_deref().map(str::to_owned).unwrap_or_else(|| {
                             let mut keys: Vec<&str> = record.keys.keys().map(String::as_str).collect();
                             keys.sort_unstable();
                             format!("(no table; keys {})", keys.join(", "))

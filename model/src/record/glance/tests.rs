@@ -236,7 +236,7 @@ fn typed_record_json() -> impl Strategy<Value = String> {
         let record = ChangeRecord {
             event_id: None,
             kind,
-            table: Some("tee".to_owned()),
+            table: Some("tee".into()),
             source_arn: None,
             keys: keys.clone(),
             new: (kind != EventKind::Remove).then(|| with_keys(new)),

@@ -251,8 +251,8 @@ fn issue_record(seq: u128, old: Option<&str>, new: Option<&str>) -> ChangeRecord
     ChangeRecord {
         event_id: Some(format!("e{seq}")),
         kind,
-        table: Some("issues".to_owned()),
-        source_arn: Some(model::delivery::stream_arn("issues")),
+        table: Some("issues".into()),
+        source_arn: Some(model::delivery::stream_arn("issues").into()),
         keys: Image::from([("id".to_owned(), s("issue-9")), ("rel".to_owned(), s("project-1"))]),
         old: old.map(image),
         new: new.map(image),
