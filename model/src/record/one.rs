@@ -399,19 +399,26 @@ pub(super) fn clip(text: &str, max: usize) -> String {
 /// A stream ARN and the name of its table, if it names one.
 type SharedArn = (Arc<str>, Option<Arc<str>>);
 
+/// How many ARNs [`shared_arn`] keeps: a Lambda batch comes from one
+/// stream, a replayed file from a few.
+const SHARED_ARNS: usize = 8;
+
 /// `arn` and the name of its table ([`table_from_arn`]), shared. The last
-/// ARN's are kept on the thread: a batch's records all come from one
-/// stream, so they share one of each instead of each making its own.
+/// few ARNs met on the thread are kept, so that the records of one stream
+/// share one of each instead of each making its own.
 fn shared_arn(arn: &str) -> SharedArn {
     std::thread_local! {
-        static LAST: RefCell<Option<SharedArn>> = const { RefCell::new(None) };
+        static KEPT: RefCell<Vec<SharedArn>> = const { RefCell::new(Vec::new()) };
     }
-    LAST.with_borrow_mut(|last| match last {
-        Some((kept, table)) if **kept == *arn => (kept.clone(), table.clone()),
-        _ => {
-            let shared = (Arc::from(arn), table_from_arn(arn).map(Arc::from));
-            *last = Some(shared.clone());
-            shared
+    KEPT.with_borrow_mut(|kept| {
+        if let Some((known, table)) = kept.iter().find(|(known, _)| **known == *arn) {
+            return (known.clone(), table.clone());
         }
+        if kept.len() == SHARED_ARNS {
+            kept.remove(0);
+        }
+        let shared = (Arc::from(arn), table_from_arn(arn).map(Arc::from));
+        kept.push(shared.clone());
+        shared
     })
 }
