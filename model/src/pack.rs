@@ -151,6 +151,9 @@ struct Rooms {
     tree: Vec<usize>,
     width: usize,
     calls: usize,
+    /// No call before this one has room left (a call's room only ever
+    /// shrinks, so it only moves on).
+    first_open: usize,
 }
 
 impl Rooms {
@@ -179,11 +182,19 @@ impl Rooms {
             node /= 2;
             self.tree[node] = self.tree[2 * node].max(self.tree[2 * node + 1]);
         }
+        while self.first_open < self.calls && self.tree[self.width + self.first_open] == 0 {
+            self.first_open += 1;
+        }
     }
 
     /// The first call at or after `from` with room for `size` bytes.
     fn first_fit(&self, from: usize, size: usize) -> Option<usize> {
         let need = size.saturating_add(1);
+        let from = from.max(self.first_open);
+        // Most often the first call that may take the item has room for it.
+        if from < self.calls && self.tree[self.width + from] >= need {
+            return Some(from);
+        }
         self.descend(1, 0, self.width, from, need)
     }
 

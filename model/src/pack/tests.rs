@@ -138,9 +138,11 @@ fn first_fit_by_scan(items: &[(u64, usize)], limits: Limits) -> Vec<Packed> {
 proptest! {
     #[test]
     fn the_packer_is_first_fit(
-        items in proptest::collection::vec((0u64..8, 0usize..=1000), 0..300),
+        // Sizes that fill calls to the byte exactly, and empty items that
+        // still fit a call with no bytes left, drawn often.
+        items in proptest::collection::vec((0u64..8, prop_oneof![2 => 0usize..=1000, 1 => Just(0), 1 => Just(250)]), 0..300),
         max_items in 1usize..=25,
-        max_bytes in 1000usize..=5000,
+        max_bytes in prop_oneof![1000usize..=5000, Just(1000), Just(2000)],
         later in any::<bool>(),
     ) {
         let limits = Limits {
@@ -165,4 +167,17 @@ fn calls_that_fill_by_bytes_pack_to_their_budget() {
     let calls = pack(items.iter().copied(), limits);
     assert_eq!(calls.len(), 10_000);
     assert!(calls.iter().all(|c| c.bytes == 10 && c.items.len() == 2));
+}
+
+#[test]
+fn an_empty_item_joins_a_call_with_no_bytes_left() {
+    let limits = Limits {
+        max_items: 5,
+        max_bytes: 10,
+        same_key: SameKey::SameOrLater,
+    };
+    let items = [(0, 10), (1, 5), (2, 0)];
+    let calls = pack(items, limits);
+    assert_eq!(calls, first_fit_by_scan(&items, limits));
+    assert_eq!(calls[0].items, [0, 2]);
 }
