@@ -82,6 +82,11 @@ impl ImageGlance<'_> {
     }
 }
 
+/// Room made at once for an image's or a map's names as they are glanced
+/// at: most have fewer, and growing one name at a time reallocated twice
+/// or three times per image.
+const GLANCE_CAPACITY: usize = 16;
+
 /// Whether a record whose text is `len` bytes long may be glanced at: its
 /// images' sizes are then surely within DynamoDB's limit.
 pub(super) fn small_enough(len: usize) -> bool {
@@ -103,7 +108,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for ImageGlance<'a> {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ImageGlance<'de>, A::Error> {
-                let mut entries = Some(Vec::new());
+                let mut entries = Some(Vec::with_capacity(GLANCE_CAPACITY));
                 while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
                     let AttrGlance(value) = map.next_value::<AttrGlance<'de>>()?;
                     match (&mut entries, value) {
@@ -222,7 +227,7 @@ impl<'de> Deserialize<'de> for MapGlance {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MapGlance, A::Error> {
-                let mut names = Some(Vec::new());
+                let mut names = Some(Vec::with_capacity(GLANCE_CAPACITY));
                 while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
                     let AttrGlance(value) = map.next_value::<AttrGlance<'de>>()?;
                     match (&mut names, value) {
