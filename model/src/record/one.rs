@@ -4,14 +4,12 @@
 //! creation time), every problem a [`RecordError`] naming the record.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
-use std::sync::Arc;
 
 use serde::Deserialize as DeriveDeserialize;
 use serde_json::value::RawValue;
 
 use super::attr::{bad_key_type, AttrProblem, ImageField, ImageProblem};
-use super::parse::{json_message, table_from_arn};
+use super::parse::{json_message, shared_arn};
 use super::raw::RawRecord;
 use super::time::parse_creation_time;
 use super::{ChangeRecord, CreationTime, EventKind, ImagePart, KeyProblem, Received, RecordError, RecordId, ViewType};
@@ -394,31 +392,4 @@ pub(super) fn clip(text: &str, max: usize) -> String {
         None => text.to_owned(),
         Some((cut, _)) => format!("{}…", &text[..cut]),
     }
-}
-
-/// A stream ARN and the name of its table, if it names one.
-type SharedArn = (Arc<str>, Option<Arc<str>>);
-
-/// How many ARNs [`shared_arn`] keeps: a Lambda batch comes from one
-/// stream, a replayed file from a few.
-const SHARED_ARNS: usize = 8;
-
-/// `arn` and the name of its table ([`table_from_arn`]), shared. The last
-/// few ARNs met on the thread are kept, so that the records of one stream
-/// share one of each instead of each making its own.
-fn shared_arn(arn: &str) -> SharedArn {
-    std::thread_local! {
-        static KEPT: RefCell<Vec<SharedArn>> = const { RefCell::new(Vec::new()) };
-    }
-    KEPT.with_borrow_mut(|kept| {
-        if let Some((known, table)) = kept.iter().find(|(known, _)| **known == *arn) {
-            return (known.clone(), table.clone());
-        }
-        if kept.len() == SHARED_ARNS {
-            kept.remove(0);
-        }
-        let shared = (Arc::from(arn), table_from_arn(arn).map(Arc::from));
-        kept.push(shared.clone());
-        shared
-    })
 }

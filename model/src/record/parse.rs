@@ -1,7 +1,9 @@
 //! The parsers: documents into raw records, raw records into borrowed serde
 //! structs, and those, validated, into [`ChangeRecord`]s.
 
+use std::cell::RefCell;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -130,6 +132,33 @@ pub fn table_from_arn(arn: &str) -> Option<&str> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
     valid.then_some(name)
+}
+
+/// A stream ARN and the name of its table, if it names one.
+pub(super) type SharedArn = (Arc<str>, Option<Arc<str>>);
+
+/// How many ARNs [`shared_arn`] keeps: a Lambda batch comes from one
+/// stream, a replayed file from a few.
+const SHARED_ARNS: usize = 8;
+
+/// `arn` and the name of its table ([`table_from_arn`]), shared. The last
+/// few ARNs met on the thread are kept, so that the records of one stream
+/// share one of each instead of each making its own.
+pub(super) fn shared_arn(arn: &str) -> SharedArn {
+    std::thread_local! {
+        static KEPT: RefCell<Vec<SharedArn>> = const { RefCell::new(Vec::new()) };
+    }
+    KEPT.with_borrow_mut(|kept| {
+        if let Some((known, table)) = kept.iter().find(|(known, _)| **known == *arn) {
+            return (known.clone(), table.clone());
+        }
+        if kept.len() == SHARED_ARNS {
+            kept.remove(0);
+        }
+        let shared = (Arc::from(arn), table_from_arn(arn).map(Arc::from));
+        kept.push(shared.clone());
+        shared
+    })
 }
 
 // ---------------------------------------------------------------------------
