@@ -175,10 +175,11 @@ pub struct Received<'a> {
     /// is what `batchItemFailures` reports.
     pub sequence_number: Option<String>,
     pub record: Result<ChangeRecord, RecordError>,
-    /// [`crate::validate::poison`]'s answer, with the table it was asked
-    /// for, kept once asked: both consumers ask it of the same record, and
-    /// replay's reader asks it ahead of them, on its own thread.
-    pub(crate) verdict: std::sync::OnceLock<(String, Option<String>)>,
+    /// [`crate::validate::poison`]'s answer, with the address of the
+    /// table config it was asked for, kept once asked: both consumers ask
+    /// it of the same record, and replay's reader asks it ahead of them, on
+    /// its own thread.
+    pub(crate) verdict: std::sync::OnceLock<(usize, Option<String>)>,
     /// The record's plan and events, when worked out ahead of the
     /// consumers (see [`crate::Planner::plan_ahead`]).
     pub(crate) ahead: ahead::Ahead,

@@ -64,14 +64,17 @@ pub enum Invalid {
 /// for a valid record, an unparsable one (poison already, for its own
 /// reason), or one made in process (replay feeds the pipeline's own writes
 /// back as typed records, made from the store's own items). The answer is
-/// kept in the record: asked again for the same table, it is not checked again.
+/// kept in the record: asked again for the same table (the same
+/// `TableConfig`, by address, as the consumers and replay's reader share
+/// one config), it is not checked again.
 pub fn poison(received: &Received<'_>, table: &TableConfig) -> Option<String> {
     let Ok(record) = &received.record else { return None };
     if matches!(received.raw, Raw::Typed) {
         return None;
     }
-    if let Some((name, verdict)) = received.verdict.get() {
-        if *name == table.name {
+    let asked = std::ptr::from_ref(table) as usize;
+    if let Some((kept, verdict)) = received.verdict.get() {
+        if *kept == asked {
             return verdict.clone();
         }
     }
@@ -79,7 +82,7 @@ pub fn poison(received: &Received<'_>, table: &TableConfig) -> Option<String> {
         .err()
         .map(|invalid| format!("record {}: {invalid}", record.sequence_number));
     // Kept for the first table asked (the record's own, in practice).
-    let _ = received.verdict.set((table.name.clone(), verdict.clone()));
+    let _ = received.verdict.set((asked, verdict.clone()));
     verdict
 }
 
