@@ -182,12 +182,20 @@ pub fn classify_received(
 /// and its keys, or cannot tell. Otherwise the answer is no event, images
 /// or not.
 fn needs_images(config: &Config, table: &TableConfig, record: &ChangeRecord) -> bool {
-    let kind = route_event(record);
+    routes_taking(config, table, route_event(record))
+        .any(|route| route_matches(config, table, route, record).unwrap_or(true))
+}
+
+/// The routes of `table` that take its changes of `kind`, in route order.
+fn routes_taking<'a>(
+    config: &'a Config,
+    table: &'a TableConfig,
+    kind: RouteEvent,
+) -> impl Iterator<Item = &'a RouteConfig> + 'a {
     config
         .routes
         .iter()
-        .filter(|route| route.table == table.name && route.events.contains(&kind))
-        .any(|route| route_matches(config, table, route, record).unwrap_or(true))
+        .filter(move |route| route.table == table.name && route.events.contains(&kind))
 }
 
 /// Classifies a received record ahead of the consumer that will ask
@@ -218,8 +226,8 @@ pub fn classify(config: &Config, table: &TableConfig, record: &ChangeRecord) -> 
         return Ok(Vec::new());
     }
     let mut matched: Vec<&RouteConfig> = Vec::new();
-    for route in config.routes.iter().filter(|r| r.table == table.name) {
-        if route.events.contains(&kind) && route_matches(config, table, route, record)? {
+    for route in routes_taking(config, table, kind) {
+        if route_matches(config, table, route, record)? {
             matched.push(route);
         }
     }

@@ -164,16 +164,24 @@ fn child_output(mode: &str, path: &std::path::Path) -> String {
     text
 }
 
+/// The median, NaN for none (`measure FILE 0` has no warm handling).
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let [_, mode, path, rest @ ..] = args.as_slice() {
         // `measure FILE [WARM_RUNS]`: more warm runs make a profile of them.
-        let warm_runs = rest.first().and_then(|n| n.parse().ok()).unwrap_or(WARM_RUNS);
+        let warm_runs = match rest.first().map(|n| n.parse::<usize>()) {
+            None => WARM_RUNS,
+            Some(Ok(n)) => n,
+            Some(Err(_)) => {
+                eprintln!("batch_figures {mode} FILE [N]: N, the warm handlings, must be a whole number");
+                std::process::exit(2);
+            }
+        };
         match mode.as_str() {
             "measure" | "route" => return measure(mode, path, warm_runs),
             "generate" => {

@@ -89,7 +89,7 @@ const GLANCE_CAPACITY: usize = 16;
 
 /// Whether a record whose text is `len` bytes long may be glanced at: its
 /// images' sizes are then surely within DynamoDB's limit.
-pub(super) fn small_enough(len: usize) -> bool {
+fn small_enough(len: usize) -> bool {
     len <= MAX_ITEM_BYTES
 }
 
