@@ -56,6 +56,7 @@ mod lambda;
 mod one;
 mod parse;
 mod raw;
+mod scan;
 #[cfg(test)]
 mod tests;
 mod time;

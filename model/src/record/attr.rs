@@ -19,6 +19,7 @@ use crate::value::{Image, Value};
 const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
 /// A string that borrows from the input when it has no escapes.
+#[cfg_attr(test, derive(Debug))]
 pub(super) struct Text<'a>(pub Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
@@ -117,6 +118,7 @@ pub(super) enum ImageProblem {
 }
 
 /// An image, or why it is malformed. `Option<ImageField>` reads `null` as `None`.
+#[cfg_attr(test, derive(Debug))]
 pub(super) struct ImageField(pub Result<Image, ImageProblem>);
 
 std::thread_local! {

@@ -32,6 +32,7 @@ use super::attr::{
     drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageProblem, MaybeBool, MaybeText, Text,
 };
 use super::one::{from_glanced, leading, whole};
+use super::scan::glance_record;
 use super::{Raw, Received, RecordId};
 use crate::sortkey;
 use crate::validate::MAX_ITEM_BYTES;
@@ -39,10 +40,16 @@ use crate::value::{Image, Value};
 
 /// An image glanced at: `None` when unsure, else its top-level S and N
 /// values (the candidates for key attributes), by name.
-pub(super) struct ImageGlance<'a>(Option<Vec<(Cow<'a, str>, Option<Scalar<'a>>)>>);
+#[cfg_attr(test, derive(Debug))]
+pub(super) struct ImageGlance<'a>(Option<Vec<Entry<'a>>>);
+
+/// One attribute of an image glanced at: its name and, for an S or an N,
+/// its value.
+pub(super) type Entry<'a> = (Cow<'a, str>, Option<Scalar<'a>>);
 
 /// A top-level S or N value, borrowed from the text when it has no escapes.
-enum Scalar<'a> {
+#[cfg_attr(test, derive(Debug))]
+pub(super) enum Scalar<'a> {
     S(Cow<'a, str>),
     N(Cow<'a, str>),
 }
@@ -60,7 +67,23 @@ struct ListGlance(bool);
 /// An M: sure when every value is and the names are distinct.
 struct MapGlance(bool);
 
-impl ImageGlance<'_> {
+impl<'a> ImageGlance<'a> {
+    /// Whether the glance is sure of the image.
+    #[cfg(test)]
+    pub(super) fn is_sure(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The glance of an image whose values are all sure, from its entries
+    /// in any order: `None` when a name repeats.
+    pub(super) fn sure(mut entries: Vec<Entry<'a>>) -> Option<ImageGlance<'a>> {
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        entries
+            .windows(2)
+            .all(|pair| pair[0].0 != pair[1].0)
+            .then_some(ImageGlance(Some(entries)))
+    }
+
     /// Whether the glance is sure and the image has every key attribute
     /// of `keys` (the record's usable `Keys`), with the same S or N value.
     /// Otherwise the whole reading says what is wrong, if anything.
@@ -87,6 +110,13 @@ impl ImageGlance<'_> {
 /// or three times per image.
 const GLANCE_CAPACITY: usize = 16;
 
+/// Whether the glance is sure of an N value's text: a decimal number
+/// (as a whole reading checks it) that DynamoDB can hold (as
+/// `validate::check` checks it).
+pub(super) fn sure_number(text: &str) -> bool {
+    is_number(text) && sortkey::is_number(text)
+}
+
 /// Whether a record whose text is `len` bytes long may be glanced at: its
 /// images' sizes are then surely within DynamoDB's limit.
 fn small_enough(len: usize) -> bool {
@@ -94,7 +124,7 @@ fn small_enough(len: usize) -> bool {
 }
 
 /// Whether the names, sorted, are distinct.
-fn distinct_sorted<T: Ord>(names: &mut [T]) -> bool {
+pub(super) fn distinct_sorted<T: Ord>(names: &mut [T]) -> bool {
     names.sort_unstable();
     names.windows(2).all(|pair| pair[0] != pair[1])
 }
@@ -116,13 +146,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for ImageGlance<'a> {
                         _ => entries = None,
                     }
                 }
-                if let Some(list) = &mut entries {
-                    list.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                    if list.windows(2).any(|pair| pair[0].0 == pair[1].0) {
-                        entries = None;
-                    }
-                }
-                Ok(ImageGlance(entries))
+                Ok(entries.and_then(ImageGlance::sure).unwrap_or(ImageGlance(None)))
             }
             lenient_all_but!(map, ImageGlance<'de>, ImageGlance(None));
         }
@@ -145,7 +169,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for AttrGlance<'a> {
                 let value = match &*tag {
                     "S" => map.next_value::<MaybeText<'de>>()?.0.map(|s| Some(Scalar::S(s))),
                     "N" => match map.next_value::<MaybeText<'de>>()?.0 {
-                        Some(n) if is_number(&n) && sortkey::is_number(&n) => Some(Some(Scalar::N(n))),
+                        Some(n) if sure_number(&n) => Some(Some(Scalar::N(n))),
                         _ => None,
                     },
                     "BOOL" => map.next_value::<MaybeBool>()?.0.map(|_| None),
@@ -250,7 +274,7 @@ impl<'de> Deserialize<'de> for MapGlance {
 /// any other is read whole. `None` when it does not read as a record
 /// object (the caller reads it the strict way).
 pub(super) fn glance_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
-    let (own, raw) = leading::<ImageGlance<'_>>(text)?;
+    let (own, raw) = glance_record(text).or_else(|| leading::<ImageGlance<'_>>(text))?;
     let sure = small_enough(own.len())
         && raw.dynamodb.as_ref().is_none_or(|d| {
             let keys = d.keys.as_ref().map(|k| &k.0);

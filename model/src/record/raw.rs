@@ -12,6 +12,7 @@ use super::attr::{ImageField, Text};
 /// images are read whole (`I` = [`ImageField`]) or glanced at
 /// ([`ImageGlance`](super::glance::ImageGlance)).
 #[derive(DeriveDeserialize)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(expecting = "a stream record object")]
 pub(super) struct RawRecord<'a, I = ImageField> {
     #[serde(rename = "eventID")]
@@ -31,6 +32,7 @@ pub(super) struct RawRecord<'a, I = ImageField> {
 
 /// `userIdentity`: `type`/`principalId` (Lambda) or `Type`/`PrincipalId` (GetRecords).
 #[derive(DeriveDeserialize)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(expecting = "a userIdentity object")]
 pub(super) struct RawIdentity<'a> {
     #[serde(rename = "type", alias = "Type", borrow)]
@@ -41,6 +43,7 @@ pub(super) struct RawIdentity<'a> {
 
 /// The `dynamodb` part.
 #[derive(DeriveDeserialize)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(expecting = "a `dynamodb` object")]
 pub(super) struct RawStreamRecord<'a, I> {
     #[serde(rename = "ApproximateCreationDateTime", borrow)]
