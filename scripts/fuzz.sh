@@ -63,12 +63,19 @@ for target in "${targets[@]}"; do
   if cargo +nightly fuzz run --fuzz-dir fuzz "$target" "fuzz/corpus/$target" -- \
        -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
        2>"fuzz/$target.log"; then
-    crashes=0
+    failed=0
   else
-    crashes=$(find "fuzz/artifacts/$target" -type f | wc -l); status=1
+    failed=1; status=1
   fi
+  crashes=$(find "fuzz/artifacts/$target" -type f | wc -l)
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "fuzz/$target.log" | tail -1)
+  if [ "$failed" = 1 ] && [ -z "$runs" ]; then
+    # It never ran (the build failed, or cargo-fuzz did): say so, not "0 crashes".
+    printf '%-8s did not run: see fuzz/%s.log\n' "$target" "$target"
+    tail -40 "fuzz/$target.log" >&2
+    continue
+  fi
   printf '%-8s %ss  %s executions  %s crashes\n' "$target" "$seconds" "${runs:-?}" "$crashes"
-  [ "$crashes" = 0 ] || tail -40 "fuzz/$target.log" >&2
+  [ "$failed" = 0 ] || tail -40 "fuzz/$target.log" >&2
 done
 exit $status

@@ -32,7 +32,7 @@ use super::attr::{
     drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageProblem, MaybeBool, MaybeText, Text,
 };
 use super::one::{from_glanced, leading, whole};
-use super::scan::glance_record;
+use super::scan;
 use super::{Raw, Received, RecordId};
 use crate::sortkey;
 use crate::validate::MAX_ITEM_BYTES;
@@ -274,7 +274,7 @@ impl<'de> Deserialize<'de> for MapGlance {
 /// any other is read whole. `None` when it does not read as a record
 /// object (the caller reads it the strict way).
 pub(super) fn glance_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
-    let (own, raw) = glance_record(text).or_else(|| leading::<ImageGlance<'_>>(text))?;
+    let (own, raw) = scan::record(text).or_else(|| leading::<ImageGlance<'_>>(text))?;
     let sure = small_enough(own.len())
         && raw.dynamodb.as_ref().is_none_or(|d| {
             let keys = d.keys.as_ref().map(|k| &k.0);

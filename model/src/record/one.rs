@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use super::attr::{bad_key_type, AttrProblem, ImageField, ImageProblem};
 use super::parse::{json_message, shared_arn};
 use super::raw::RawRecord;
+use super::scan;
 use super::time::parse_creation_time;
 use super::{ChangeRecord, CreationTime, EventKind, ImagePart, KeyProblem, Received, RecordError, RecordId, ViewType};
 use crate::value::Image;
@@ -42,6 +43,9 @@ pub(super) fn record_id(sequence_number: Option<&str>, event_id: Option<&str>, p
 fn parse_raw(text: &str, position: RecordId) -> (Option<String>, Result<ChangeRecord, RecordError>) {
     if !text.starts_with('{') {
         return (None, Err(RecordError::NotAnObject { record: position }));
+    }
+    if let Some((_, raw)) = scan::record(text).filter(|(own, _)| own.len() == text.len()) {
+        return from_raw(raw, position);
     }
     match serde_json::from_str::<RawRecord<'_>>(text) {
         Ok(raw) => from_raw(raw, position),
@@ -97,7 +101,7 @@ fn build<'a, I>(
 /// [`received`] would make them from that text; `None` when it does not
 /// read as a record object (the caller reads it the strict way).
 pub(super) fn read_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
-    let (own, raw) = leading::<ImageField>(text)?;
+    let (own, raw) = scan::record(text).or_else(|| leading::<ImageField>(text))?;
     let (sequence_number, record) = from_raw(raw, position);
     Some((own, Received::read(super::Raw::Json(own), sequence_number, record)))
 }
