@@ -5,13 +5,19 @@
 //!   DynamoDB would be remote), median of several runs;
 //! - the router's, the same way (parse, classify, size, pack and publish to
 //!   the in-memory publisher);
+//! - the parse floor, the same way: the payload read by serde_json into a
+//!   borrowed typed struct and nothing else (see `floor`), what the
+//!   consumers' times are set against;
 //! - DynamoDB requests per batch against the minimum (index writes / 25, plus
 //!   one call per touched node), on the in-memory store holding the table.
 //!
 //! Run: `cargo run --release -p streamdex-tests --features testing --example batch_figures`
 //! (`... -- generate FILE` writes the payload; `... -- measure FILE [N]` has the
 //! indexer handle it once cold and N times warm (9), `... -- route FILE [N]`
-//! the router.)
+//! the router, `... -- floor FILE [N]` the parse floor.)
+
+#[path = "batch_figures/floor.rs"]
+mod floor;
 
 use std::collections::BTreeSet;
 #[global_allocator]
@@ -93,7 +99,14 @@ fn measure(mode: &str, path: &str, warm_runs: usize) {
     // The first handling is the cold one (every page touched for the first
     // time); the ones after it are a warm Lambda's, in the same process.
     let mut times = Vec::with_capacity(1 + warm_runs);
-    if mode == "route" {
+    if mode == "floor" {
+        for _ in 0..=warm_runs {
+            let started = Instant::now();
+            let records = floor::parse(&payload);
+            times.push(started.elapsed().as_secs_f64() * 1000.0);
+            assert!(records > 0, "no records in the payload");
+        }
+    } else if mode == "route" {
         let router = Router::new(
             config(),
             MemoryPublisher::new(),
@@ -183,7 +196,7 @@ fn main() {
             }
         };
         match mode.as_str() {
-            "measure" | "route" => return measure(mode, path, warm_runs),
+            "measure" | "route" | "floor" => return measure(mode, path, warm_runs),
             "generate" => {
                 let (_, payload, _) = example_payload_of_size(config(), SIX_MB, 7);
                 return std::fs::write(path, payload).expect("write payload");
@@ -204,9 +217,15 @@ fn main() {
         records as f64 / (warm / 1000.0),
     );
     let (ms, rss, warm) = in_fresh_processes("route", &path);
-    let _ = std::fs::remove_file(&path);
     println!(
         "route the same batch (parse + classify + size + pack + publish in memory): cold median {ms:.1} ms over {RUNS} processes ({:.0} records/s); warm median {warm:.1} ms ({:.0} records/s); peak RSS median {rss:.1} MB",
+        records as f64 / (ms / 1000.0),
+        records as f64 / (warm / 1000.0),
+    );
+    let (ms, rss, warm) = in_fresh_processes("floor", &path);
+    let _ = std::fs::remove_file(&path);
+    println!(
+        "parse floor (serde_json into a borrowed typed struct, nothing else): cold median {ms:.1} ms over {RUNS} processes ({:.0} records/s); warm median {warm:.1} ms ({:.0} records/s); peak RSS median {rss:.1} MB",
         records as f64 / (ms / 1000.0),
         records as f64 / (warm / 1000.0),
     );
