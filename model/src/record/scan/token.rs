@@ -79,7 +79,7 @@ impl<'a> Scan<'a> {
         let start = self.at;
         let rest = self.text.as_bytes().get(start..)?;
         let length = string_end(rest)?;
-        if rest[length] != b'"' {
+        if rest.get(length) != Some(&b'"') {
             return None;
         }
         self.at = start + length + 1;
