@@ -32,7 +32,6 @@ use super::attr::{
     drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageProblem, MaybeBool, MaybeText, Text,
 };
 use super::one::{from_glanced, leading, whole};
-use super::scan;
 use super::{Raw, Received, RecordId};
 use crate::sortkey;
 use crate::validate::MAX_ITEM_BYTES;
@@ -106,9 +105,10 @@ impl<'a> ImageGlance<'a> {
 }
 
 /// Room made at once for an image's or a map's names as they are glanced
-/// at: most have fewer, and growing one name at a time reallocated twice
-/// or three times per image.
-const GLANCE_CAPACITY: usize = 16;
+/// at (or an image's attributes as the scan reads them): most have fewer,
+/// and growing one name at a time reallocated twice or three times per
+/// image.
+pub(super) const GLANCE_CAPACITY: usize = 16;
 
 /// Whether the glance is sure of an N value's text: a decimal number
 /// (as a whole reading checks it) that DynamoDB can hold (as
@@ -274,7 +274,7 @@ impl<'de> Deserialize<'de> for MapGlance {
 /// any other is read whole. `None` when it does not read as a record
 /// object (the caller reads it the strict way).
 pub(super) fn glance_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
-    let (own, raw) = scan::record(text).or_else(|| leading::<ImageGlance<'_>>(text))?;
+    let (own, raw) = leading::<ImageGlance<'_>>(text)?;
     let sure = small_enough(own.len())
         && raw.dynamodb.as_ref().is_none_or(|d| {
             let keys = d.keys.as_ref().map(|k| &k.0);

@@ -4,7 +4,7 @@
 //! serde_json reads a record's text token by token through visitors, and
 //! most of the consumers' reading time went there. [`record`] reads the
 //! same record in one loop over its bytes and makes exactly what
-//! serde_json makes of it ([`leading`](super::one::leading)), its images
+//! serde_json makes of it ([`leading_serde`](super::one::leading_serde)), its images
 //! glanced at or read whole, or nothing: it knows only the common case,
 //! and anything else makes it give up, so that serde_json reads the record
 //! as before and says what is wrong, if anything. It gives up on:
@@ -39,8 +39,8 @@ use token::Scan;
 /// reads is never one serde_json refuses as too deep.
 const DEPTH: u8 = 32;
 
-/// Reads the record object that `text` starts with, as `leading::<I>`
-/// does; `None` when the scan gives up.
+/// Reads the record object that `text` starts with, as
+/// `leading_serde::<I>` does; `None` when the scan gives up.
 pub(super) fn record<'a, I: Scanned<'a>>(text: &'a str) -> Option<(&'a str, RawRecord<'a, I>)> {
     if !text.starts_with('{') {
         return None;

@@ -6,15 +6,12 @@ use std::borrow::Cow;
 
 use super::token::Scan;
 use crate::record::attr::{is_number, ImageField};
-use crate::record::glance::{distinct_sorted, sure_number, ImageGlance, Scalar};
+use crate::record::glance::{distinct_sorted, sure_number, ImageGlance, Scalar, GLANCE_CAPACITY};
 use crate::value::{Image, Value};
 
 /// Up to this many names, a nested map's names are checked for repeats
 /// without sorting them.
 const FEW: usize = 16;
-
-/// Room made at once for an image's attributes: most have fewer.
-const ROOM: usize = 16;
 
 /// What an image scans into.
 pub(in crate::record) trait Scanned<'a>: Sized {
@@ -25,7 +22,7 @@ pub(in crate::record) trait Scanned<'a>: Sized {
 
 impl<'a> Scanned<'a> for ImageGlance<'a> {
     fn scan(scan: &mut Scan<'a>, depth: u8) -> Option<Self> {
-        let mut entries = Vec::with_capacity(ROOM);
+        let mut entries = Vec::with_capacity(GLANCE_CAPACITY);
         scan.object(|scan, name| {
             let value = sure_value(scan, depth)?;
             entries.push((Cow::Borrowed(name), value));
@@ -43,7 +40,7 @@ impl Scanned<'_> for ImageField {
 
 /// An image or an M's object read whole; `None` (give up) when a name repeats.
 fn whole_image(scan: &mut Scan<'_>, depth: u8) -> Option<Image> {
-    let mut entries = Vec::with_capacity(ROOM);
+    let mut entries = Vec::with_capacity(GLANCE_CAPACITY);
     scan.object(|scan, name| {
         let value = whole_value(scan, depth)?;
         entries.push((name.to_owned(), value));

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use super::{record, Scanned};
 use crate::record::attr::ImageField;
 use crate::record::glance::ImageGlance;
-use crate::record::one::leading;
+use crate::record::one::leading_serde;
 use crate::record::raw::RawRecord;
 use crate::testing::attribute_value;
 
@@ -41,7 +41,7 @@ where
     let Some((own, mut scanned)) = record::<I>(text) else {
         return Ok(false);
     };
-    let Some((serde_own, mut read)) = leading::<I>(text) else {
+    let Some((serde_own, mut read)) = leading_serde::<I>(text) else {
         return Err(TestCaseError::fail(format!(
             "the scan read what serde_json refuses: {text}"
         )));
@@ -353,7 +353,7 @@ proptest! {
         // DynamoDB cannot hold; the scan gives up on escapes; everything
         // else is scanned.
         let unsure = ["\"B\"", "\"NS\"", "\"BS\"", "\\"].iter().any(|tag| text.contains(tag))
-            || glance_record(&text).is_none() && leading::<ImageGlance<'_>>(&text).is_some_and(|(_, r)| {
+            || glance_record(&text).is_none() && leading_serde::<ImageGlance<'_>>(&text).is_some_and(|(_, r)| {
                 r.dynamodb.and_then(|d| d.new_image).is_some_and(|i| !i.is_sure())
             });
         prop_assert!(sure || unsure, "not scanned: {}", text);
