@@ -4,7 +4,7 @@ use clap::Parser;
 // halves what the system allocator costs them (see the README's
 // performance section), as in the Lambdas.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: aws_kit::alloc::Allocator = aws_kit::alloc::Allocator;
 
 fn main() -> std::process::ExitCode {
     aws_kit::lambda::tune_allocator();

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: aws_kit::alloc::Allocator = aws_kit::alloc::Allocator;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use model::config::{self, EXAMPLE_CONFIG};

@@ -6,7 +6,7 @@
 // Freeing a large batch's images costs as much as parsing them with the
 // system allocator; mimalloc cuts both (see the README's performance section).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: aws_kit::alloc::Allocator = aws_kit::alloc::Allocator;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: aws_kit::alloc::Allocator = aws_kit::alloc::Allocator;
 
 use aws_kit::quarantine::memory::MemoryQuarantine;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};

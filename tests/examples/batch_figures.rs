@@ -21,7 +21,7 @@ mod floor;
 
 use std::collections::BTreeSet;
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: aws_kit::alloc::Allocator = aws_kit::alloc::Allocator;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

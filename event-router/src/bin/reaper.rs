@@ -3,7 +3,7 @@
 #![recursion_limit = "256"]
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: aws_kit::alloc::Allocator = aws_kit::alloc::Allocator;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {

@@ -2,6 +2,7 @@
 //! the event router) and the TTL reaper need to run on AWS, once. Pure
 //! decisions live in `model`; this crate carries them out.
 //!
+//! - [`alloc`]: the binaries' global allocator (mimalloc).
 //! - [`clients`]: the SDK clients (DynamoDB, EventBridge, SQS), with the
 //!   retry and timeout settings every function shares.
 //! - [`error`]: SDK errors classified into `model::Fault`s.
@@ -12,6 +13,7 @@
 //! - [`settle`]: a batch's settlement and its one quarantine call.
 //! - [`lambda`]: the Lambda shell, generic over a [`lambda::Consumer`].
 
+pub mod alloc;
 pub mod clients;
 pub mod convert;
 pub mod dispatch;
