@@ -131,7 +131,11 @@ pub(super) async fn write_all<S: Store>(
     let (calls, mut writes) = rows.finish();
     let mut take = |call: &Packed| -> Vec<(usize, RowWrite)> {
         let mut taken = Vec::with_capacity(call.items.len());
-        taken.extend(call.items.iter().filter_map(|&w| writes.get_mut(w).and_then(Option::take)));
+        taken.extend(
+            call.items
+                .iter()
+                .filter_map(|&w| writes.get_mut(w).and_then(Option::take)),
+        );
         taken
     };
     let results = dispatch(calls.iter().map(|c| c.after.as_slice()), concurrency, |i| {
