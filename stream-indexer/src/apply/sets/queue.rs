@@ -15,7 +15,6 @@ pub(super) struct Member {
 pub(super) struct SetRequest {
     pub(super) kind: SetKind,
     pub(super) members: Vec<Member>,
-    pub(super) positions: HashMap<String, usize>,
     /// The record whose restore's ADD this request carries. Such a request
     /// goes out even without members (the marker only).
     pub(super) restore: Option<usize>,
@@ -26,42 +25,39 @@ impl SetRequest {
         SetRequest {
             kind,
             members: Vec::new(),
-            positions: HashMap::new(),
             restore: None,
         }
     }
-
-    pub(super) fn entry(&mut self, member: String) -> &mut Member {
-        let at = match self.positions.get(&member) {
-            Some(&at) => at,
-            None => {
-                self.positions.insert(member.clone(), self.members.len());
-                self.members.push(Member {
-                    text: member,
-                    records: Vec::new(),
-                    restored: false,
-                });
-                self.members.len() - 1
-            }
-        };
-        &mut self.members[at]
-    }
 }
+
+/// Where a member was last touched: its request, and its place among that
+/// request's members. A member is in a request only if the request is the
+/// last that touched it: it only ever goes to its last request or a later one.
+#[derive(Clone, Copy)]
+pub(super) struct Touch {
+    request: usize,
+    place: usize,
+}
+
+/// Member texts to where they were last touched: one map per queue, where
+/// each request kept a map of its own members as well.
+type Touches = HashMap<String, Touch>;
 
 /// The pending member changes of one node (see the parent module's doc).
 #[derive(Default)]
 pub(super) struct SetQueue {
     pub(super) target: Option<(usize, String)>,
     pub(super) requests: Vec<SetRequest>,
-    /// Member → the last request touching it.
-    pub(super) last_touch: HashMap<String, usize>,
+    /// Member → where it was last touched.
+    last_touch: Touches,
     /// The last record queued and the request its last change went to.
     pub(super) last_record: Option<(usize, usize)>,
 }
 
 impl SetQueue {
     pub(super) fn push(&mut self, kind: SetKind, member: String, record: usize) {
-        let member_floor = self.last_touch.get(&member).copied();
+        let touched = self.last_touch.get(&member).copied();
+        let member_floor = touched.map(|t| t.request);
         let record_floor = self.last_record.filter(|(r, _)| *r == record).map(|(_, at)| at);
         let floor = member_floor.max(record_floor);
         // Kinds alternate, so the earliest request of `kind` at or after the
@@ -78,9 +74,25 @@ impl SetQueue {
             }
         };
         debug_assert!(self.requests.windows(2).all(|w| w[0].kind != w[1].kind));
-        self.requests[at].entry(member.clone()).records.push(record);
-        self.last_touch.insert(member, at);
         self.last_record = Some((record, at));
+        let members = &mut self.requests[at].members;
+        match touched {
+            Some(t) if t.request == at => members[t.place].records.push(record),
+            _ => {
+                self.last_touch.insert(
+                    member.clone(),
+                    Touch {
+                        request: at,
+                        place: members.len(),
+                    },
+                );
+                members.push(Member {
+                    text: member,
+                    records: vec![record],
+                    restored: false,
+                });
+            }
+        }
     }
 
     /// Opens the (empty) queue with the ADD of a restore: the members found.
@@ -89,8 +101,16 @@ impl SetQueue {
         let mut request = SetRequest::new(SetKind::Add);
         request.restore = Some(record);
         for member in members {
-            self.last_touch.insert(member.clone(), 0);
-            request.entry(member).restored = true;
+            if self.last_touch.contains_key(&member) {
+                continue; // found twice: once is enough
+            }
+            let place = request.members.len();
+            self.last_touch.insert(member.clone(), Touch { request: 0, place });
+            request.members.push(Member {
+                text: member,
+                records: Vec::new(),
+                restored: true,
+            });
         }
         self.requests.push(request);
         self.last_record = Some((record, 0));
@@ -129,4 +149,78 @@ pub(in crate::apply) fn chunks<T>(members: Vec<T>, text: impl Fn(&T) -> &str) ->
         out.push_back(chunk);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn apply(set: &mut BTreeSet<String>, kind: SetKind, member: &str) {
+        match kind {
+            SetKind::Add => set.insert(member.to_owned()),
+            SetKind::Remove => set.remove(member),
+        };
+    }
+
+    fn kind(add: bool) -> SetKind {
+        if add {
+            SetKind::Add
+        } else {
+            SetKind::Remove
+        }
+    }
+
+    #[test]
+    fn a_member_a_restore_finds_twice_is_added_once() {
+        let mut queue = SetQueue::default();
+        queue.push_restore(0, vec!["a".to_owned(), "b".to_owned(), "a".to_owned()]);
+        let texts: Vec<&str> = queue.requests[0].members.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["a", "b"]);
+    }
+
+    proptest! {
+        /// Whatever the changes, the queued requests alternate in kind, hold
+        /// each member once, carry every change's record, and leave a set
+        /// as the restore and the changes one by one leave it.
+        #[test]
+        fn the_requests_leave_the_set_the_changes_leave(
+            start in prop::collection::btree_set("m[0-5]", 0..6),
+            restore in prop::option::of(prop::collection::vec("m[0-5]", 0..6)),
+            changes in prop::collection::vec((any::<bool>(), "m[0-5]", 0usize..4), 0..40),
+        ) {
+            let mut queue = SetQueue::default();
+            let mut expected = start.clone();
+            if let Some(found) = &restore {
+                queue.push_restore(99, found.clone());
+                found.iter().for_each(|m| apply(&mut expected, SetKind::Add, m));
+            }
+            for (add, member, record) in &changes {
+                queue.push(kind(*add), member.clone(), *record);
+                apply(&mut expected, kind(*add), member);
+            }
+
+            let mut got = start;
+            for pair in queue.requests.windows(2) {
+                prop_assert!(pair[0].kind != pair[1].kind);
+            }
+            let mut carried = Vec::new();
+            for request in &queue.requests {
+                let distinct: BTreeSet<&str> = request.members.iter().map(|m| m.text.as_str()).collect();
+                prop_assert_eq!(distinct.len(), request.members.len());
+                for member in &request.members {
+                    apply(&mut got, request.kind, &member.text);
+                    carried.extend(member.records.iter().map(|&r| (r, member.text.clone())));
+                }
+            }
+            prop_assert_eq!(got, expected);
+            let mut asked: Vec<(usize, String)> = changes.iter().map(|(_, m, r)| (*r, m.clone())).collect();
+            asked.sort();
+            carried.sort();
+            prop_assert_eq!(carried, asked);
+        }
+    }
 }
