@@ -31,16 +31,17 @@ impl SetRequest {
 }
 
 /// Where a member was last touched: its request, and its place among that
-/// request's members. A member is in a request only if the request is the
-/// last that touched it: it only ever goes to its last request or a later one.
+/// request's members. A member's next change goes to that request or a
+/// later one, so that request is the only one where it may already have a
+/// place.
 #[derive(Clone, Copy)]
 pub(super) struct Touch {
     request: usize,
     place: usize,
 }
 
-/// Member texts to where they were last touched: one map per queue, where
-/// each request kept a map of its own members as well.
+/// Member texts to where they were last touched: one map per queue, none
+/// per request.
 type Touches = HashMap<String, Touch>;
 
 /// The pending member changes of one node (see the parent module's doc).
