@@ -26,6 +26,11 @@ use libmimalloc_sys as mi;
 /// The largest alignment every plain mimalloc block has.
 const PLAIN_ALIGN: usize = 8;
 
+/// Whether a plain block suffices for `layout`.
+fn plain(layout: Layout) -> bool {
+    layout.align() <= PLAIN_ALIGN
+}
+
 /// mimalloc, plain blocks where they suffice (see the module's docs).
 ///
 /// ```ignore
@@ -42,7 +47,7 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: mimalloc's allocation functions take any size and alignment.
         unsafe {
-            if layout.align() <= PLAIN_ALIGN {
+            if plain(layout) {
                 mi::mi_malloc(layout.size()).cast()
             } else {
                 mi::mi_malloc_aligned(layout.size(), layout.align()).cast()
@@ -54,7 +59,7 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as for `alloc`.
         unsafe {
-            if layout.align() <= PLAIN_ALIGN {
+            if plain(layout) {
                 mi::mi_zalloc(layout.size()).cast()
             } else {
                 mi::mi_zalloc_aligned(layout.size(), layout.align()).cast()
@@ -73,7 +78,7 @@ unsafe impl GlobalAlloc for Allocator {
         // SAFETY: `ptr` came from this allocator with `layout`; the new block
         // keeps `layout`'s alignment by the same rule as `alloc`.
         unsafe {
-            if layout.align() <= PLAIN_ALIGN {
+            if plain(layout) {
                 mi::mi_realloc(ptr.cast(), new_size).cast()
             } else {
                 mi::mi_realloc_aligned(ptr.cast(), new_size, layout.align()).cast()

@@ -272,9 +272,7 @@ impl<S: Store> Lane<'_, S> {
     /// Sends one queued request, in chunks; a refused chunk is split into
     /// single members to find the culprit.
     async fn send_request(&mut self, edge_set: usize, node: &str, request: SetRequest) -> Result<(), StoreError> {
-        let SetRequest {
-            kind, members, restore, ..
-        } = request;
+        let SetRequest { kind, members, restore } = request;
         let mut records: Vec<usize> = members.iter().flat_map(|m| m.records.iter().copied()).collect();
         records.extend(restore);
         let mut queue = chunks(members, |m| m.text.as_str());

@@ -76,23 +76,9 @@ impl SetQueue {
         };
         debug_assert!(self.requests.windows(2).all(|w| w[0].kind != w[1].kind));
         self.last_record = Some((record, at));
-        let members = &mut self.requests[at].members;
         match touched {
-            Some(t) if t.request == at => members[t.place].records.push(record),
-            _ => {
-                self.last_touch.insert(
-                    member.clone(),
-                    Touch {
-                        request: at,
-                        place: members.len(),
-                    },
-                );
-                members.push(Member {
-                    text: member,
-                    records: vec![record],
-                    restored: false,
-                });
-            }
+            Some(t) if t.request == at => self.requests[at].members[t.place].records.push(record),
+            _ => self.add(at, member, Some(record)),
         }
     }
 
@@ -101,20 +87,27 @@ impl SetQueue {
         debug_assert!(self.requests.is_empty(), "a restore follows a flush");
         let mut request = SetRequest::new(SetKind::Add);
         request.restore = Some(record);
-        for member in members {
-            if self.last_touch.contains_key(&member) {
-                continue; // found twice: once is enough
-            }
-            let place = request.members.len();
-            self.last_touch.insert(member.clone(), Touch { request: 0, place });
-            request.members.push(Member {
-                text: member,
-                records: Vec::new(),
-                restored: true,
-            });
-        }
         self.requests.push(request);
+        for member in members {
+            // Found twice: once is enough.
+            if !self.last_touch.contains_key(&member) {
+                self.add(0, member, None);
+            }
+        }
         self.last_record = Some((record, 0));
+    }
+
+    /// Adds `member` to request `at`, where it has no place yet: asked for
+    /// by `record`, or (`None`) found by the request's restore.
+    fn add(&mut self, at: usize, member: String, record: Option<usize>) {
+        let members = &mut self.requests[at].members;
+        let place = members.len();
+        self.last_touch.insert(member.clone(), Touch { request: at, place });
+        members.push(Member {
+            text: member,
+            records: record.into_iter().collect(),
+            restored: record.is_none(),
+        });
     }
 
     pub(super) fn take(&mut self) -> Option<((usize, String), Vec<SetRequest>)> {
