@@ -52,7 +52,8 @@ pub async fn derived_json<S: Scan>(store: &S, config: &Config) -> Result<Json, S
             .into_iter()
             .filter_map(|(key, attributes)| Some((key, model::version::live_row(attributes)?)))
             .map(|(key, attributes)| {
-                let mut row: BTreeMap<String, Value> = attributes.into_iter().collect();
+                let mut row: BTreeMap<String, Value> =
+                    attributes.into_iter().map(|(n, v)| (n.into_string(), v)).collect();
                 row.insert(index.partition_key.clone(), Value::S(key.partition));
                 row.insert(index.sort_key.clone(), Value::S(key.sort));
                 json!(row)

@@ -345,8 +345,8 @@ pub fn changed(old: Option<&Image>, new: Option<&Image>) -> Vec<String> {
     let mut names: Vec<String> = old
         .iter()
         .filter(|(name, value)| new.get(name).is_none_or(|n| !same(value, n)))
-        .map(|(name, _)| name.clone())
-        .chain(new.keys().filter(|name| !old.contains_key(name)).cloned())
+        .map(|(name, _)| name.to_owned())
+        .chain(new.keys().filter(|name| !old.contains_key(name)).map(str::to_owned))
         .collect();
     names.sort_unstable();
     names

@@ -361,7 +361,7 @@ pub fn projection(index: &IndexConfig, table: &TableConfig, item: &Image) -> Ima
         .chain(table.sort_key.as_ref())
         .chain(index.project.iter());
     names
-        .filter_map(|name| item.get(name).map(|v| (name.clone(), v.clone())))
+        .filter_map(|name| item.get(name).map(|v| (name.as_str(), v.clone())))
         .collect()
 }
 

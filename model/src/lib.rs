@@ -66,5 +66,5 @@ pub use config::Config;
 pub use fault::{Class, Fault};
 pub use plan::{Mutation, Plan, PlanError, Planner};
 pub use record::{ChangeRecord, EventKind};
-pub use value::{Image, Projection, Value};
+pub use value::{Image, Name, Projection, Value};
 pub use version::Version;

@@ -124,7 +124,7 @@ pub fn deletions(table: &TableConfig, reap: &Reap, found: impl IntoIterator<Item
         let key: Option<Image> = table
             .primary_key()
             .into_iter()
-            .map(|name| item.get(name).map(|v| (name.to_owned(), v.clone())))
+            .map(|name| item.get(name).map(|v| (name, v.clone())))
             .collect();
         let Some(key) = key else { continue };
         if key == reap.key || keys.contains(&key) {

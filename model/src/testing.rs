@@ -203,7 +203,7 @@ impl Write {
         match self {
             Write::PutNode { node, name: n } => {
                 let mut item = node_key(*node);
-                item.insert("name".into(), name(*n));
+                item.insert("name", name(*n));
                 tables.put("records", item);
             }
             Write::UpdateNode { node, name: n } => {
@@ -211,7 +211,7 @@ impl Write {
                     let key = node_key(*node);
                     tables.get("records", &key).unwrap_or(key)
                 };
-                item.insert("name".into(), name(*n));
+                item.insert("name", name(*n));
                 tables.put("records", item);
             }
             Write::DeleteNode { node } => tables.delete("records", &node_key(*node)),
@@ -222,9 +222,9 @@ impl Write {
                 role: r,
             } => {
                 let mut item = edge_key(*node, *ty, *user);
-                item.insert("memberRole".into(), s("x"));
+                item.insert("memberRole", s("x"));
                 if let Some(r) = role(r) {
-                    item.insert("gsi0".into(), r);
+                    item.insert("gsi0", r);
                 }
                 tables.put("records", item);
             }
@@ -239,7 +239,7 @@ impl Write {
                     tables.get("records", &key).unwrap_or(key)
                 };
                 match role(r) {
-                    Some(r) => item.insert("gsi0".into(), r),
+                    Some(r) => item.insert("gsi0", r),
                     None => item.remove("gsi0"),
                 };
                 tables.put("records", item);
@@ -256,10 +256,10 @@ impl Write {
                     .iter()
                     .map(|(k, v)| (FIELDS[*k % FIELDS.len()].to_owned(), v.value()))
                     .collect();
-                item.insert("name".into(), s("Girder needs replacing"));
-                item.insert("num".into(), Value::N(NUMBERS[*num % NUMBERS.len()].to_owned()));
-                item.insert("state".into(), s(if *state { "open" } else { "closed" }));
-                item.insert("custom_fields".into(), Value::M(map));
+                item.insert("name", s("Girder needs replacing"));
+                item.insert("num", Value::N(NUMBERS[*num % NUMBERS.len()].to_owned()));
+                item.insert("state", s(if *state { "open" } else { "closed" }));
+                item.insert("custom_fields", Value::M(map));
                 tables.put("issues", item);
             }
             Write::SetField { issue, field, value } => {
@@ -272,7 +272,7 @@ impl Write {
                     _ => Default::default(),
                 };
                 map.insert(FIELDS[*field % FIELDS.len()].to_owned(), value.value());
-                item.insert("custom_fields".into(), Value::M(map));
+                item.insert("custom_fields", Value::M(map));
                 tables.put("issues", item);
             }
             Write::RemoveField { issue, field } => {
@@ -280,7 +280,7 @@ impl Write {
                     if let Some(Value::M(m)) = item.get("custom_fields") {
                         let mut map = m.clone();
                         map.remove(FIELDS[*field % FIELDS.len()]);
-                        item.insert("custom_fields".into(), Value::M(map));
+                        item.insert("custom_fields", Value::M(map));
                         tables.put("issues", item);
                     }
                 }
@@ -290,7 +290,7 @@ impl Write {
                     let key = issue_key(*issue);
                     tables.get("issues", &key).unwrap_or(key)
                 };
-                item.insert("num".into(), Value::N(NUMBERS[*num % NUMBERS.len()].to_owned()));
+                item.insert("num", Value::N(NUMBERS[*num % NUMBERS.len()].to_owned()));
                 tables.put("issues", item);
             }
             Write::DeleteIssue { issue } => tables.delete("issues", &issue_key(*issue)),

@@ -114,7 +114,7 @@ pub fn check(record: &ChangeRecord, table: &TableConfig) -> Result<(), Invalid> 
     if let Some(extra) = record.keys.keys().find(|k| !key_names.clone().any(|n| n == k)) {
         return Err(Invalid::ExtraKey {
             table: table.name.clone(),
-            attribute: extra.clone(),
+            attribute: extra.to_owned(),
         });
     }
     for (part, image) in [("NewImage", &record.new), ("OldImage", &record.old)] {

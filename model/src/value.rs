@@ -6,7 +6,7 @@
 
 mod image;
 
-pub use image::Image;
+pub use image::{Image, Name};
 
 /// One DynamoDB attribute value. Numbers are kept as their exact decimal text.
 pub type Value = serde_dynamo::AttributeValue;

@@ -18,7 +18,7 @@ fn s(v: impl Into<String>) -> Value {
 }
 
 fn image(pairs: Vec<(&str, Value)>) -> Image {
-    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+    pairs.into_iter().collect()
 }
 
 const ROLES: [&str; 4] = ["300-MEMBER", "310-MANAGER", "400-CONTRIBUTOR", "500-LEAD"];
@@ -136,8 +136,8 @@ fn mix(store: &MemoryStore, records: usize, keyspace: usize, max_edges: usize, s
                 match store.get_item("records", &key) {
                     Ok(Some(mut item)) => {
                         let role = ROLES[rng.usize(..ROLES.len())];
-                        item.insert("gsi0".into(), s(role));
-                        item.insert("memberRole".into(), s(&role[4..]));
+                        item.insert("gsi0", s(role));
+                        item.insert("memberRole", s(&role[4..]));
                         store.put_item("records", item).is_ok()
                     }
                     _ => false,

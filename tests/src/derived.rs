@@ -96,7 +96,7 @@ pub async fn verify(moto: &Moto, config: &Config) -> Result<usize> {
         ];
         for (id, item) in &nodes {
             ensure!(
-                item.keys().any(|name| !owned.contains(&name.as_str())),
+                item.keys().any(|name| !owned.contains(&name)),
                 "edge set #{e}: ghost node {id}: {item:?}"
             );
             let actual: BTreeSet<String> = match item.get(&set.attribute) {

@@ -229,7 +229,7 @@ async fn verify_finds_every_kind_of_drift_and_repair_and_rebuild_clear_it() -> R
     let row_key = |row: &Image| item(&[("pk", row["pk"].clone()), ("sk", row["sk"].clone())]);
     moto.delete(&t.index_table, &row_key(&rows[0])).await?;
     let mut tampered = rows[1].clone();
-    tampered.insert("state".into(), s("tampered"));
+    tampered.insert("state", s("tampered"));
     moto.put(&t.index_table, &tampered).await?;
     moto.put(
         &t.index_table,

@@ -67,7 +67,7 @@ pub fn to_image(item: HashMap<String, AttributeValue>) -> Result<Image, String> 
 pub fn to_item(image: &Image) -> HashMap<String, AttributeValue> {
     image
         .iter()
-        .map(|(name, value)| (name.clone(), to_attribute(value)))
+        .map(|(name, value)| (name.to_owned(), to_attribute(value)))
         .collect()
 }
 

@@ -55,7 +55,7 @@ pub fn run_with(args: &SeedArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8
             let image: serde_json::Map<String, serde_json::Value> = item
                 .item
                 .iter()
-                .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null)))
+                .map(|(k, v)| (k.to_owned(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null)))
                 .collect();
             let _ = writeln!(out, "{}", serde_json::json!({"table": item.table, "item": image}));
         }

@@ -68,7 +68,7 @@ impl Config {
         match (found.next(), found.next()) {
             (Some(table), None) => Ok(table),
             _ => {
-                let mut keys: Vec<&str> = record.keys.keys().map(String::as_str).collect();
+                let mut keys: Vec<&str> = record.keys.keys().collect();
                 keys.sort_unstable();
                 Err(TableLookupError::NoMatch(keys.join(", ")))
             }

@@ -185,7 +185,7 @@ pub fn key_image(table: &TableConfig, item: &Image) -> Image {
     table
         .primary_key()
         .into_iter()
-        .filter_map(|name| item.get(name).map(|v| (name.to_owned(), v.clone())))
+        .filter_map(|name| item.get(name).map(|v| (name, v.clone())))
         .collect()
 }
 

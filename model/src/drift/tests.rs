@@ -253,7 +253,7 @@ fn build(item: &Item) -> (&'static str, Image) {
                 ("target", s(&format!("{}-USER-{user}", TYPES[*ty]))),
             ]);
             if let Some(r) = role {
-                i.insert("gsi0".into(), s(ROLES[*r]));
+                i.insert("gsi0", s(ROLES[*r]));
             }
             ("records", i)
         }
@@ -327,7 +327,7 @@ fn corrupt(world: &mut World, config: &Config, c: &Corruption) -> Option<Vec<Dri
         }
         Corruption::ChangeProjection(n) => {
             let at = pick(*n, rows.len())?;
-            world.rows.get_mut(&rows[at])?.insert("name".into(), s("tampered"));
+            world.rows.get_mut(&rows[at])?.insert("name", s("tampered"));
             Some(vec![DriftKind::WrongProjection])
         }
         Corruption::DropMember(n) => {

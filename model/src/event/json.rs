@@ -135,7 +135,7 @@ fn write_image<O: Out>(out: &mut O, image: &Image) {
 }
 
 /// Writes a map's entries, given in name order.
-fn write_entries<'a, O: Out>(out: &mut O, entries: impl Iterator<Item = (&'a String, &'a Value)>) {
+fn write_entries<'a, O: Out>(out: &mut O, entries: impl Iterator<Item = (&'a str, &'a Value)>) {
     out.push("{");
     for (i, (name, value)) in entries.enumerate() {
         if i > 0 {
@@ -167,7 +167,7 @@ fn write_value<O: Out>(out: &mut O, value: &Value) {
         Value::Null(b) => out.push(if *b { "{\"NULL\":true" } else { "{\"NULL\":false" }),
         Value::M(m) => {
             out.push("{\"M\":");
-            let mut names: Vec<(&String, &Value)> = m.iter().collect();
+            let mut names: Vec<(&str, &Value)> = m.iter().map(|(name, value)| (name.as_str(), value)).collect();
             names.sort_unstable_by(|a, b| a.0.cmp(b.0));
             write_entries(out, names.into_iter());
         }

@@ -131,7 +131,7 @@ fn sharded_rows_carry_their_shard() {
     let mut long = item(1);
     let name = "p".repeat(MAX_PARTITION_BYTES - 1);
     long.insert(
-        "custom_fields".into(),
+        "custom_fields",
         Value::M([(name, Value::N("1".into()))].into_iter().collect()),
     );
     assert!(rows(config.index("issue-attrib").unwrap(), table, &long)

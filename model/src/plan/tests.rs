@@ -577,7 +577,7 @@ fn a_poison_image_deletes_its_old_rows_and_is_reported() {
     ]);
     let mut bad = good.clone();
     bad.insert(
-        "custom_fields".into(),
+        "custom_fields",
         Value::M([("3fe6".to_owned(), Value::L(vec![]))].into()),
     );
     let keys = img(&[("id", s("issue-1")), ("rel", s("project-1"))]);

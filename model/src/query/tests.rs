@@ -314,20 +314,20 @@ struct Item {
 
 fn image(i: usize, item: &Item) -> Image {
     let mut image = Image::new();
-    image.insert("id".into(), Value::S(format!("issue-{i}")));
+    image.insert("id", Value::S(format!("issue-{i}")));
     let rel = if item.numeric_rel {
         Value::N(format!("{i}"))
     } else {
         Value::S(format!("issue-{i}"))
     };
-    image.insert("rel".into(), rel);
+    image.insert("rel", rel);
     let mut fields = Image::new();
     for (name, cell) in [QUERIED, OTHER].iter().zip(&item.fields) {
         if let Some(v) = cell.value() {
             fields.insert((*name).to_owned(), v);
         }
     }
-    image.insert("fields".into(), Value::M(fields.into_map()));
+    image.insert("fields", Value::M(fields.into_map()));
     for (k, cell) in item.attributes.iter().enumerate() {
         if let Some(v) = cell.value() {
             image.insert(format!("a{}", k + 1), v);

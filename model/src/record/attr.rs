@@ -14,7 +14,7 @@ use std::fmt;
 use base64::Engine;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::value::{Image, Value};
+use crate::value::{Image, Name, Value};
 
 const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -124,7 +124,7 @@ pub(super) struct ImageField(pub Result<Image, ImageProblem>);
 std::thread_local! {
     /// The entries of the image being read (a nested `M` finds it taken
     /// and starts its own).
-    static SCRATCH: std::cell::Cell<Vec<(String, Value)>> = const { std::cell::Cell::new(Vec::new()) };
+    static SCRATCH: std::cell::Cell<Vec<(Name, Value)>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// The problem of an image that repeats attribute `name`.
@@ -380,7 +380,7 @@ impl<'de> Deserialize<'de> for ImageField {
                         continue;
                     }
                     match value {
-                        Ok(value) => entries.push((name.into_owned(), value)),
+                        Ok(value) => entries.push((Name::from(name.as_ref()), value)),
                         Err(attr_problem) => {
                             // The first problem in the document's order: a
                             // name repeated before this one comes first.
@@ -397,7 +397,7 @@ impl<'de> Deserialize<'de> for ImageField {
                 // Not `mem::take`: the scratch keeps its room, the image
                 // gets a vector of the exact size.
                 #[allow(clippy::drain_collect)]
-                let exact: Vec<(String, Value)> = entries.drain(..).collect();
+                let exact: Vec<(Name, Value)> = entries.drain(..).collect();
                 let field = match problem {
                     Some(problem) => Err(problem),
                     None => Image::from_distinct(exact).map_err(duplicate),

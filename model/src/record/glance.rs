@@ -92,7 +92,7 @@ impl<'a> ImageGlance<'a> {
         };
         !keys.is_empty()
             && keys.iter().all(|(name, key)| {
-                let Ok(at) = entries.binary_search_by(|(n, _)| n.as_ref().cmp(name.as_str())) else {
+                let Ok(at) = entries.binary_search_by(|(n, _)| n.as_ref().cmp(name)) else {
                     return false;
                 };
                 match (&entries[at].1, key) {

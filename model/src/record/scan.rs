@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 
 use super::attr::{is_number, ImageField, Text};
 use super::raw::{RawIdentity, RawRecord, RawStreamRecord};
-use crate::value::{Image, Value};
+use crate::value::{Image, Name, Value};
 pub(super) use image::Scanned;
 use token::Scan;
 
@@ -165,7 +165,7 @@ fn keys(scan: &mut Scan<'_>) -> Option<Image> {
             _ => return None,
         };
         scan.eat(b'}')?;
-        entries.push((name.to_owned(), value));
+        entries.push((Name::from(name), value));
         Some(())
     })?;
     Image::from_distinct(entries).ok()

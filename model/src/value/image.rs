@@ -22,21 +22,26 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Value;
 
+/// An attribute name as an image holds it: up to 24 bytes (every name
+/// the example config uses, and most names anywhere) are held inline, so
+/// reading, unpacking and cloning an image allocates nothing for its names.
+pub type Name = compact_str::CompactString;
+
 /// An item image (or a key): attribute name → value, sorted by name.
 #[derive(Clone, Default, PartialEq)]
 pub struct Image {
     /// Sorted by name, names distinct.
-    entries: Vec<(String, Value)>,
+    entries: Vec<(Name, Value)>,
 }
 
-/// One entry, borrowed as a `HashMap`'s iterator yields it.
-type EntryRef<'a> = (&'a String, &'a Value);
+/// One entry, borrowed.
+type EntryRef<'a> = (&'a str, &'a Value);
 
 /// The iterator over an image's entries, by name.
-pub type Iter<'a> = std::iter::Map<std::slice::Iter<'a, (String, Value)>, fn(&(String, Value)) -> EntryRef<'_>>;
+pub type Iter<'a> = std::iter::Map<std::slice::Iter<'a, (Name, Value)>, fn(&(Name, Value)) -> EntryRef<'_>>;
 
-fn entry_ref((name, value): &(String, Value)) -> EntryRef<'_> {
-    (name, value)
+fn entry_ref((name, value): &(Name, Value)) -> EntryRef<'_> {
+    (name.as_str(), value)
 }
 
 impl Image {
@@ -81,7 +86,8 @@ impl Image {
     }
 
     /// Sets attribute `name`, returning the value it replaced.
-    pub fn insert(&mut self, name: String, value: Value) -> Option<Value> {
+    pub fn insert(&mut self, name: impl Into<Name>, value: Value) -> Option<Value> {
+        let name = name.into();
         match self.find(&name) {
             Ok(at) => Some(std::mem::replace(&mut self.entries[at].1, value)),
             Err(at) => {
@@ -96,7 +102,7 @@ impl Image {
         let at = match self.find(name) {
             Ok(at) => at,
             Err(at) => {
-                self.entries.insert(at, (name.to_owned(), make()));
+                self.entries.insert(at, (Name::from(name), make()));
                 at
             }
         };
@@ -118,24 +124,25 @@ impl Image {
 
     /// The attributes, by name.
     pub fn iter(&self) -> Iter<'_> {
-        self.entries
-            .iter()
-            .map(entry_ref as fn(&(String, Value)) -> EntryRef<'_>)
+        self.entries.iter().map(entry_ref as fn(&(Name, Value)) -> EntryRef<'_>)
     }
 
     /// The attribute names, in order.
-    pub fn keys(&self) -> impl Iterator<Item = &String> {
-        self.entries.iter().map(|(name, _)| name)
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(name, _)| name.as_str())
     }
 
     /// The image as a nested `M` value's map.
     pub fn into_map(self) -> HashMap<String, Value> {
-        self.entries.into_iter().collect()
+        self.entries
+            .into_iter()
+            .map(|(name, value)| (name.into_string(), value))
+            .collect()
     }
 
     /// Builds an image from entries in any order; a repeated name keeps
     /// its last value, as inserting them one by one would.
-    fn from_entries(mut entries: Vec<(String, Value)>) -> Image {
+    fn from_entries(mut entries: Vec<(Name, Value)>) -> Image {
         if entries.len() <= SMALL {
             let mut i = 1;
             while i < entries.len() {
@@ -166,11 +173,11 @@ impl Image {
 
     /// Builds an image from distinct names pushed in any order, or returns
     /// the first name (in the order given) that repeats an earlier one.
-    pub fn from_distinct(mut entries: Vec<(String, Value)>) -> Result<Image, String> {
+    pub fn from_distinct(mut entries: Vec<(Name, Value)>) -> Result<Image, String> {
         if entries.len() <= SMALL {
             for i in 1..entries.len() {
                 match sorted_place(&entries, i) {
-                    Ok(_) => return Err(std::mem::take(&mut entries[i].0)),
+                    Ok(_) => return Err(entries[i].0.to_string()),
                     Err(at) => entries[at..=i].rotate_right(1),
                 }
             }
@@ -187,7 +194,7 @@ impl Image {
             .map(|pair| pair[1])
             .min();
         if let Some(at) = first_repeat {
-            return Err(std::mem::take(&mut entries[at].0));
+            return Err(entries[at].0.to_string());
         }
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(Image { entries })
@@ -203,7 +210,7 @@ const SMALL: usize = 64;
 
 /// Where entry `i` goes among the sorted entries before it: `Ok` at an
 /// equal name, `Err` at the place that keeps them sorted.
-fn sorted_place(entries: &[(String, Value)], i: usize) -> Result<usize, usize> {
+fn sorted_place(entries: &[(Name, Value)], i: usize) -> Result<usize, usize> {
     let name = entries[i].0.as_str();
     if entries[i - 1].0.as_str() < name {
         return Err(i);
@@ -229,14 +236,14 @@ impl std::ops::Index<&str> for Image {
     }
 }
 
-impl FromIterator<(String, Value)> for Image {
-    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Image {
-        Image::from_entries(iter.into_iter().collect())
+impl<N: Into<Name>> FromIterator<(N, Value)> for Image {
+    fn from_iter<I: IntoIterator<Item = (N, Value)>>(iter: I) -> Image {
+        Image::from_entries(iter.into_iter().map(|(name, value)| (name.into(), value)).collect())
     }
 }
 
-impl<const N: usize> From<[(String, Value); N]> for Image {
-    fn from(entries: [(String, Value); N]) -> Image {
+impl<N: Into<Name>, const L: usize> From<[(N, Value); L]> for Image {
+    fn from(entries: [(N, Value); L]) -> Image {
         entries.into_iter().collect()
     }
 }
@@ -247,8 +254,8 @@ impl From<HashMap<String, Value>> for Image {
     }
 }
 
-impl Extend<(String, Value)> for Image {
-    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
+impl<N: Into<Name>> Extend<(N, Value)> for Image {
+    fn extend<I: IntoIterator<Item = (N, Value)>>(&mut self, iter: I) {
         for (name, value) in iter {
             self.insert(name, value);
         }
@@ -256,8 +263,8 @@ impl Extend<(String, Value)> for Image {
 }
 
 impl IntoIterator for Image {
-    type Item = (String, Value);
-    type IntoIter = std::vec::IntoIter<(String, Value)>;
+    type Item = (Name, Value);
+    type IntoIter = std::vec::IntoIter<(Name, Value)>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.entries.into_iter()
@@ -293,7 +300,7 @@ impl<'de> Deserialize<'de> for Image {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Image, A::Error> {
                 let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
-                while let Some(entry) = map.next_entry::<String, Value>()? {
+                while let Some(entry) = map.next_entry::<Name, Value>()? {
                     entries.push(entry);
                 }
                 Ok(Image::from_entries(entries))

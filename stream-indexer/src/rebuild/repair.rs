@@ -147,7 +147,7 @@ pub(super) fn group_findings(findings: &[Finding]) -> BTreeMap<GroupKey, Group<'
                 source: match &f.source {
                     Some(s) => {
                         let mut parts: Vec<(String, String)> =
-                            s.iter().map(|(k, v)| (k.clone(), format!("{v:?}"))).collect();
+                            s.iter().map(|(k, v)| (k.to_owned(), format!("{v:?}"))).collect();
                         parts.sort();
                         Some(parts)
                     }

@@ -145,7 +145,7 @@ fn corrupt(store: &MemoryStore, c: &Corruption) -> Option<(Vec<DriftKind>, Targe
         Corruption::ChangeProjection(n) => {
             let (key, _) = rows.get(pick(*n, rows.len())?)?.clone();
             let mut attributes = attributes_of(&rows, &key);
-            attributes.insert("state".into(), s("tampered"));
+            attributes.insert("state", s("tampered"));
             write(RowWrite {
                 index: 0,
                 key: key.clone(),

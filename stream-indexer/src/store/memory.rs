@@ -318,7 +318,7 @@ fn key_image(table: &TableConfig, item: &Image) -> Image {
     let mut keys = Image::with_capacity(2);
     for name in std::iter::once(&table.partition_key).chain(&table.sort_key) {
         if let Some(value) = item.get(name) {
-            keys.insert(name.clone(), value.clone());
+            keys.insert(name.as_str(), value.clone());
         }
     }
     keys

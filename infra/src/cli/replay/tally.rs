@@ -46,7 +46,7 @@ impl Tally {
                     Ok(_) => self.matched += 1,
                     Err(_) => {
                         let table = record.table.as_deref().map(str::to_owned).unwrap_or_else(|| {
-                            let mut keys: Vec<&str> = record.keys.keys().map(String::as_str).collect();
+                            let mut keys: Vec<&str> = record.keys.keys().collect();
                             keys.sort_unstable();
                             format!("(no table; keys {})", keys.join(", "))
                         });

@@ -3,7 +3,7 @@
 use super::*;
 
 pub(super) fn image_json(image: &Image) -> Json {
-    let sorted: BTreeMap<&String, &Value> = image.iter().collect();
+    let sorted: BTreeMap<&str, &Value> = image.iter().collect();
     json!(sorted)
 }
 

@@ -4,7 +4,7 @@ use super::*;
 
 /// `name=value` pairs of a key, sorted by name; S and N values bare.
 pub fn key_text(key: &Image) -> String {
-    let mut parts: Vec<(&String, &Value)> = key.iter().collect();
+    let mut parts: Vec<(&str, &Value)> = key.iter().collect();
     parts.sort_by(|a, b| a.0.cmp(b.0));
     parts
         .into_iter()

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use super::token::Scan;
 use crate::record::attr::{is_number, ImageField};
 use crate::record::glance::{distinct_sorted, sure_number, ImageGlance, Scalar, GLANCE_CAPACITY};
-use crate::value::{Image, Value};
+use crate::value::{Image, Name, Value};
 
 /// Up to this many names, a nested map's names are checked for repeats
 /// without sorting them.
@@ -43,7 +43,7 @@ fn whole_image(scan: &mut Scan<'_>, depth: u8) -> Option<Image> {
     let mut entries = Vec::with_capacity(GLANCE_CAPACITY);
     scan.object(|scan, name| {
         let value = whole_value(scan, depth)?;
-        entries.push((name.to_owned(), value));
+        entries.push((Name::from(name), value));
         Some(())
     })?;
     // The exact size, as serde_json's reading leaves it.

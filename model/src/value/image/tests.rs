@@ -51,7 +51,7 @@ proptest! {
                 prop_assert_eq!(image.get(name), model.get(name));
                 prop_assert_eq!(image.contains_key(name), model.contains_key(name));
             }
-            let entries: Vec<(String, Value)> = image.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let entries: Vec<(String, Value)> = image.iter().map(|(k, v)| (k.to_owned(), v.clone())).collect();
             prop_assert_eq!(&entries, &sorted(&model));
         }
         prop_assert_eq!(&Image::from(model.clone()), &image);
@@ -71,7 +71,7 @@ proptest! {
             model.insert(n, v);
         }
         let image: Image = entries.into_iter().collect();
-        prop_assert_eq!(image.into_iter().collect::<Vec<_>>(), sorted(&model));
+        prop_assert_eq!(image.into_iter().map(|(n, v)| (n.into_string(), v)).collect::<Vec<_>>(), sorted(&model));
     }
 
     #[test]
@@ -82,14 +82,14 @@ proptest! {
             proptest::collection::hash_set("[a-z]{1,3}", 60..100).prop_map(|set| set.into_iter().collect()),
         ]
     ) {
-        let entries: Vec<(String, Value)> = names.iter().map(|n| (n.clone(), Value::Null(true))).collect();
+        let entries: Vec<(Name, Value)> = names.iter().map(|n| (Name::from(n.as_str()), Value::Null(true))).collect();
         let first_repeat = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)).map(|(_, n)| n.clone());
         match (Image::from_distinct(entries), first_repeat) {
             (Err(repeated), Some(expected)) => prop_assert_eq!(repeated, expected),
             (Ok(image), None) => {
                 let mut expected = names.clone();
                 expected.sort();
-                prop_assert_eq!(image.keys().cloned().collect::<Vec<_>>(), expected);
+                prop_assert_eq!(image.keys().map(str::to_owned).collect::<Vec<_>>(), expected);
             }
             (got, expected) => prop_assert!(false, "got {got:?}, expected the repeat {expected:?}"),
         }

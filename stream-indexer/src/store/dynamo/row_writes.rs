@@ -8,7 +8,7 @@ pub(super) fn row_item(index: &IndexConfig, write: &RowWrite, expires: u64) -> H
     let mut item: HashMap<String, AttributeValue> = match &write.put {
         Some(attributes) => attributes
             .iter()
-            .map(|(name, value)| (name.clone(), to_attribute(value)))
+            .map(|(name, value)| (name.to_owned(), to_attribute(value)))
             .collect(),
         None => HashMap::from([(TOMBSTONE_ATTRIBUTE.to_owned(), AttributeValue::N(expires.to_string()))]),
     };

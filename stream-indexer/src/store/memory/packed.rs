@@ -19,7 +19,7 @@
 //!   SS, NS, BS        count (len bytes)*
 //! ```
 
-use model::{Image, Value};
+use model::{Image, Name, Value};
 
 const S: u8 = 0;
 const N: u8 = 1;
@@ -72,14 +72,14 @@ impl Packed {
     /// The item.
     pub(super) fn unpack(&self) -> Image {
         let mut reader = Reader(&self.0);
-        reader.entries().unwrap_or_else(corrupt)
+        reader.entries::<Name, _>().unwrap_or_else(corrupt)
     }
 
     /// The value of one attribute.
     pub(super) fn get(&self, name: &str) -> Option<Value> {
         let entry = self.entry(name)?;
         let mut reader = Reader(entry);
-        reader.entry().map(|(_, value)| value).or_else(corrupt)
+        reader.entry::<&str>().map(|(_, value)| value).or_else(corrupt)
     }
 
     /// The encoded entry of one attribute, for [`Packed::pack_with`].
@@ -234,13 +234,18 @@ impl<'a> Reader<'a> {
         Some(bytes)
     }
 
+    fn str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.bytes()?).ok()
+    }
+
     fn string(&mut self) -> Option<String> {
-        std::str::from_utf8(self.bytes()?).ok().map(str::to_owned)
+        self.str().map(str::to_owned)
     }
 
     /// An image's or an `M`'s entries (gathered first into a vector of the
-    /// right size: collecting fallibly would grow it step by step).
-    fn entries<M: FromIterator<(String, Value)>>(&mut self) -> Option<M> {
+    /// right size: collecting fallibly would grow it step by step), names
+    /// as the one or the other holds them.
+    fn entries<K: From<&'a str>, M: FromIterator<(K, Value)>>(&mut self) -> Option<M> {
         let count = self.varint()?;
         let mut entries = Vec::with_capacity(count.min(self.0.len()));
         for _ in 0..count {
@@ -249,8 +254,8 @@ impl<'a> Reader<'a> {
         Some(entries.into_iter().collect())
     }
 
-    fn entry(&mut self) -> Option<(String, Value)> {
-        Some((self.string()?, self.value()?))
+    fn entry<K: From<&'a str>>(&mut self) -> Option<(K, Value)> {
+        Some((K::from(self.str()?), self.value()?))
     }
 
     fn list<T>(&mut self, mut one: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
@@ -271,7 +276,7 @@ impl<'a> Reader<'a> {
             TRUE => Value::Bool(true),
             NULL_FALSE => Value::Null(false),
             NULL_TRUE => Value::Null(true),
-            M => Value::M(self.entries()?),
+            M => Value::M(self.entries::<String, _>()?),
             L => Value::L(self.list(Self::value)?),
             SS => Value::Ss(self.list(Self::string)?),
             NS => Value::Ns(self.list(Self::string)?),

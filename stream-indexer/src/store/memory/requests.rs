@@ -220,10 +220,10 @@ impl Store for MemoryStore {
             }
         }
         if marker_changes {
-            item.insert(set.complete_attribute.clone(), marker);
+            item.insert(set.complete_attribute.as_str(), marker);
         }
         if let Some(mark) = mark {
-            item.insert(EDGE_MARK_ATTRIBUTE.to_owned(), mark);
+            item.insert(EDGE_MARK_ATTRIBUTE, mark);
         }
         *stored = Packed::pack(&item);
         if let Some(old) = old {
@@ -285,9 +285,9 @@ impl Store for MemoryStore {
         if stored.get(&set.complete_attribute).as_ref() != Some(&marker) || mark.is_some() {
             let mut item = stored.unpack();
             let old = recording.then(|| item.clone());
-            item.insert(set.complete_attribute.clone(), marker);
+            item.insert(set.complete_attribute.as_str(), marker);
             if let Some(mark) = mark {
-                item.insert(EDGE_MARK_ATTRIBUTE.to_owned(), mark);
+                item.insert(EDGE_MARK_ATTRIBUTE, mark);
             }
             *stored = Packed::pack(&item);
             if let Some(old) = old {

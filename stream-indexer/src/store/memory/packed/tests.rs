@@ -20,12 +20,12 @@ proptest! {
     #[test]
     fn entries_carry_over_into_another_item(from in image(), into in image()) {
         let from_packed = Packed::pack(&from);
-        let moved: Vec<&String> = from.keys().filter(|k| !into.contains_key(k)).collect();
+        let moved: Vec<&str> = from.keys().filter(|k| !into.contains_key(k)).collect();
         let extra: Vec<&[u8]> = moved.iter().filter_map(|k| from_packed.entry(k)).collect();
         prop_assert_eq!(extra.len(), moved.len());
         let mut expected = into.clone();
         for k in &moved {
-            expected.insert((*k).clone(), from[*k].clone());
+            expected.insert(*k, from[*k].clone());
         }
         prop_assert_eq!(Packed::pack_with(&into, &extra).unpack(), expected);
     }
