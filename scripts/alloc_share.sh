@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The share of a replay's perf samples that are in the allocator: samples
+# with a mimalloc frame (`mi_*`, `_mi_*`) or a Rust allocation shim
+# (`__rust_alloc`, `__rust_dealloc`, `__rust_realloc`, the kit's
+# `Allocator`) anywhere on their stack, over all samples, and the same for
+# each thread (replay reads on one thread and handles batches on another).
+# Not part of scripts/test.sh or CI.
+#
+#   scripts/alloc_share.sh [HISTORY.jsonl]
+#
+# Without a file it writes the README's 200 K example-mix history
+# (`make_history -- 215000`) to a temporary file first. One run has about
+# 1,500 samples at 499 Hz: take the median of a few runs.
+# Needs perf (Debian: `apt-get install linux-perf`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v perf >/dev/null || {
+  echo "scripts/alloc_share.sh needs perf (Debian: apt-get install linux-perf)" >&2
+  exit 2
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cargo build --release -p infra --bin streamdex
+history=${1:-}
+if [[ -z "$history" ]]; then
+  cargo build --release -p streamdex-tests --features testing --example make_history
+  history="$work/history.jsonl"
+  target/release/examples/make_history 215000 >"$history"
+fi
+[[ -r "$history" ]] || {
+  echo "scripts/alloc_share.sh: cannot read the history file $history" >&2
+  exit 2
+}
+
+perf record -q -F 499 --call-graph dwarf,16384 -o "$work/perf.data" \
+  target/release/streamdex replay "$history" --no-progress >/dev/null
+perf script -i "$work/perf.data" 2>/dev/null | awk '
+  function flush() {
+    if (!inside) return
+    total++; by[tid]++
+    if (hit) { alloc++; by_alloc[tid]++ }
+    inside = 0; hit = 0
+  }
+  /^$/ { flush(); next }
+  /^[^ \t]/ { flush(); inside = 1; tid = $2; next }
+  {
+    # A frame: address, then the symbol (with +offset), then (dso).
+    symbol = $2
+    if (symbol ~ /^_?mi_/ || symbol ~ /^__rustc::__rust_(alloc|dealloc|realloc)/ ||
+        symbol ~ /^__rust_(alloc|dealloc|realloc)/ || symbol ~ /^<aws_kit::alloc::Allocator/)
+      hit = 1
+  }
+  END {
+    flush()
+    if (total == 0) { print "no samples recorded" > "/dev/stderr"; exit 1 }
+    printf "samples %d, with an allocator frame %d (%.1f %%)\n", total, alloc, 100 * alloc / total
+    for (t in by)
+      printf "  thread %s: %d samples, %.1f %% with an allocator frame\n", t, by[t], 100 * by_alloc[t] / by[t]
+  }'
