@@ -10,6 +10,10 @@
 //! seed. Its methods are the `HashMap` ones the pipeline uses, with the same
 //! meaning; equality does not depend on the order attributes were inserted in.
 //!
+//! Names are [`Name`]s, held inline up to 24 bytes, so an image of short
+//! names is that one allocation plus its values' own; the image hands them
+//! out as `&str`.
+//!
 //! A nested `M` value stays `serde_dynamo`'s `HashMap`: [`Image::into_map`]
 //! and `From<HashMap<..>>` convert between the two.
 
