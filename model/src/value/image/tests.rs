@@ -14,8 +14,17 @@ enum Op {
     GetOrInsert(String, Value),
 }
 
+/// 23 bytes: with a suffix of up to 2, a name is held inline (up to 24
+/// bytes) or on the heap, so both kinds of `Name` meet in one image.
+const LONG: &str = "a_name_of_twenty_three_";
+
+/// Few distinct names, so that they repeat; some short, some either side
+/// of the inline limit.
 fn name() -> impl Strategy<Value = String> {
-    "[a-d]{0,2}"
+    prop_oneof![
+        3 => "[a-d]{0,2}",
+        1 => "[a-d]{0,2}".prop_map(|suffix| format!("{LONG}{suffix}")),
+    ]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -47,7 +56,8 @@ proptest! {
                 }
             }
             prop_assert_eq!(image.len(), model.len());
-            for name in ["", "a", "ab", "d", "dd", "e"] {
+            let (long_a, long_ab) = (format!("{LONG}a"), format!("{LONG}ab"));
+            for name in ["", "a", "ab", "d", "dd", "e", LONG, &long_a, &long_ab] {
                 prop_assert_eq!(image.get(name), model.get(name));
                 prop_assert_eq!(image.contains_key(name), model.contains_key(name));
             }
