@@ -10,7 +10,7 @@
 //! page as holding interior pointers, which every later free on that page
 //! pays for. On the 6 MB Lambda event that was 168,100 over-allocations per
 //! handling; plain blocks cut the indexer's instructions by 3.6 % and its
-//! peak RSS from 51.7 to 43.6 MB (see the README).
+//! peak RSS from 51.7 to 43.6 MB (`docs/PERFORMANCE.md`, "The allocator").
 //!
 //! A plain mimalloc block is a whole number of 8-byte words and a page's
 //! first block starts 16-byte aligned, so every plain block is 8-byte

@@ -81,13 +81,13 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// again; purged in between, it comes back as fresh pages the kernel faults
 /// in and zeroes again.
 ///
-/// Measured (see the README): a 6 MB Lambda batch, read record by record,
-/// takes 44.2 ms and peaks at 41 MB, against 48.5 ms and 33 MB purging at
-/// once (median of 7 alternating fresh processes); on the 200 K replay the
-/// page faults ranged from about 800 to 46,000 from run to run with 10 ms
-/// (as the kernel's huge pages came and went), and at 46,000 the replay took
-/// 2.47 s; with a second they stay near 1,100 and it takes 2.05 s, at the
-/// same peak RSS.
+/// Measured (`docs/PERFORMANCE.md`, "The allocator"): a 6 MB Lambda batch,
+/// read record by record, takes 44.2 ms and peaks at 41 MB, against 48.5 ms
+/// and 33 MB purging at once (median of 7 alternating fresh processes); on
+/// the 200 K replay the page faults ranged from about 800 to 46,000 from
+/// run to run with 10 ms (as the kernel's huge pages came and went), and at
+/// 46,000 the replay took 2.47 s; with a second they stay near 1,100 and it
+/// takes 2.05 s, at the same peak RSS.
 pub fn tune_allocator() {
     // SAFETY: sets a process-wide allocator option; takes no pointers and is
     // safe to call at any time, from any thread.
