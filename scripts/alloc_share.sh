@@ -6,15 +6,23 @@
 # each thread (replay reads on one thread and handles batches on another).
 # Not part of scripts/test.sh or CI.
 #
-#   scripts/alloc_share.sh [HISTORY.jsonl]
+#   scripts/alloc_share.sh [HISTORY.jsonl [RUNS]]
 #
 # Without a file it writes the README's 200 K example-mix history
 # (`make_history -- 215000`) to a temporary file first. One run has about
-# 1,500 samples at 499 Hz: take the median of a few runs.
+# 1,500 samples at 499 Hz and single runs scatter over 5 points or more, so
+# it records RUNS replays (5 by default), prints each, and then the median
+# of their overall shares: the README's figure. A run takes about a minute
+# and a half here, most of it `perf script` unwinding the stacks.
 # Needs perf (Debian: `apt-get install linux-perf`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+runs=${2:-5}
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || {
+  echo "scripts/alloc_share.sh: RUNS must be a positive whole number, not '$runs'" >&2
+  exit 2
+}
 command -v perf >/dev/null || {
   echo "scripts/alloc_share.sh needs perf (Debian: apt-get install linux-perf)" >&2
   exit 2
@@ -34,9 +42,12 @@ fi
   exit 2
 }
 
-perf record -q -F 499 --call-graph dwarf,16384 -o "$work/perf.data" \
-  target/release/streamdex replay "$history" --no-progress >/dev/null
-perf script -i "$work/perf.data" 2>/dev/null | awk '
+# One replay recorded: its share, overall and per thread; the last line is
+# the overall share alone, for the median.
+one_run() {
+  perf record -q -F 499 --call-graph dwarf,16384 -o "$work/perf.data" \
+    target/release/streamdex replay "$history" --no-progress >/dev/null
+  perf script -i "$work/perf.data" 2>/dev/null | awk '
   function flush() {
     if (!inside) return
     total++; by[tid]++
@@ -58,4 +69,17 @@ perf script -i "$work/perf.data" 2>/dev/null | awk '
     printf "samples %d, with an allocator frame %d (%.1f %%)\n", total, alloc, 100 * alloc / total
     for (t in by)
       printf "  thread %s: %d samples, %.1f %% with an allocator frame\n", t, by[t], 100 * by_alloc[t] / by[t]
+    printf "%.1f\n", 100 * alloc / total
   }'
+}
+
+shares=()
+for ((run = 1; run <= runs; run++)); do
+  echo "run $run of $runs:"
+  out=$(one_run)
+  echo "$out" | sed '$d'
+  shares+=("$(echo "$out" | tail -n 1)")
+done
+median=$(printf '%s\n' "${shares[@]}" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+echo "median over $runs runs: $median % of samples with an allocator frame (runs: ${shares[*]})"
+
