@@ -256,6 +256,26 @@ pub fn row_keys(
     item: &Image,
     only: Option<&EntryFilter<'_>>,
 ) -> Result<RowKeys, IndexError> {
+    row_keys_with(index, table, item, only, Tail::Shared)
+}
+
+/// Whether the sort key's end that is the same for every entry of an item
+/// is encoded once per item ([`key::constant_tail`]) or for each entry: the
+/// same keys either way, which a test checks.
+#[derive(Clone, Copy, PartialEq)]
+enum Tail {
+    Shared,
+    #[cfg(test)]
+    PerEntry,
+}
+
+fn row_keys_with(
+    index: &IndexConfig,
+    table: &TableConfig,
+    item: &Image,
+    only: Option<&EntryFilter<'_>>,
+    tail: Tail,
+) -> Result<RowKeys, IndexError> {
     if !selects(index, table, item) {
         return Ok(RowKeys::default());
     }
@@ -272,14 +292,19 @@ pub fn row_keys(
     let mut keys = Vec::new();
     let mut problems = Vec::new();
     match &index.for_each {
-        None => keys.extend(row_key(index, item, None, &suffix, EntryLabel::default)?),
+        None => keys.extend(row_key(index, item, None, &suffix, None, EntryLabel::default)?),
         Some(attribute) => {
             let value = item.get(attribute);
             check_entry_count(attribute, value)?;
             let entries = entries(attribute, value, only)?;
             keys.reserve(entries.len());
+            // Encoded once when more than one entry would encode it.
+            let shared = (tail == Tail::Shared && entries.len() > 1)
+                .then(|| key::constant_tail(index, item, &suffix))
+                .flatten();
+            let tail = shared.as_ref().map(|(from, tail)| (*from, tail.as_str()));
             for entry in &entries {
-                match row_key(index, item, Some(entry), &suffix, || entry.label(attribute)) {
+                match row_key(index, item, Some(entry), &suffix, tail, || entry.label(attribute)) {
                     Ok(key) => keys.extend(key),
                     Err(problem) => problems.push(problem),
                 }

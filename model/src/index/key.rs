@@ -55,12 +55,16 @@ pub(super) fn describe(reference: &ValueRef) -> String {
     }
 }
 
-/// The row key for the item (and entry), or `None` when a referenced value is missing.
+/// The row key for the item (and entry), or `None` when a referenced value
+/// is missing. With `tail` (`(from, text)` from [`constant_tail`]), the sort
+/// columns from `from` on are not encoded again: `text` is their encoding
+/// and the suffix.
 pub(super) fn row_key(
     index: &IndexConfig,
     item: &Image,
     entry: Option<&Entry<'_>>,
     suffix: &str,
+    tail: Option<(usize, &str)>,
     label: impl Fn() -> EntryLabel,
 ) -> Result<Option<RowKey>, IndexError> {
     // The entry's key as a Value, only when a sort column needs one.
@@ -81,7 +85,11 @@ pub(super) fn row_key(
         }
     }
     let mut sort = String::with_capacity(32 + suffix.len());
-    for (i, column) in index.sort.iter().enumerate() {
+    let (columns, tail) = match tail {
+        Some((from, tail)) => (&index.sort[..from], tail),
+        None => (&index.sort[..], suffix),
+    };
+    for (i, column) in columns.iter().enumerate() {
         let value = lookup(item, entry, &column.value, &key_value);
         if value.is_none() && !matches!(column.value, ValueRef::Attribute(_)) {
             return Ok(None);
@@ -93,7 +101,7 @@ pub(super) fn row_key(
             source,
         })?;
     }
-    sort.push_str(suffix);
+    sort.push_str(tail);
     sortkey::check_length(&sort).map_err(|source| IndexError::SortKey { entry: label(), source })?;
     Ok(Some(RowKey { partition, sort }))
 }
@@ -152,4 +160,32 @@ pub(super) fn render_partition(
         });
     }
     Ok(Some(out))
+}
+
+/// The sort key's end that is the same for every entry of an item: the
+/// encodings of the sort columns after the last one that reads the entry,
+/// then the suffix; with the position of its first column. `None` when
+/// the last column reads the entry (there is no such end), or when one of
+/// those columns does not encode (each entry's key then says so, as it
+/// would without the tail). In the example config's index, the sort key is
+/// `{entry.value}`, then `num`, then the item's key: `num` and the key are
+/// encoded once per issue instead of once per custom field.
+pub(super) fn constant_tail(index: &IndexConfig, item: &Image, suffix: &str) -> Option<(usize, String)> {
+    let from = index
+        .sort
+        .iter()
+        .rposition(|c| !matches!(c.value, ValueRef::Attribute(_)))
+        .map_or(0, |last| last + 1);
+    if from == index.sort.len() {
+        return None;
+    }
+    let mut tail = String::new();
+    for column in &index.sort[from..] {
+        let ValueRef::Attribute(name) = &column.value else {
+            return None;
+        };
+        sortkey::encode_value(&column.column, item.get(name), &mut tail).ok()?;
+    }
+    tail.push_str(suffix);
+    Some((from, tail))
 }

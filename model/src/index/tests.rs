@@ -146,3 +146,100 @@ fn sharded_rows_carry_their_shard() {
         split.problems
     );
 }
+
+mod tail {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::config::SortColumn;
+    use crate::sortkey::{Column, ColumnType, Direction};
+
+    /// An attribute value as an item or an entry may hold it: numbers
+    /// that encode and numbers that do not, strings (a date among them),
+    /// and the types an N or S column refuses.
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            "-?[0-9]{1,4}(\\.[0-9]{1,2})?".prop_map(Value::N),
+            Just(Value::N("1E+200".to_owned())),
+            Just(Value::N("not a number".to_owned())),
+            "[a-c]{0,3}".prop_map(Value::S),
+            Just(Value::S("2023-04-05".to_owned())),
+            any::<bool>().prop_map(Value::Bool),
+            Just(Value::Null(true)),
+            Just(Value::Ss(vec!["x".to_owned()])),
+        ]
+    }
+
+    /// An issue item: its key, maybe `num` and `state` of any type, and
+    /// `custom_fields` with up to 8 entries.
+    fn item() -> impl Strategy<Value = Image> {
+        (
+            proptest::option::of(value()),
+            proptest::option::of(value()),
+            proptest::collection::btree_map("f[0-9]{1,2}", value(), 0..8),
+        )
+            .prop_map(|(num, state, fields)| {
+                let mut item: Image = [
+                    ("id", Value::S("issue-1".to_owned())),
+                    ("rel", Value::S("issue-1".to_owned())),
+                ]
+                .into_iter()
+                .collect();
+                if let Some(num) = num {
+                    item.insert("num", num);
+                }
+                if let Some(state) = state {
+                    item.insert("state", state);
+                }
+                item.insert("custom_fields", Value::M(fields.into_iter().collect()));
+                item
+            })
+    }
+
+    /// Sort columns: entry and item references in several orders, the
+    /// item's after the entry's (a shared tail), before them (none), or
+    /// only the item's.
+    fn sort() -> impl Strategy<Value = Vec<SortColumn>> {
+        let reference = prop_oneof![
+            Just(ValueRef::EntryValue),
+            Just(ValueRef::EntryKey),
+            Just(ValueRef::Attribute("num".to_owned())),
+            Just(ValueRef::Attribute("state".to_owned())),
+        ];
+        let ty = prop_oneof![
+            Just(ColumnType::Any),
+            Just(ColumnType::N),
+            Just(ColumnType::S),
+            Just(ColumnType::Date)
+        ];
+        let direction = prop_oneof![Just(Direction::Asc), Just(Direction::Desc)];
+        proptest::collection::vec((reference, ty, direction), 1..4).prop_map(|columns| {
+            columns
+                .into_iter()
+                .map(|(value, ty, direction)| SortColumn {
+                    value,
+                    column: Column::new(ty, direction),
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// The end of the sort key that is the same for every entry,
+        /// encoded once per item, gives exactly the keys and the problems
+        /// of encoding every column for every entry.
+        #[test]
+        fn a_shared_tail_gives_the_keys_and_problems_of_each_entry_encoded_whole(
+            item in item(),
+            sort in sort(),
+        ) {
+            let config = crate::config::parse(crate::config::EXAMPLE_CONFIG, "example").unwrap();
+            let table = config.table("issues").unwrap();
+            let mut index = config.index("issue-attrib").unwrap().clone();
+            index.sort = sort;
+            let shared = row_keys_with(&index, table, &item, None, Tail::Shared);
+            let whole = row_keys_with(&index, table, &item, None, Tail::PerEntry);
+            prop_assert_eq!(shared, whole);
+        }
+    }
+}
