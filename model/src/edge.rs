@@ -116,7 +116,10 @@ pub fn member(set: &EdgeSetConfig, item: &Image) -> Result<Option<String>, EdgeE
 }
 
 fn push_escaped(out: &mut String, part: &str) {
-    if !part.contains([SEPARATOR, ESCAPE]) {
+    // Both are ASCII, so a byte of either is that character: found without
+    // decoding the part's characters.
+    const _: () = assert!(SEPARATOR.is_ascii() && ESCAPE.is_ascii());
+    if !part.bytes().any(|b| b == SEPARATOR as u8 || b == ESCAPE as u8) {
         out.push_str(part);
         return;
     }
