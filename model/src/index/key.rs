@@ -181,10 +181,9 @@ pub(super) fn constant_tail(index: &IndexConfig, item: &Image, suffix: &str) -> 
     }
     let mut tail = String::new();
     for column in &index.sort[from..] {
-        let ValueRef::Attribute(name) = &column.value else {
-            return None;
-        };
-        sortkey::encode_value(&column.column, item.get(name), &mut tail).ok()?;
+        // An item attribute (every column from `from` on reads one).
+        let value = lookup(item, None, &column.value, &None);
+        sortkey::encode_value(&column.column, value, &mut tail).ok()?;
     }
     tail.push_str(suffix);
     Some((from, tail))
