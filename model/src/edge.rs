@@ -13,7 +13,7 @@
 
 use crate::config::{EdgeSetConfig, TableConfig};
 use crate::sortkey;
-use crate::value::{type_name, Image, Value};
+use crate::value::{Attr, Attrs, Scalar};
 
 /// Joins the parts of a member.
 pub const SEPARATOR: char = '#';
@@ -51,12 +51,12 @@ pub fn edge_type(sort_key: &str) -> &str {
     sort_key.split_once('-').map_or(sort_key, |(head, _)| head)
 }
 
-fn key_str<'a>(item: &'a Image, attribute: &str) -> Result<&'a str, EdgeError> {
-    match item.get(attribute) {
-        Some(Value::S(s)) => Ok(s),
+fn key_str<'a, I: Attrs>(item: &'a I, attribute: &str) -> Result<&'a str, EdgeError> {
+    match item.get(attribute).map(Attr::scalar) {
+        Some(Scalar::S(s)) => Ok(s),
         Some(other) => Err(EdgeError::KeyNotString {
             attribute: attribute.to_owned(),
-            found: type_name(other),
+            found: other.type_name(),
         }),
         None => Err(EdgeError::KeyMissing {
             attribute: attribute.to_owned(),
@@ -65,7 +65,11 @@ fn key_str<'a>(item: &'a Image, attribute: &str) -> Result<&'a str, EdgeError> {
 }
 
 /// Classifies an item (or its keys) of `table`, which has the edge set `set`.
-pub fn classify<'a>(set: &EdgeSetConfig, table: &TableConfig, keys: &'a Image) -> Result<GraphItem<'a>, EdgeError> {
+pub fn classify<'a, I: Attrs>(
+    set: &EdgeSetConfig,
+    table: &TableConfig,
+    keys: &'a I,
+) -> Result<GraphItem<'a>, EdgeError> {
     let pk = key_str(keys, &table.partition_key)?;
     // An edge set is only accepted on a table with a sort key (config validation).
     let sk = match &table.sort_key {
@@ -88,16 +92,16 @@ pub fn classify<'a>(set: &EdgeSetConfig, table: &TableConfig, keys: &'a Image) -
 
 /// The member an edge item contributes, or `None` when one of its parts is
 /// missing (or NULL): such an edge is not replicated.
-pub fn member(set: &EdgeSetConfig, item: &Image) -> Result<Option<String>, EdgeError> {
+pub fn member<I: Attrs>(set: &EdgeSetConfig, item: &I) -> Result<Option<String>, EdgeError> {
     let mut out = String::new();
     for (i, attribute) in set.member.iter().enumerate() {
         if i > 0 {
             out.push(SEPARATOR);
         }
-        match item.get(attribute) {
-            None | Some(Value::Null(_)) => return Ok(None),
-            Some(Value::S(s)) => push_escaped(&mut out, s),
-            Some(Value::N(n)) => {
+        match item.get(attribute).map(Attr::scalar) {
+            None | Some(Scalar::Null(_)) => return Ok(None),
+            Some(Scalar::S(s)) => push_escaped(&mut out, s),
+            Some(Scalar::N(n)) => {
                 let canonical = sortkey::canonical_number(n).map_err(|source| EdgeError::PartNumber {
                     attribute: attribute.clone(),
                     source,
@@ -107,7 +111,7 @@ pub fn member(set: &EdgeSetConfig, item: &Image) -> Result<Option<String>, EdgeE
             Some(other) => {
                 return Err(EdgeError::PartType {
                     attribute: attribute.clone(),
-                    found: type_name(other),
+                    found: other.type_name(),
                 })
             }
         }

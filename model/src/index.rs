@@ -8,12 +8,11 @@
 //! (sparse); values of the wrong type are errors. An index with `shards`
 //! appends the item's shard to the partition ([`shard`]).
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::config::{IndexConfig, TableConfig, TemplatePart, ValueRef};
 use crate::sortkey::{self, Column, ColumnType, Direction, SortKeyError};
-use crate::value::{type_name, Image, Value};
+use crate::value::{Attr, Attrs, Image, Scalar, Shape};
 
 /// DynamoDB's limit on a partition key value, in UTF-8 bytes.
 pub const MAX_PARTITION_BYTES: usize = 2048;
@@ -103,10 +102,11 @@ impl std::fmt::Display for EntryLabel {
     }
 }
 
-/// One entry of the `for_each` attribute.
+/// One entry of the `for_each` attribute: its key, and its value as the
+/// key code reads it.
 struct Entry<'a> {
     key: EntryKey<'a>,
-    value: Cow<'a, Value>,
+    value: Scalar<'a>,
 }
 
 enum EntryKey<'a> {
@@ -125,25 +125,32 @@ impl Entry<'_> {
         }))
     }
 
-    fn key_value(&self) -> Value {
+    /// The entry's key as a value: an S, an N (a list position, whose
+    /// text is written into `position`) or the member.
+    fn key_value<'b>(&'b self, position: &'b mut String) -> Scalar<'b> {
         match self.key {
-            EntryKey::Name(k) => Value::S(k.to_owned()),
-            EntryKey::Position(i) => Value::N(i.to_string()),
-            EntryKey::Member => self.value.as_ref().clone(),
+            EntryKey::Name(k) => Scalar::S(k),
+            EntryKey::Position(i) => {
+                *position = i.to_string();
+                Scalar::N(position)
+            }
+            EntryKey::Member => self.value,
         }
     }
 }
 
 /// Does `item` feed `index` at all (the source's key prefix)?
-pub fn selects(index: &IndexConfig, table: &TableConfig, item: &Image) -> bool {
+pub fn selects<I: Attrs>(index: &IndexConfig, table: &TableConfig, item: &I) -> bool {
     match &index.source.key_prefix {
         None => true,
-        Some(prefix) => matches!(item.get(&table.partition_key), Some(Value::S(pk)) if pk.starts_with(prefix.as_str())),
+        Some(prefix) => {
+            matches!(item.get(&table.partition_key).map(Attr::scalar), Some(Scalar::S(pk)) if pk.starts_with(prefix.as_str()))
+        }
     }
 }
 
 /// The rows `item` (an image of `table`) produces for `index`.
-pub fn rows(index: &IndexConfig, table: &TableConfig, item: &Image) -> Result<Rows, IndexError> {
+pub fn rows<I: Attrs>(index: &IndexConfig, table: &TableConfig, item: &I) -> Result<Rows, IndexError> {
     let RowKeys { keys, problems } = row_keys(index, table, item, None)?;
     let projection = if keys.is_empty() {
         Image::new()
@@ -196,21 +203,17 @@ impl EntryFilter<'_> {
 /// other attribute the index reads is equal too and
 /// [`entry_rows_are_distinct`] holds: an entry's rows and problems depend
 /// only on the entry and those attributes.
-pub fn changed_entries<'a>(
-    old: Option<&'a Value>,
-    new: Option<&'a Value>,
+pub fn changed_entries<'a, V: Attr>(
+    old: Option<&'a V>,
+    new: Option<&'a V>,
 ) -> Option<(EntryFilter<'a>, EntryFilter<'a>)> {
     let empty_map = || Some(Vec::new());
-    let map = |v: Option<&'a Value>| match v {
-        Some(Value::M(m)) => {
-            let mut entries: Vec<(&str, &Value)> = m.iter().map(|(k, v)| (k.as_str(), v)).collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            Some(entries)
-        }
-        None | Some(Value::Null(_)) => empty_map(),
+    let map = |v: Option<&'a V>| match v.map(Attr::shape) {
+        Some(Shape::M(m)) => Some(by_name(m)),
+        None | Some(Shape::Null(_)) => empty_map(),
         _ => None,
     };
-    if let (Some(Value::L(a)), Some(Value::L(b))) = (old, new) {
+    if let (Some(Shape::L(a)), Some(Shape::L(b))) = (old.map(Attr::shape), new.map(Attr::shape)) {
         let differs = |i: &usize| a.get(*i) != b.get(*i);
         return Some((
             EntryFilter::Positions((0..a.len()).filter(differs).collect()),
@@ -250,10 +253,10 @@ pub fn changed_entries<'a>(
 
 /// The row keys `item` produces for `index`, sorted and distinct; with
 /// `only`, just those of the entries it admits (see [`changed_entries`]).
-pub fn row_keys(
+pub fn row_keys<I: Attrs>(
     index: &IndexConfig,
     table: &TableConfig,
-    item: &Image,
+    item: &I,
     only: Option<&EntryFilter<'_>>,
 ) -> Result<RowKeys, IndexError> {
     row_keys_with(index, table, item, only, Tail::Shared)
@@ -269,10 +272,10 @@ enum Tail {
     PerEntry,
 }
 
-fn row_keys_with(
+fn row_keys_with<I: Attrs>(
     index: &IndexConfig,
     table: &TableConfig,
-    item: &Image,
+    item: &I,
     only: Option<&EntryFilter<'_>>,
     tail: Tail,
 ) -> Result<RowKeys, IndexError> {
@@ -316,13 +319,13 @@ fn row_keys_with(
     Ok(RowKeys { keys, problems })
 }
 
-fn check_entry_count(attribute: &str, value: Option<&Value>) -> Result<(), IndexError> {
-    let entries = match value {
-        Some(Value::M(m)) => m.len(),
-        Some(Value::L(l)) => l.len(),
-        Some(Value::Ss(m)) => m.len(),
-        Some(Value::Ns(m)) => m.len(),
-        Some(Value::Bs(m)) => m.len(),
+fn check_entry_count<V: Attr>(attribute: &str, value: Option<&V>) -> Result<(), IndexError> {
+    let entries = match value.map(Attr::shape) {
+        Some(Shape::M(m)) => m.len(),
+        Some(Shape::L(l)) => l.len(),
+        Some(Shape::Ss(m)) => m.len(),
+        Some(Shape::Ns(m)) => m.len(),
+        Some(Shape::Bs(m)) => m.len(),
         _ => 0,
     };
     if entries > MAX_ROWS_PER_ITEM {
@@ -335,35 +338,49 @@ fn check_entry_count(attribute: &str, value: Option<&Value>) -> Result<(), Index
     Ok(())
 }
 
-fn entries<'a>(
+/// A map's entries by name (an owned M is a hash map, in no order): so
+/// are the entries' rows, and their problems.
+fn by_name<M: Attrs>(map: &M) -> Vec<(&str, &M::Value)> {
+    let mut entries: Vec<(&str, &M::Value)> = map.iter().collect();
+    if !M::BY_NAME {
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    }
+    entries
+}
+
+fn entries<'a, V: Attr>(
     attribute: &str,
-    value: Option<&'a Value>,
+    value: Option<&'a V>,
     only: Option<&EntryFilter<'_>>,
 ) -> Result<Vec<Entry<'a>>, IndexError> {
-    let mut list: Vec<Entry<'a>> = match value {
-        None | Some(Value::Null(_)) => Vec::new(),
-        Some(Value::M(map)) => map
-            .iter()
+    let member = |value| Entry {
+        key: EntryKey::Member,
+        value,
+    };
+    let mut list: Vec<Entry<'a>> = match value.map(Attr::shape) {
+        None | Some(Shape::Null(_)) => Vec::new(),
+        Some(Shape::M(map)) => by_name(map)
+            .into_iter()
             .map(|(k, value)| Entry {
                 key: EntryKey::Name(k),
-                value: Cow::Borrowed(value),
+                value: value.scalar(),
             })
             .collect(),
-        Some(Value::L(list)) => list
+        Some(Shape::L(list)) => list
             .iter()
             .enumerate()
             .map(|(i, value)| Entry {
                 key: EntryKey::Position(i),
-                value: Cow::Borrowed(value),
+                value: value.scalar(),
             })
             .collect(),
-        Some(Value::Ss(members)) => members.iter().map(|m| member(Value::S(m.clone()))).collect(),
-        Some(Value::Ns(members)) => members.iter().map(|m| member(Value::N(m.clone()))).collect(),
-        Some(Value::Bs(members)) => members.iter().map(|m| member(Value::B(m.clone()))).collect(),
-        Some(other) => {
+        Some(Shape::Ss(members)) => members.iter().map(|m| member(Scalar::S(m.as_ref()))).collect(),
+        Some(Shape::Ns(members)) => members.iter().map(|m| member(Scalar::N(m.as_ref()))).collect(),
+        Some(Shape::Bs(members)) => members.iter().map(|m| member(Scalar::B(m))).collect(),
+        Some(_) => {
             return Err(IndexError::ForEachType {
                 attribute: attribute.to_owned(),
-                found: type_name(other),
+                found: value.map_or("NULL", Attr::type_name),
             });
         }
     };
@@ -373,20 +390,13 @@ fn entries<'a>(
     Ok(list)
 }
 
-fn member(value: Value) -> Entry<'static> {
-    Entry {
-        key: EntryKey::Member,
-        value: Cow::Owned(value),
-    }
-}
-
 /// The attributes every row of the item carries: the source key and the projection.
-pub fn projection(index: &IndexConfig, table: &TableConfig, item: &Image) -> Image {
+pub fn projection<I: Attrs>(index: &IndexConfig, table: &TableConfig, item: &I) -> Image {
     let names = std::iter::once(&table.partition_key)
         .chain(table.sort_key.as_ref())
         .chain(index.project.iter());
     names
-        .filter_map(|name| item.get(name).map(|v| (name.as_str(), v.clone())))
+        .filter_map(|name| item.get(name).map(|v| (name.as_str(), v.to_value())))
         .collect()
 }
 

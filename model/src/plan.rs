@@ -28,7 +28,7 @@ use crate::config::{Config, EdgeSetConfig, IndexConfig, TableConfig, TableLookup
 use crate::edge::{self, EdgeError, GraphItem};
 use crate::index::{self, IndexError, RowKey};
 use crate::record::{ChangeRecord, EventKind, Received};
-use crate::value::{Image, Projection};
+use crate::value::{Attrs, Image, Projection};
 
 mod mutation;
 
@@ -127,7 +127,7 @@ impl<'c> Planner<'c> {
 
     /// The declared table a record comes from: its `eventSourceARN`'s table,
     /// or else the one declared table whose key attributes are the record's.
-    pub fn table_of(&self, record: &ChangeRecord) -> Result<&'c TableConfig, PlanError> {
+    pub fn table_of<I: Attrs>(&self, record: &ChangeRecord<I>) -> Result<&'c TableConfig, PlanError> {
         self.config.table_of_record(record).map_err(|e| match e {
             TableLookupError::Undeclared(table) => PlanError::UnknownTable { table },
             TableLookupError::NoMatch(keys) => PlanError::NoTable { keys },
@@ -153,15 +153,15 @@ impl<'c> Planner<'c> {
         }
     }
 
-    /// Plans `record`.
-    pub fn plan(&self, record: &ChangeRecord) -> Plan {
+    /// Plans `record`, its images owned or borrowed.
+    pub fn plan<I: Attrs>(&self, record: &ChangeRecord<I>) -> Plan {
         let mut plan = Plan::default();
         self.plan_into(record, &mut plan);
         plan
     }
 
     /// Plans `record` into `plan` (cleared first), reusing its allocations.
-    pub fn plan_into(&self, record: &ChangeRecord, plan: &mut Plan) {
+    pub fn plan_into<I: Attrs>(&self, record: &ChangeRecord<I>, plan: &mut Plan) {
         plan.clear();
         let table = match self.table_of(record) {
             Ok(table) => table,
@@ -200,7 +200,7 @@ impl<'c> Planner<'c> {
 }
 
 /// The images that count for the record's kind.
-fn images(record: &ChangeRecord) -> (Option<&Image>, Option<&Image>) {
+fn images<I>(record: &ChangeRecord<I>) -> (Option<&I>, Option<&I>) {
     match record.kind {
         EventKind::Insert => (None, record.new.as_ref()),
         EventKind::Modify => (record.old.as_ref(), record.new.as_ref()),
@@ -234,12 +234,12 @@ fn read_attributes(index: &IndexConfig, table: &TableConfig) -> Vec<String> {
     names
 }
 
-fn plan_index(
+fn plan_index<I: Attrs>(
     ip: &IndexPlan,
     index: &IndexConfig,
     table: &TableConfig,
-    old: Option<&Image>,
-    new: Option<&Image>,
+    old: Option<&I>,
+    new: Option<&I>,
     plan: &mut Plan,
 ) {
     // Entries unchanged in the other image are skipped only when nothing else
@@ -287,7 +287,7 @@ fn plan_index(
         }
     };
     if !same_projection {
-        let project = |image: Option<&Image>| image.map(|i| index::projection(index, table, i));
+        let project = |image: Option<&I>| image.map(|i| index::projection(index, table, i));
         same_projection = project(old) == project(new);
     }
     let projection = || new.map(|n| index::projection(index, table, n)).unwrap_or_default();
@@ -351,17 +351,17 @@ fn diff_rows(
     out.append(&mut deletes);
 }
 
-fn has(image: Option<&Image>, attribute: &str) -> bool {
+fn has<I: Attrs>(image: Option<&I>, attribute: &str) -> bool {
     image.is_some_and(|i| i.contains_key(attribute))
 }
 
-fn plan_edge_set(
+fn plan_edge_set<I: Attrs>(
     e: usize,
     set: &EdgeSetConfig,
     table: &TableConfig,
-    record: &ChangeRecord,
-    old: Option<&Image>,
-    new: Option<&Image>,
+    record: &ChangeRecord<I>,
+    old: Option<&I>,
+    new: Option<&I>,
     out: &mut Vec<Mutation>,
 ) -> Result<(), EdgeError> {
     match edge::classify(set, table, &record.keys)? {

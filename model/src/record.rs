@@ -106,9 +106,12 @@ pub struct CreationTime {
     pub nanos: u32,
 }
 
-/// One change to one item, as the planner and the router see it.
+/// One change to one item, as the planner and the router see it. Its
+/// images are owned ([`Image`]), or borrowed from the payload it was read
+/// from ([`borrowed::Image`](crate::value::borrowed::Image), see
+/// [`read_batch_borrowed`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChangeRecord {
+pub struct ChangeRecord<I = Image> {
     /// `eventID`, when the source carried one.
     pub event_id: Option<String>,
     pub kind: EventKind,
@@ -120,13 +123,13 @@ pub struct ChangeRecord {
     /// `table` is.
     pub source_arn: Option<Arc<str>>,
     /// The item's primary key (`dynamodb.Keys`); never empty.
-    pub keys: Image,
+    pub keys: I,
     /// `OldImage`: present for MODIFY and REMOVE under NEW_AND_OLD_IMAGES
     /// (but in a record glanced at: see [`Received::has_whole_images`]).
-    pub old: Option<Image>,
+    pub old: Option<I>,
     /// `NewImage`: present for INSERT and MODIFY under NEW_AND_OLD_IMAGES
     /// (but in a record glanced at).
-    pub new: Option<Image>,
+    pub new: Option<I>,
     /// `SequenceNumber`: a decimal string, increasing within a shard.
     pub sequence_number: String,
     pub created: Option<CreationTime>,
@@ -168,14 +171,14 @@ impl fmt::Display for ViewType {
 /// from (`'a`): nothing of the text is copied unless the record is
 /// quarantined.
 #[derive(Debug, Clone)]
-pub struct Received<'a> {
+pub struct Received<'a, I = Image> {
     /// The record's JSON, for the quarantine.
     pub raw: Raw<'a>,
     /// `dynamodb.SequenceNumber` when the record has a usable one (a non-empty
     /// string of decimal digits), even when the record itself is unusable: it
     /// is what `batchItemFailures` reports.
     pub sequence_number: Option<String>,
-    pub record: Result<ChangeRecord, RecordError>,
+    pub record: Result<ChangeRecord<I>, RecordError>,
     /// [`crate::validate::poison`]'s answer, with the address of the
     /// table config it was asked for, kept once asked: both consumers ask
     /// it of the same record, and replay's reader asks it ahead of them, on
@@ -201,9 +204,9 @@ pub enum Raw<'a> {
     Typed,
 }
 
-impl<'a> Received<'a> {
+impl<'a, I> Received<'a, I> {
     /// A record as read, with nothing asked of it yet.
-    fn read(raw: Raw<'a>, sequence_number: Option<String>, record: Result<ChangeRecord, RecordError>) -> Self {
+    fn read(raw: Raw<'a>, sequence_number: Option<String>, record: Result<ChangeRecord<I>, RecordError>) -> Self {
         Received {
             raw,
             sequence_number,
@@ -213,7 +216,9 @@ impl<'a> Received<'a> {
             whole_images: true,
         }
     }
+}
 
+impl<'a> Received<'a> {
     /// A record glanced at, read again from its text, whole; any other is
     /// itself (read whole already, made in process, or unusable: the
     /// glance finds what is wrong with a record as the whole reading does).

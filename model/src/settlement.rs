@@ -26,7 +26,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::TableConfig;
 use crate::fault::Fault;
-use crate::{sequence, ChangeRecord, Value};
+use crate::value::{Attr, Attrs, Scalar};
+use crate::{sequence, ChangeRecord};
 
 /// Where Lambda must resume a batch that did not fully succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,7 +249,7 @@ pub struct Groups {
 impl Groups {
     /// The group of a record of `table`: its table and partition key value
     /// (from its keys, else its images; `None` when it has none).
-    pub fn of(&mut self, table: &TableConfig, record: &ChangeRecord) -> usize {
+    pub fn of<I: Attrs>(&mut self, table: &TableConfig, record: &ChangeRecord<I>) -> usize {
         use std::fmt::Write;
         let pk = &table.partition_key;
         let value = record
@@ -260,21 +261,23 @@ impl Groups {
         key.clear();
         key.push_str(&table.name);
         key.push('\0');
-        match value {
+        match value.map(Attr::scalar) {
             None => {}
-            Some(Value::S(s)) => {
+            Some(Scalar::S(s)) => {
                 key.push_str("S:");
                 key.push_str(s);
             }
-            Some(Value::N(n)) => {
+            Some(Scalar::N(n)) => {
                 key.push_str("N:");
                 match crate::sortkey::canonical_number(n) {
                     Ok(canonical) => key.push_str(&canonical),
                     Err(_) => key.push_str(n),
                 }
             }
-            Some(other) => {
-                let _ = write!(key, "{other:?}");
+            Some(_) => {
+                if let Some(other) = value {
+                    let _ = write!(key, "{:?}", other.to_value());
+                }
             }
         }
         if let Some(&number) = self.numbers.get(key.as_str()) {

@@ -14,12 +14,12 @@
 //!   and 2100 (a time in milliseconds would be the year 48,000 or so);
 //! - each image within DynamoDB's 400 KB item limit.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use crate::config::TableConfig;
 use crate::record::{ChangeRecord, EventKind, Raw, Received};
 use crate::sortkey;
-use crate::value::{Image, Value};
+use crate::value::{Attr, Attrs, Shape};
 
 /// 2014-01-01T00:00:00Z: nothing on a stream is older.
 pub const MIN_CREATION_SECONDS: i64 = 1_388_534_400;
@@ -67,7 +67,7 @@ pub enum Invalid {
 /// kept in the record: asked again for the same table (the same
 /// `TableConfig`, by address, as the consumers and replay's reader share
 /// one config), it is not checked again.
-pub fn poison(received: &Received<'_>, table: &TableConfig) -> Option<String> {
+pub fn poison<I: Attrs>(received: &Received<'_, I>, table: &TableConfig) -> Option<String> {
     let Ok(record) = &received.record else { return None };
     if matches!(received.raw, Raw::Typed) {
         return None;
@@ -87,7 +87,7 @@ pub fn poison(received: &Received<'_>, table: &TableConfig) -> Option<String> {
 }
 
 /// Checks a record of `table` (see the module doc).
-pub fn check(record: &ChangeRecord, table: &TableConfig) -> Result<(), Invalid> {
+pub fn check<I: Attrs>(record: &ChangeRecord<I>, table: &TableConfig) -> Result<(), Invalid> {
     if record.ttl_expiry && record.kind != EventKind::Remove {
         return Err(Invalid::TtlNotRemove {
             kind: record.kind.as_str(),
@@ -111,7 +111,7 @@ pub fn check(record: &ChangeRecord, table: &TableConfig) -> Result<(), Invalid> 
             });
         }
     }
-    if let Some(extra) = record.keys.keys().find(|k| !key_names.clone().any(|n| n == k)) {
+    if let Some((extra, _)) = record.keys.iter().find(|(k, _)| !key_names.clone().any(|n| n == k)) {
         return Err(Invalid::ExtraKey {
             table: table.name.clone(),
             attribute: extra.to_owned(),
@@ -141,70 +141,66 @@ pub fn check(record: &ChangeRecord, table: &TableConfig) -> Result<(), Invalid> 
 }
 
 /// Key values compare as DynamoDB compares them: numbers by value.
-fn same_key(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::N(x), Value::N(y)) => x == y || sortkey::canonical_number(x).ok() == sortkey::canonical_number(y).ok(),
+fn same_key<V: Attr>(a: &V, b: &V) -> bool {
+    match (a.shape(), b.shape()) {
+        (Shape::N(x), Shape::N(y)) => x == y || sortkey::canonical_number(x).ok() == sortkey::canonical_number(y).ok(),
         _ => a == b,
     }
 }
 
 /// Checks every value of an image.
-fn values(image: &Image, part: &str) -> Result<(), Invalid> {
+fn values<I: Attrs>(image: &I, part: &str) -> Result<(), Invalid> {
     entries_ok(image, &mut |name| format!("{part}.{name}"))
 }
 
 /// Checks every value of a map (an image, or an `M`). With several bad
-/// ones, the error is that of the first by key, whatever the map's order
+/// ones, the error is that of the first by name, whatever the map's order
 /// (both consumers then give the same reason).
-fn entries_ok(map: &Image, path: &mut dyn FnMut(&str) -> String) -> Result<(), Invalid> {
-    // An image iterates by name.
-    for (key, value) in map {
+fn entries_ok<M: Attrs>(map: &M, path: &mut dyn FnMut(&str) -> String) -> Result<(), Invalid> {
+    if M::BY_NAME {
+        for (key, value) in map.iter() {
+            value_ok(value, &mut || path(key))?;
+        }
+        return Ok(());
+    }
+    // A hash map: checked in its order, and by name only when one is bad.
+    if map.iter().all(|(_, value)| value_ok(value, &mut String::new).is_ok()) {
+        return Ok(());
+    }
+    let mut entries: Vec<(&str, &M::Value)> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for (key, value) in entries {
         value_ok(value, &mut || path(key))?;
     }
     Ok(())
 }
 
-/// [`entries_ok`] for a nested `M` (a `HashMap`, in no order).
-fn map_entries_ok(map: &HashMap<String, Value>, path: &mut dyn FnMut(&str) -> String) -> Result<(), Invalid> {
-    if map.values().all(|value| value_ok(value, &mut String::new).is_ok()) {
-        return Ok(());
-    }
-    let mut keys: Vec<&String> = map.keys().collect();
-    keys.sort_unstable();
-    for key in keys {
-        if let Some(value) = map.get(key) {
-            value_ok(value, &mut || path(key))?;
-        }
-    }
-    Ok(())
-}
-
 /// Checks one value; `path` names it (built only for an error).
-fn value_ok(value: &Value, path: &mut dyn FnMut() -> String) -> Result<(), Invalid> {
-    match value {
-        Value::N(n) => number_ok(n, path),
-        Value::Null(false) => Err(Invalid::NullFalse { path: path() }),
-        Value::Ss(members) => set_ok(members, members, |i| members[i].clone(), path),
-        Value::Bs(members) => set_ok(members, members, |i| format!("{:?}", members[i]), path),
-        Value::Ns(members) => {
+fn value_ok<V: Attr>(value: &V, path: &mut dyn FnMut() -> String) -> Result<(), Invalid> {
+    match value.shape() {
+        Shape::N(n) => number_ok(n, path),
+        Shape::Null(false) => Err(Invalid::NullFalse { path: path() }),
+        Shape::Ss(members) => set_ok(members, members, |i| members[i].as_ref().to_owned(), path),
+        Shape::Bs(members) => set_ok(members, members, |i| format!("{:?}", members[i]), path),
+        Shape::Ns(members) => {
             for n in members {
-                number_ok(n, path)?;
+                number_ok(n.as_ref(), path)?;
             }
             // Members are one when equal by value (`1` and `1.0`).
             let canonical: Vec<String> = members
                 .iter()
-                .map(|n| sortkey::canonical_number(n).unwrap_or_else(|_| n.clone()))
+                .map(|n| sortkey::canonical_number(n.as_ref()).unwrap_or_else(|_| n.as_ref().to_owned()))
                 .collect();
-            set_ok(members, &canonical, |i| members[i].clone(), path)
+            set_ok(members, &canonical, |i| members[i].as_ref().to_owned(), path)
         }
-        Value::L(items) => {
+        Shape::L(items) => {
             for (i, item) in items.iter().enumerate() {
                 value_ok(item, &mut || format!("{}[{i}]", path()))?;
             }
             Ok(())
         }
-        Value::M(map) => map_entries_ok(map, &mut |key| format!("{}.{key}", path())),
-        Value::S(_) | Value::B(_) | Value::Bool(_) | Value::Null(true) => Ok(()),
+        Shape::M(map) => entries_ok(map, &mut |key| format!("{}.{key}", path())),
+        Shape::S(_) | Shape::B(_) | Shape::Bool(_) | Shape::Null(true) => Ok(()),
     }
 }
 
@@ -248,19 +244,20 @@ fn set_ok<T, K: Ord + std::hash::Hash>(
 
 /// An item's size as DynamoDB counts it, near enough to hold it to the
 /// 400 KB limit: attribute names and values, numbers by their text.
-fn item_bytes(image: &Image) -> usize {
+fn item_bytes<I: Attrs>(image: &I) -> usize {
     image.iter().map(|(name, value)| name.len() + value_bytes(value)).sum()
 }
 
-fn value_bytes(value: &Value) -> usize {
-    match value {
-        Value::S(s) | Value::N(s) => s.len(),
-        Value::B(b) => b.len(),
-        Value::Bool(_) | Value::Null(_) => 1,
-        Value::Ss(m) | Value::Ns(m) => m.iter().map(String::len).sum(),
-        Value::Bs(m) => m.iter().map(Vec::len).sum(),
-        Value::L(items) => 3 + items.iter().map(|v| 1 + value_bytes(v)).sum::<usize>(),
-        Value::M(map) => 3 + map.iter().map(|(k, v)| 1 + k.len() + value_bytes(v)).sum::<usize>(),
+fn value_bytes<V: Attr>(value: &V) -> usize {
+    let strings = |members: &[V::Text]| members.iter().map(|m| m.as_ref().len()).sum();
+    match value.shape() {
+        Shape::S(s) | Shape::N(s) => s.len(),
+        Shape::B(b) => b.len(),
+        Shape::Bool(_) | Shape::Null(_) => 1,
+        Shape::Ss(m) | Shape::Ns(m) => strings(m),
+        Shape::Bs(m) => m.iter().map(Vec::len).sum(),
+        Shape::L(items) => 3 + items.iter().map(|v| 1 + value_bytes(v)).sum::<usize>(),
+        Shape::M(map) => 3 + map.iter().map(|(k, v)| 1 + k.len() + value_bytes(v)).sum::<usize>(),
     }
 }
 

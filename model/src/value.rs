@@ -4,9 +4,12 @@
 //! decimal text DynamoDB sent (never an `f64`), and it (de)serializes the
 //! DynamoDB JSON wire form (`{"S": "..."}`, `{"N": "4.2"}`, ...).
 
+pub mod borrowed;
 mod image;
+mod view;
 
 pub use image::{Image, Name};
+pub use view::{Attr, Attrs, Scalar, Shape};
 
 /// One DynamoDB attribute value. Numbers are kept as their exact decimal text.
 pub type Value = serde_dynamo::AttributeValue;

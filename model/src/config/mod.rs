@@ -53,7 +53,10 @@ impl Config {
 
     /// The declared table a record comes from: its `eventSourceARN`'s table,
     /// or else the one declared table whose key attributes are the record's.
-    pub fn table_of_record(&self, record: &crate::record::ChangeRecord) -> Result<&TableConfig, TableLookupError> {
+    pub fn table_of_record<I: crate::value::Attrs>(
+        &self,
+        record: &crate::record::ChangeRecord<I>,
+    ) -> Result<&TableConfig, TableLookupError> {
         if let Some(name) = &record.table {
             return self
                 .table(name)
@@ -68,7 +71,7 @@ impl Config {
         match (found.next(), found.next()) {
             (Some(table), None) => Ok(table),
             _ => {
-                let mut keys: Vec<&str> = record.keys.keys().collect();
+                let mut keys: Vec<&str> = record.keys.iter().map(|(name, _)| name).collect();
                 keys.sort_unstable();
                 Err(TableLookupError::NoMatch(keys.join(", ")))
             }

@@ -5,21 +5,21 @@
 use super::*;
 
 /// The CSS1 encoding of the source item's primary key, appended to every sort key.
-pub(super) fn key_suffix(table: &TableConfig, item: &Image) -> Result<String, IndexError> {
+pub(super) fn key_suffix<I: Attrs>(table: &TableConfig, item: &I) -> Result<String, IndexError> {
     let mut out = String::new();
     for attribute in std::iter::once(&table.partition_key).chain(table.sort_key.as_ref()) {
-        let value = item.get(attribute);
+        let value = item.get(attribute).map(Attr::scalar);
         let ty = match value {
-            Some(Value::S(_)) => ColumnType::S,
-            Some(Value::N(_)) => ColumnType::N,
-            Some(Value::B(_)) => ColumnType::B,
+            Some(Scalar::S(_)) => ColumnType::S,
+            Some(Scalar::N(_)) => ColumnType::N,
+            Some(Scalar::B(_)) => ColumnType::B,
             _ => {
                 return Err(IndexError::SourceKey {
                     attribute: attribute.clone(),
                 })
             }
         };
-        sortkey::encode_value(&Column::new(ty, Direction::Asc), value, &mut out).map_err(|_| {
+        sortkey::encode_scalar(&Column::new(ty, Direction::Asc), value, &mut out).map_err(|_| {
             IndexError::SourceKey {
                 attribute: attribute.clone(),
             }
@@ -28,21 +28,23 @@ pub(super) fn key_suffix(table: &TableConfig, item: &Image) -> Result<String, In
     Ok(out)
 }
 
-pub(super) fn lookup<'a>(
-    item: &'a Image,
-    entry: Option<&'a Entry<'a>>,
+/// The value `reference` reads: an attribute of the item, or the entry's
+/// value or key (`key_value`, made by the caller when a column needs it).
+pub(super) fn lookup<'a, I: Attrs>(
+    item: &'a I,
+    entry: Option<&Entry<'a>>,
     reference: &ValueRef,
-    key_value: &'a Option<Value>,
-) -> Option<&'a Value> {
+    key_value: Option<Scalar<'a>>,
+) -> Option<Scalar<'a>> {
     match reference {
-        ValueRef::Attribute(name) => item.get(name),
-        ValueRef::EntryValue => entry.map(|e| e.value.as_ref()),
+        ValueRef::Attribute(name) => item.get(name).map(Attr::scalar),
+        ValueRef::EntryValue => entry.map(|e| e.value),
         ValueRef::EntryKey => match entry {
             Some(Entry {
                 key: EntryKey::Member,
                 value,
-            }) => Some(value.as_ref()),
-            _ => key_value.as_ref(),
+            }) => Some(*value),
+            _ => key_value,
         },
     }
 }
@@ -59,20 +61,21 @@ pub(super) fn describe(reference: &ValueRef) -> String {
 /// is missing. With `tail` (`(from, text)` from [`constant_tail`]), the sort
 /// columns from `from` on are not encoded again: `text` is their encoding
 /// and the suffix.
-pub(super) fn row_key(
+pub(super) fn row_key<'a, I: Attrs>(
     index: &IndexConfig,
-    item: &Image,
-    entry: Option<&Entry<'_>>,
+    item: &'a I,
+    entry: Option<&'a Entry<'a>>,
     suffix: &str,
     tail: Option<(usize, &str)>,
     label: impl Fn() -> EntryLabel,
 ) -> Result<Option<RowKey>, IndexError> {
-    // The entry's key as a Value, only when a sort column needs one.
+    // The entry's key as a value, only when a sort column needs one.
+    let mut position = String::new();
     let key_value = match entry {
-        Some(e) if index.sort.iter().any(|c| c.value == ValueRef::EntryKey) => Some(e.key_value()),
+        Some(e) if index.sort.iter().any(|c| c.value == ValueRef::EntryKey) => Some(e.key_value(&mut position)),
         _ => None,
     };
-    let Some(mut partition) = render_partition(index, item, entry, &key_value, &label)? else {
+    let Some(mut partition) = render_partition(index, item, entry, key_value, &label)? else {
         return Ok(None);
     };
     if index.shards > 1 {
@@ -90,11 +93,11 @@ pub(super) fn row_key(
         None => (&index.sort[..], suffix),
     };
     for (i, column) in columns.iter().enumerate() {
-        let value = lookup(item, entry, &column.value, &key_value);
+        let value = lookup(item, entry, &column.value, key_value);
         if value.is_none() && !matches!(column.value, ValueRef::Attribute(_)) {
             return Ok(None);
         }
-        sortkey::encode_value(&column.column, value, &mut sort).map_err(|source| IndexError::SortColumn {
+        sortkey::encode_scalar(&column.column, value, &mut sort).map_err(|source| IndexError::SortColumn {
             entry: label(),
             column: i + 1,
             reference: describe(&column.value),
@@ -106,11 +109,11 @@ pub(super) fn row_key(
     Ok(Some(RowKey { partition, sort }))
 }
 
-pub(super) fn render_partition(
+pub(super) fn render_partition<'a, I: Attrs>(
     index: &IndexConfig,
-    item: &Image,
-    entry: Option<&Entry<'_>>,
-    key_value: &Option<Value>,
+    item: &'a I,
+    entry: Option<&'a Entry<'a>>,
+    key_value: Option<Scalar<'a>>,
     label: &impl Fn() -> EntryLabel,
 ) -> Result<Option<String>, IndexError> {
     let mut out = String::new();
@@ -127,9 +130,9 @@ pub(super) fn render_partition(
                 }
             }
             TemplatePart::Ref(reference) => match lookup(item, entry, reference, key_value) {
-                None | Some(Value::Null(_)) => return Ok(None),
-                Some(Value::S(s)) => out.push_str(s),
-                Some(Value::N(n)) => {
+                None | Some(Scalar::Null(_)) => return Ok(None),
+                Some(Scalar::S(s)) => out.push_str(s),
+                Some(Scalar::N(n)) => {
                     let canonical = sortkey::canonical_number(n).map_err(|source| IndexError::PartitionNumber {
                         entry: label(),
                         reference: describe(reference),
@@ -137,14 +140,14 @@ pub(super) fn render_partition(
                     })?;
                     out.push_str(&canonical);
                 }
-                Some(Value::Bool(b)) => {
+                Some(Scalar::Bool(b)) => {
                     let _ = write!(out, "{b}");
                 }
                 Some(other) => {
                     return Err(IndexError::PartitionType {
                         entry: label(),
                         reference: describe(reference),
-                        found: type_name(other),
+                        found: other.type_name(),
                     })
                 }
             },
@@ -170,7 +173,7 @@ pub(super) fn render_partition(
 /// would without the tail). In the example config's index, the sort key is
 /// `{entry.value}`, then `num`, then the item's key: `num` and the key are
 /// encoded once per issue instead of once per custom field.
-pub(super) fn constant_tail(index: &IndexConfig, item: &Image, suffix: &str) -> Option<(usize, String)> {
+pub(super) fn constant_tail<I: Attrs>(index: &IndexConfig, item: &I, suffix: &str) -> Option<(usize, String)> {
     let from = index
         .sort
         .iter()
@@ -182,8 +185,8 @@ pub(super) fn constant_tail(index: &IndexConfig, item: &Image, suffix: &str) -> 
     let mut tail = String::new();
     for column in &index.sort[from..] {
         // An item attribute (every column from `from` on reads one).
-        let value = lookup(item, None, &column.value, &None);
-        sortkey::encode_value(&column.column, value, &mut tail).ok()?;
+        let value = lookup(item, None, &column.value, None);
+        sortkey::encode_scalar(&column.column, value, &mut tail).ok()?;
     }
     tail.push_str(suffix);
     Some((from, tail))

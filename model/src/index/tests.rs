@@ -1,4 +1,5 @@
 use super::*;
+use crate::value::Value;
 
 fn map(pairs: &[(&str, &str)]) -> Value {
     Value::M(

@@ -36,7 +36,7 @@ pub(crate) use range::oracle;
 pub use range::{key_range, ColumnCondition, KeyRange, Op, RangeError};
 pub use schema::Schema;
 
-use crate::value::{type_name, Value};
+use crate::value::{Attr, Scalar, Value};
 use encode::Elem;
 
 /// Keys are never longer than this many UTF-8 bytes (DynamoDB's sort key limit).
@@ -284,26 +284,31 @@ fn describe_next(next: Option<char>) -> String {
 /// Appends the encoding of `value` (`None` or `NULL` is null) in `column` to `out`.
 ///
 /// On error `out` is left as it was.
-pub fn encode_value(column: &Column, value: Option<&Value>, out: &mut String) -> Result<(), SortKeyError> {
+pub fn encode_value<V: Attr>(column: &Column, value: Option<&V>, out: &mut String) -> Result<(), SortKeyError> {
+    encode_scalar(column, value.map(Attr::scalar), out)
+}
+
+/// [`encode_value`] of a value read as a scalar.
+pub fn encode_scalar(column: &Column, value: Option<Scalar<'_>>, out: &mut String) -> Result<(), SortKeyError> {
     let elem = match value {
-        None | Some(Value::Null(_)) => Elem::Null,
+        None | Some(Scalar::Null(_)) => Elem::Null,
         Some(value) => value_elem(column.ty, value)?,
     };
     encode::element(column, elem, out)
 }
 
-fn value_elem(ty: ColumnType, value: &Value) -> Result<Elem<'_>, SortKeyError> {
+fn value_elem(ty: ColumnType, value: Scalar<'_>) -> Result<Elem<'_>, SortKeyError> {
     let elem = match (ty, value) {
-        (ColumnType::S | ColumnType::Any, Value::S(s)) => Elem::S(s),
-        (ColumnType::N | ColumnType::Any, Value::N(n)) => Elem::Num(n),
-        (ColumnType::B | ColumnType::Any, Value::B(b)) => Elem::B(b),
-        (ColumnType::Bool | ColumnType::Any, Value::Bool(b)) => Elem::Bool(*b),
-        (ColumnType::Date, Value::S(s)) => Elem::Date(s),
-        (ColumnType::Timestamp, Value::S(s)) => Elem::Timestamp(s),
+        (ColumnType::S | ColumnType::Any, Scalar::S(s)) => Elem::S(s),
+        (ColumnType::N | ColumnType::Any, Scalar::N(n)) => Elem::Num(n),
+        (ColumnType::B | ColumnType::Any, Scalar::B(b)) => Elem::B(b),
+        (ColumnType::Bool | ColumnType::Any, Scalar::Bool(b)) => Elem::Bool(b),
+        (ColumnType::Date, Scalar::S(s)) => Elem::Date(s),
+        (ColumnType::Timestamp, Scalar::S(s)) => Elem::Timestamp(s),
         (ty, value) => {
             return Err(SortKeyError::TypeMismatch {
                 expected: expected_value(ty),
-                got: type_name(value),
+                got: value.type_name(),
             })
         }
     };

@@ -4,6 +4,7 @@
 use super::*;
 use crate::config::{self, EXAMPLE_CONFIG};
 use crate::record::CreationTime;
+use crate::value::{Image, Value};
 
 fn s(v: &str) -> Value {
     Value::S(v.to_owned())

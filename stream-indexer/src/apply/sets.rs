@@ -420,7 +420,9 @@ impl<S: Store> Lane<'_, S> {
         };
         let mut members: Vec<String> = items
             .iter()
-            .filter(|item| matches!(edge::classify(set, table, item), Ok(GraphItem::Edge { node: n, .. }) if n == node))
+            .filter(
+                |item| matches!(edge::classify(set, table, *item), Ok(GraphItem::Edge { node: n, .. }) if n == node),
+            )
             .filter_map(|item| edge::member(set, item).ok().flatten())
             .collect();
         members.sort_unstable();

@@ -1,0 +1,179 @@
+//! Reading a value or an image whatever owns it: [`Attr`] and [`Attrs`].
+//!
+//! The planner, the poison check and the key code read images that come in
+//! two forms: owned ([`Value`], [`Image`], what the store and every other
+//! part of the pipeline hold) and borrowed from a batch's payload
+//! ([`super::borrowed`], what the indexer reads a Lambda event into). Both
+//! forms give the same answers to these two traits, so that the functions
+//! written against them work on either, unchanged, and a test can ask both
+//! forms of one record the same question.
+
+use std::collections::HashMap;
+
+use super::{Image, Value};
+
+/// A value's type and contents, one level deep.
+pub enum Shape<'v, V: Attr> {
+    S(&'v str),
+    N(&'v str),
+    B(&'v [u8]),
+    Bool(bool),
+    Null(bool),
+    M(&'v V::Map),
+    L(&'v [V]),
+    Ss(&'v [V::Text]),
+    Ns(&'v [V::Text]),
+    Bs(&'v [Vec<u8>]),
+}
+
+/// A value as the key code reads it: a scalar, or the type of another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar<'v> {
+    S(&'v str),
+    N(&'v str),
+    B(&'v [u8]),
+    Bool(bool),
+    Null(bool),
+    /// An M, L or set: its type tag.
+    Other(&'static str),
+}
+
+impl Scalar<'_> {
+    /// The DynamoDB type tag, for error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Scalar::S(_) => "S",
+            Scalar::N(_) => "N",
+            Scalar::B(_) => "B",
+            Scalar::Bool(_) => "BOOL",
+            Scalar::Null(_) => "NULL",
+            Scalar::Other(tag) => tag,
+        }
+    }
+}
+
+/// An attribute value, owned or borrowed.
+pub trait Attr: PartialEq + Sized {
+    /// A string member of an SS or NS.
+    type Text: AsRef<str> + Ord + std::hash::Hash;
+    /// An M's map.
+    type Map: Attrs<Value = Self>;
+
+    fn shape(&self) -> Shape<'_, Self>;
+
+    /// The value, owned (what a projection or an event keeps).
+    fn to_value(&self) -> Value;
+
+    /// The value as a scalar, or the type of another.
+    fn scalar(&self) -> Scalar<'_> {
+        match self.shape() {
+            Shape::S(s) => Scalar::S(s),
+            Shape::N(n) => Scalar::N(n),
+            Shape::B(b) => Scalar::B(b),
+            Shape::Bool(b) => Scalar::Bool(b),
+            Shape::Null(b) => Scalar::Null(b),
+            Shape::M(_) => Scalar::Other("M"),
+            Shape::L(_) => Scalar::Other("L"),
+            Shape::Ss(_) => Scalar::Other("SS"),
+            Shape::Ns(_) => Scalar::Other("NS"),
+            Shape::Bs(_) => Scalar::Other("BS"),
+        }
+    }
+
+    /// The DynamoDB type tag, for error messages.
+    fn type_name(&self) -> &'static str {
+        self.scalar().type_name()
+    }
+}
+
+/// An image or an M's map: attribute name → value, owned or borrowed.
+pub trait Attrs {
+    type Value: Attr;
+
+    /// The value of attribute `name`.
+    fn get(&self, name: &str) -> Option<&Self::Value>;
+
+    fn len(&self) -> usize;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Whether [`Attrs::iter`] goes by name (an image does; an owned M,
+    /// a hash map, does not).
+    const BY_NAME: bool;
+
+    /// The attributes, by name when [`Attrs::BY_NAME`], else in any order.
+    fn iter(&self) -> impl Iterator<Item = (&str, &Self::Value)>;
+
+    /// The attributes, owned.
+    fn to_image(&self) -> Image {
+        self.iter().map(|(name, value)| (name, value.to_value())).collect()
+    }
+}
+
+impl Attr for Value {
+    type Text = String;
+    type Map = HashMap<String, Value>;
+
+    fn shape(&self) -> Shape<'_, Self> {
+        match self {
+            Value::S(s) => Shape::S(s),
+            Value::N(n) => Shape::N(n),
+            Value::B(b) => Shape::B(b),
+            Value::Bool(b) => Shape::Bool(*b),
+            Value::Null(b) => Shape::Null(*b),
+            Value::M(m) => Shape::M(m),
+            Value::L(l) => Shape::L(l),
+            Value::Ss(m) => Shape::Ss(m),
+            Value::Ns(m) => Shape::Ns(m),
+            Value::Bs(m) => Shape::Bs(m),
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        self.clone()
+    }
+}
+
+impl Attrs for Image {
+    type Value = Value;
+    const BY_NAME: bool = true;
+
+    fn get(&self, name: &str) -> Option<&Value> {
+        Image::get(self, name)
+    }
+
+    fn len(&self) -> usize {
+        Image::len(self)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        Image::iter(self)
+    }
+
+    fn to_image(&self) -> Image {
+        self.clone()
+    }
+}
+
+impl Attrs for HashMap<String, Value> {
+    type Value = Value;
+    const BY_NAME: bool = false;
+
+    fn get(&self, name: &str) -> Option<&Value> {
+        HashMap::get(self, name)
+    }
+
+    fn len(&self) -> usize {
+        HashMap::len(self)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        HashMap::iter(self).map(|(name, value)| (name.as_str(), value))
+    }
+}
