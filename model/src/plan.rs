@@ -137,7 +137,7 @@ impl<'c> Planner<'c> {
     /// Plans a received record: takes the plan [`Planner::plan_ahead`] made
     /// of it with this planner's config, if it did, else plans `record`
     /// (the received record's own).
-    pub fn plan_received(&self, received: &Received<'_>, record: &ChangeRecord) -> Plan {
+    pub fn plan_received<I: Attrs>(&self, received: &Received<'_, I>, record: &ChangeRecord<I>) -> Plan {
         received
             .ahead
             .take_plan(self.config)
@@ -147,7 +147,7 @@ impl<'c> Planner<'c> {
     /// Plans a received record ahead of the consumer that will ask
     /// [`Planner::plan_received`] for it (replay's reading thread does, while
     /// the handling thread is busy). Nothing for an unparsable record.
-    pub fn plan_ahead(&self, received: &Received<'_>) {
+    pub fn plan_ahead<I: Attrs>(&self, received: &Received<'_, I>) {
         if let Ok(record) = &received.record {
             received.ahead.keep_plan(self.config, self.plan(record));
         }

@@ -65,10 +65,10 @@ mod walk;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::value::Image;
+use crate::value::{borrowed, Image};
 
 pub use parse::{parse_any, parse_batch, parse_json_line, parse_json_lines, parse_record, table_from_arn};
-pub use walk::{glance_batch, read_batch, BatchReader};
+pub use walk::{glance_batch, read_batch, read_batch_borrowed, BatchReader};
 
 /// What happened to the item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -192,6 +192,30 @@ pub struct Received<'a, I = Image> {
     whole_images: bool,
 }
 
+/// A record read with its images borrowed from the payload
+/// ([`read_batch_borrowed`]).
+pub type BorrowedReceived<'a> = Received<'a, borrowed::Image<'a>>;
+
+impl<I> ChangeRecord<I> {
+    /// The record, its keys and images made into another form by `form`.
+    pub fn map_images<J>(self, form: impl Fn(I) -> J) -> ChangeRecord<J> {
+        ChangeRecord {
+            event_id: self.event_id,
+            kind: self.kind,
+            table: self.table,
+            source_arn: self.source_arn,
+            keys: form(self.keys),
+            old: self.old.map(&form),
+            new: self.new.map(&form),
+            sequence_number: self.sequence_number,
+            created: self.created,
+            size_bytes: self.size_bytes,
+            view_type: self.view_type,
+            ttl_expiry: self.ttl_expiry,
+        }
+    }
+}
+
 /// Where a received record's JSON text is.
 #[derive(Debug, Clone, Copy)]
 pub enum Raw<'a> {
@@ -219,6 +243,19 @@ impl<'a, I> Received<'a, I> {
 }
 
 impl<'a> Received<'a> {
+    /// The record just read, its images moved into the borrowed form (no
+    /// string is copied).
+    pub(crate) fn into_borrowed(self) -> BorrowedReceived<'a> {
+        Received {
+            raw: self.raw,
+            sequence_number: self.sequence_number,
+            record: self.record.map(|record| record.map_images(borrowed::Image::from)),
+            verdict: std::sync::OnceLock::new(),
+            ahead: ahead::Ahead::default(),
+            whole_images: self.whole_images,
+        }
+    }
+
     /// A record glanced at, read again from its text, whole; any other is
     /// itself (read whole already, made in process, or unusable: the
     /// glance finds what is wrong with a record as the whole reading does).

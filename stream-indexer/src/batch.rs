@@ -37,6 +37,7 @@ use std::sync::Arc;
 
 use model::config::Config;
 use model::record::{self, CreationTime, ParseError, RawJson, Received};
+use model::value::Attrs;
 use model::{validate, Plan, Planner};
 
 use crate::apply::{self, Applied, ApplyStats, Backoff, Guard, MutationCounts, Op, Stamping};
@@ -182,7 +183,7 @@ struct Admitted<'a> {
 impl<'a> Admitted<'a> {
     /// Admits the record at `position`, whose text is `raw`: plans it, or
     /// marks it poison.
-    fn admit(&mut self, planner: &Planner, position: usize, received: &Received<'_>, raw: RawJson<'a>) {
+    fn admit<I: Attrs>(&mut self, planner: &Planner, position: usize, received: &Received<'_, I>, raw: RawJson<'a>) {
         let stats = &mut self.stats;
         stats.records += 1;
         let record = match &received.record {
@@ -275,13 +276,14 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     }
 
     /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as
-    /// bytes. Each record is read, planned and let go before the next
-    /// ([`record::read_batch`]): the batch's images are never all held at
-    /// once. Nothing is carried out before the whole payload is read.
+    /// bytes. Each record is read, its images borrowed from the payload,
+    /// planned and let go before the next ([`record::read_batch_borrowed`]):
+    /// the batch's images are never all held at once, and their strings are
+    /// never copied. Nothing is carried out before the whole payload is read.
     pub async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
         let planner = Planner::new(&self.config);
         let mut admitted = Admitted::default();
-        for (position, read) in record::read_batch(payload)?.enumerate() {
+        for (position, read) in record::read_batch_borrowed(payload)?.enumerate() {
             let (raw, received) = read?;
             admitted.admit(&planner, position, &received, raw);
         }

@@ -407,6 +407,44 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The indexer reads a batch's images borrowed from the payload: each
+    /// record read so plans as the same record read owned.
+    #[test]
+    fn a_record_read_borrowed_plans_as_read_owned(ops in proptest::collection::vec(op(), 1..60)) {
+        let config = example();
+        let mut sim = Sim::new(&config);
+        let mut records = Vec::new();
+        for op in &ops {
+            run(&mut sim, op);
+            records.extend(sim.stream.iter().flatten().map(|p| p.record.clone()));
+            sim.drain();
+        }
+        let payload = crate::delivery::lambda_event(&records);
+        let planner = Planner::new(&config);
+        let owned: Vec<_> = crate::record::read_batch(&payload).expect("a batch").collect();
+        let borrowed: Vec<_> = crate::record::read_batch_borrowed(&payload).expect("a batch").collect();
+        prop_assert_eq!(owned.len(), records.len());
+        prop_assert_eq!(borrowed.len(), records.len());
+        for (owned, borrowed) in owned.iter().zip(&borrowed) {
+            let (Ok((_, owned)), Ok((_, borrowed))) = (owned, borrowed) else {
+                return Err(TestCaseError::fail("every record reads"));
+            };
+            let (Ok(owned), Ok(borrowed)) = (&owned.record, &borrowed.record) else {
+                return Err(TestCaseError::fail("every record is usable"));
+            };
+            prop_assert_eq!(planner.plan(borrowed), planner.plan(owned));
+            let table = planner.table_of(owned).ok();
+            prop_assert_eq!(
+                table.map(|t| crate::validate::check(borrowed, t)),
+                table.map(|t| crate::validate::check(owned, t))
+            );
+        }
+    }
+}
+
 // ---- targeted cases ----
 
 fn record(kind: EventKind, table: &str, keys: Image, old: Option<Image>, new: Option<Image>) -> ChangeRecord {

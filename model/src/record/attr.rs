@@ -14,7 +14,7 @@ use std::fmt;
 use base64::Engine;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::value::{Image, Name, Value};
+use crate::value::{borrowed, Image, Name, Value};
 
 const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -120,6 +120,20 @@ pub(super) enum ImageProblem {
 /// An image, or why it is malformed. `Option<ImageField>` reads `null` as `None`.
 #[cfg_attr(test, derive(Debug))]
 pub(super) struct ImageField(pub Result<Image, ImageProblem>);
+
+/// An image borrowed from the text where it can be, or why it is
+/// malformed: what the indexer reads ([`super::read_batch_borrowed`]).
+/// serde_json reads it as an [`ImageField`], which is then moved into the
+/// borrowed form; the scan ([`super::scan`]) reads it borrowed.
+#[cfg_attr(test, derive(Debug))]
+pub(super) struct BorrowedField<'a>(pub Result<borrowed::Image<'a>, ImageProblem>);
+
+impl<'de> Deserialize<'de> for BorrowedField<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let ImageField(field) = ImageField::deserialize(deserializer)?;
+        Ok(BorrowedField(field.map(borrowed::Image::from)))
+    }
+}
 
 std::thread_local! {
     /// The entries of the image being read (a nested `M` finds it taken

@@ -8,13 +8,16 @@ use std::borrow::Cow;
 use serde::Deserialize as DeriveDeserialize;
 use serde_json::value::RawValue;
 
-use super::attr::{bad_key_type, AttrProblem, ImageField, ImageProblem};
+use super::attr::{bad_key_type, AttrProblem, BorrowedField, ImageField, ImageProblem};
 use super::parse::{json_message, shared_arn};
 use super::raw::RawRecord;
 use super::scan;
 use super::time::parse_creation_time;
-use super::{ChangeRecord, CreationTime, EventKind, ImagePart, KeyProblem, Received, RecordError, RecordId, ViewType};
-use crate::value::Image;
+use super::{
+    BorrowedReceived, ChangeRecord, CreationTime, EventKind, ImagePart, KeyProblem, Received, RecordError, RecordId,
+    ViewType,
+};
+use crate::value::{Attrs, Image};
 
 pub(super) fn received(raw: &RawValue, position: RecordId) -> Received<'_> {
     whole(raw.get(), position)
@@ -78,12 +81,12 @@ pub(super) fn from_glanced<I>(
 }
 
 /// A record's parts, each image made by `image`, checked and built.
-fn build<'a, I>(
+fn build<'a, I, J: Attrs + From<Image>>(
     raw: RawRecord<'a, I>,
     position: RecordId,
-    image: impl Fn(I) -> Result<Image, ImageProblem>,
+    image: impl Fn(I) -> Result<J, ImageProblem>,
     images_glanced: bool,
-) -> (Option<String>, Result<ChangeRecord, RecordError>) {
+) -> (Option<String>, Result<ChangeRecord<J>, RecordError>) {
     let sequence_number = raw
         .dynamodb
         .as_ref()
@@ -104,6 +107,20 @@ pub(super) fn read_leading(text: &str, position: RecordId) -> Option<(&str, Rece
     let (own, raw) = leading::<ImageField>(text)?;
     let (sequence_number, record) = from_raw(raw, position);
     Some((own, Received::read(super::Raw::Json(own), sequence_number, record)))
+}
+
+/// [`read_leading`], the record's images borrowed from `text` where they
+/// can be (see [`super::read_batch_borrowed`]).
+pub(super) fn read_leading_borrowed(text: &str, position: RecordId) -> Option<(&str, BorrowedReceived<'_>)> {
+    let (own, raw) = leading::<BorrowedField<'_>>(text)?;
+    let (sequence_number, record) = build(raw, position, |field| field.0, false);
+    Some((own, Received::read(super::Raw::Json(own), sequence_number, record)))
+}
+
+/// The record whose whole text is `raw`, read the strict way (see
+/// [`received`]), its images then moved into the borrowed form.
+pub(super) fn received_borrowed(raw: &RawValue, position: RecordId) -> BorrowedReceived<'_> {
+    received(raw, position).into_borrowed()
 }
 
 /// The record object that `text` starts with, its images read as `I`
@@ -156,8 +173,9 @@ fn identify(text: &str) -> (Option<String>, Option<String>) {
     (sequence_number, ident.event_id.and_then(as_string))
 }
 
-/// A record's parts, from whichever source, ready for [`validate`].
-pub(super) struct Parts<'a> {
+/// A record's parts, from whichever source, ready for [`validate`]; its
+/// images owned or borrowed (`J`), its keys read owned.
+pub(super) struct Parts<'a, J = Image> {
     pub event_id: Option<String>,
     pub event_name: Option<Cow<'a, str>>,
     pub source_arn: Option<Cow<'a, str>>,
@@ -168,27 +186,27 @@ pub(super) struct Parts<'a> {
     /// The images were glanced at: each present one agrees with the keys
     /// and is not kept (the record is built without images).
     pub images_glanced: bool,
-    pub stream: Option<StreamParts<'a>>,
+    pub stream: Option<StreamParts<'a, J>>,
 }
 
 /// The `dynamodb` part's parts.
-pub(super) struct StreamParts<'a> {
+pub(super) struct StreamParts<'a, J = Image> {
     pub created: Option<Result<CreationTime, String>>,
     pub keys: Option<Result<Image, ImageProblem>>,
-    pub new_image: Option<Result<Image, ImageProblem>>,
-    pub old_image: Option<Result<Image, ImageProblem>>,
+    pub new_image: Option<Result<J, ImageProblem>>,
+    pub old_image: Option<Result<J, ImageProblem>>,
     pub sequence_number: Option<String>,
     pub size_bytes: Option<u64>,
     pub view_type: Option<Cow<'a, str>>,
 }
 
-impl<'a> Parts<'a> {
+impl<'a, J> Parts<'a, J> {
     /// The parts of `raw`, each image made by `image`.
     fn of<I>(
         raw: RawRecord<'a, I>,
-        image: impl Fn(I) -> Result<Image, ImageProblem>,
+        image: impl Fn(I) -> Result<J, ImageProblem>,
         images_glanced: bool,
-    ) -> Parts<'a> {
+    ) -> Parts<'a, J> {
         let (identity_type, identity_principal) = match raw.user_identity {
             Some(identity) => (identity.kind.map(|t| t.0), identity.principal.map(|t| t.0)),
             None => (None, None),
@@ -216,7 +234,10 @@ impl<'a> Parts<'a> {
 
 /// Checks a record's parts and builds the [`ChangeRecord`]. `position` names
 /// the record in errors when it has neither sequence number nor `eventID`.
-pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRecord, RecordError> {
+pub(super) fn validate<J: Attrs + From<Image>>(
+    parts: Parts<'_, J>,
+    position: RecordId,
+) -> Result<ChangeRecord<J>, RecordError> {
     let Parts {
         event_id,
         event_name,
@@ -294,6 +315,7 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
             record: record(),
         });
     }
+    let keys = J::from(keys);
     let new = image(stream.new_image, ImagePart::NewImage, &record)?;
     let old = image(stream.old_image, ImagePart::OldImage, &record)?;
 
@@ -331,7 +353,7 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
     let old = old.filter(|_| needs_old && !images_glanced);
     for (part, image) in [(ImagePart::NewImage, &new), (ImagePart::OldImage, &old)] {
         let Some(image) = image else { continue };
-        for (name, value) in &keys {
+        for (name, value) in keys.iter() {
             let problem = match image.get(name) {
                 None => KeyProblem::Missing,
                 Some(other) if other != value => KeyProblem::Different,
@@ -382,11 +404,11 @@ pub(super) fn validate(parts: Parts<'_>, position: RecordId) -> Result<ChangeRec
     })
 }
 
-fn image(
-    field: Option<Result<Image, ImageProblem>>,
+fn image<J>(
+    field: Option<Result<J, ImageProblem>>,
     part: ImagePart,
     record: &dyn Fn() -> RecordId,
-) -> Result<Option<Image>, RecordError> {
+) -> Result<Option<J>, RecordError> {
     match field {
         None => Ok(None),
         Some(Ok(image)) => Ok(Some(image)),

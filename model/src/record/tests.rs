@@ -3,6 +3,7 @@
 //! the shared captures in `../../shared/fixtures/` when present, and inline
 //! records for the finer cases.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
@@ -1292,6 +1293,107 @@ fn the_one_pass_reads_odd_elements_and_members_as_the_strict_way() {
     }
 }
 
+/// `read_batch_borrowed`, each record's images made owned.
+fn borrowed_in_one_pass(bytes: &[u8]) -> Reading {
+    read_batch_borrowed(bytes)?
+        .map(|read| {
+            read.map(|(raw, r)| {
+                let record = r
+                    .record
+                    .map(|record| record.map_images(|image| crate::value::Attrs::to_image(&image)));
+                (raw.text().into_owned(), r.sequence_number, record)
+            })
+        })
+        .collect()
+}
+
+/// Every string of a borrowed value that is a slice of `text`.
+fn borrowed_strings(value: &crate::value::borrowed::Value<'_>, text: &str, out: &mut Vec<bool>) {
+    use crate::value::borrowed::Value as B;
+    let range = text.as_bytes().as_ptr_range();
+    let mut slice = |s: &Cow<'_, str>| out.push(matches!(s, Cow::Borrowed(b) if range.contains(&b.as_ptr())));
+    match value {
+        B::S(s) | B::N(s) => slice(s),
+        B::Ss(members) | B::Ns(members) => members.iter().for_each(slice),
+        B::L(list) => list.iter().for_each(|v| borrowed_strings(v, text, out)),
+        B::M(map) => crate::value::Attrs::iter(map).for_each(|(_, v)| borrowed_strings(v, text, out)),
+        B::B(_) | B::Bs(_) | B::Bool(_) | B::Null(_) => {}
+    }
+}
+
+#[test]
+fn a_batch_read_borrowed_is_the_batch_read_owned() {
+    for name in BATCHES {
+        let bytes = fixture(name);
+        assert_eq!(borrowed_in_one_pass(bytes), in_one_pass(bytes), "{name}");
+    }
+    for entry in std::fs::read_dir(fixture_path("broken")).expect("fixtures") {
+        let path = entry.expect("entry").path();
+        let bytes = std::fs::read(&path).expect("fixture");
+        assert_eq!(borrowed_in_one_pass(&bytes), in_one_pass(&bytes), "{}", path.display());
+    }
+}
+
+/// A record the scan reads (no escape, no B or BS value: it leaves those
+/// to serde_json, whose images are owned, then moved into the borrowed form).
+fn scanned(text: &str) -> bool {
+    !text.contains('\\') && !text.contains(r#""B":"#) && !text.contains(r#""BS":"#)
+}
+
+#[test]
+fn a_batch_read_borrowed_copies_no_string_the_scan_reads() {
+    let mut strings = Vec::new();
+    for name in ["lambda-issues.json", "lambda-records.json", "lambda-layers.json"] {
+        let bytes = fixture(name);
+        let text = std::str::from_utf8(bytes).expect("utf-8");
+        for read in read_batch_borrowed(bytes).expect("a batch") {
+            let (raw, received) = read.expect("a record");
+            let record = received.record.expect("usable");
+            if !scanned(&raw.text()) {
+                continue;
+            }
+            let images = [record.old.as_ref(), record.new.as_ref()];
+            for image in images.into_iter().flatten() {
+                for (_, value) in crate::value::Attrs::iter(image) {
+                    borrowed_strings(value, text, &mut strings);
+                }
+            }
+        }
+    }
+    assert!(
+        strings.len() > 50,
+        "the fixtures' images hold strings: {}",
+        strings.len()
+    );
+    assert!(
+        strings.iter().all(|&borrowed| borrowed),
+        "every string is a slice of the payload"
+    );
+}
+
+#[test]
+fn a_string_with_an_escape_is_owned_and_decoded() {
+    let good = serde_json::to_string(&base_record()).expect("json");
+    let escaped = good.replacen(r#""NewImage":{"#, r#""NewImage":{"note":{"S":"a\"b\u00e9"},"#, 1);
+    assert_ne!(escaped, good, "the base record has a NewImage");
+    let batch = format!(r#"{{"Records":[{escaped}]}}"#);
+    assert_eq!(borrowed_in_one_pass(batch.as_bytes()), in_one_pass(batch.as_bytes()));
+    let (_, received) = read_batch_borrowed(batch.as_bytes())
+        .expect("a batch")
+        .next()
+        .expect("one")
+        .expect("read");
+    let record = received.record.expect("usable");
+    let note = record
+        .new
+        .as_ref()
+        .and_then(|new| crate::value::Attrs::get(new, "note"));
+    assert_eq!(
+        note.map(crate::value::Attr::to_value),
+        Some(Value::S("a\"b\u{e9}".to_owned()))
+    );
+}
+
 /// A line of JSON Lines read the strict way: its value found first, then read.
 fn line_strictly(line: &str) -> Result<Option<Read>, String> {
     if line.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
@@ -1357,6 +1459,7 @@ proptest! {
         let end = (start + len).min(bytes.len());
         bytes.splice(start..end, insert.bytes());
         prop_assert_eq!(in_one_pass(&bytes), strictly(&bytes));
+        prop_assert_eq!(borrowed_in_one_pass(&bytes), strictly(&bytes));
     }
 
     #[test]
@@ -1364,6 +1467,7 @@ proptest! {
         prop_assert_eq!(in_one_pass(text.as_bytes()), strictly(text.as_bytes()));
         let batch = format!("{{\"Records\":[{text}]}}");
         prop_assert_eq!(in_one_pass(batch.as_bytes()), strictly(batch.as_bytes()));
+        prop_assert_eq!(borrowed_in_one_pass(batch.as_bytes()), strictly(batch.as_bytes()));
     }
 }
 

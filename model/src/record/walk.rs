@@ -21,9 +21,10 @@ use serde_json::value::RawValue;
 
 use super::attr::Text;
 use super::glance::glance_leading;
-use super::one::{read_leading, received};
+use super::one::{read_leading, read_leading_borrowed, received, received_borrowed};
 use super::parse::{decode, strict};
 use super::{ParseError, RawJson, Received, RecordId};
+use crate::value::Image;
 
 /// Reads a Lambda event or a `GetRecords` response as
 /// [`parse_batch`](super::parse_batch) does, a record at a time: the
@@ -40,7 +41,27 @@ use super::{ParseError, RawJson, Received, RecordId};
 /// what makes the payload no batch (after which it ends). So a consumer
 /// must read to the end before it acts on any record.
 pub fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
-    reader(bytes, Images::Whole)
+    reader(
+        bytes,
+        Form {
+            leading: read_leading,
+            strict: received,
+        },
+    )
+}
+
+/// Reads a batch as [`read_batch`] does, each record's images borrowed
+/// from the payload ([`crate::value::borrowed`]): their strings are slices
+/// of it, owned only where the JSON has an escape. For a consumer that
+/// works out each record and lets it go: the indexer.
+pub fn read_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, crate::value::borrowed::Image<'_>>, ParseError> {
+    reader(
+        bytes,
+        Form {
+            leading: read_leading_borrowed,
+            strict: received_borrowed,
+        },
+    )
 }
 
 /// Reads a batch as [`read_batch`] does, but glances at each record's
@@ -50,26 +71,55 @@ pub fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
 /// whole). For a consumer that needs the images of few records: the
 /// router. Records read the strict way are read whole.
 pub fn glance_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
-    reader(bytes, Images::Glanced)
+    reader(
+        bytes,
+        Form {
+            leading: glance_leading,
+            strict: received,
+        },
+    )
 }
 
-/// How a walk reads each record's images.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Images {
-    Whole,
-    Glanced,
+/// A record read from the text it starts: its own text, and the record.
+type Leading<'a, I> = (&'a str, Received<'a, I>);
+
+/// How a walk reads each record: from the text it starts (with what
+/// follows it), `None` when that does not read as a record object; and
+/// the strict way, from the record's whole text.
+struct Form<'a, I> {
+    leading: fn(&'a str, RecordId) -> Option<Leading<'a, I>>,
+    strict: fn(&'a RawValue, RecordId) -> Received<'a, I>,
 }
 
-fn reader(bytes: &[u8], images: Images) -> Result<BatchReader<'_>, ParseError> {
+impl<I> Clone for Form<'_, I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<I> Copy for Form<'_, I> {}
+
+impl<I> std::fmt::Debug for Form<'_, I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Form")
+    }
+}
+
+fn reader<'a, I>(bytes: &'a [u8], form: Form<'a, I>) -> Result<BatchReader<'a, I>, ParseError> {
     let (text, bom) = decode(bytes)?;
-    let reading = match Walk::start(text, images) {
+    let reading = match Walk::start(text, form) {
         Ok(walk) => Reading::Walk(walk),
         Err(Unexpected) => Reading::Found {
             records: strict(text, bom)?,
             next: 0,
         },
     };
-    Ok(BatchReader { text, bom, reading })
+    Ok(BatchReader {
+        text,
+        bom,
+        form,
+        reading,
+    })
 }
 
 /// A batch's records, read one at a time (see [`read_batch`]): each with
@@ -77,16 +127,17 @@ fn reader(bytes: &[u8], images: Images) -> Result<BatchReader<'_>, ParseError> {
 /// payload). Records are named in errors as
 /// [`parse_batch`](super::parse_batch) names them.
 #[derive(Debug)]
-pub struct BatchReader<'a> {
+pub struct BatchReader<'a, I = Image> {
     text: &'a str,
     bom: usize,
-    reading: Reading<'a>,
+    form: Form<'a, I>,
+    reading: Reading<'a, I>,
 }
 
 #[derive(Debug)]
-enum Reading<'a> {
+enum Reading<'a, I> {
     /// In one pass, where the payload is as a batch is expected to be.
-    Walk(Walk<'a>),
+    Walk(Walk<'a, I>),
     /// Otherwise, the strict way: every record's text found first.
     Found {
         records: Vec<&'a RawValue>,
@@ -95,7 +146,7 @@ enum Reading<'a> {
     Done,
 }
 
-impl BatchReader<'_> {
+impl<I> BatchReader<'_, I> {
     /// Whether the reader is reading the strict way.
     #[cfg(test)]
     pub(super) fn is_strict(&self) -> bool {
@@ -103,8 +154,8 @@ impl BatchReader<'_> {
     }
 }
 
-impl<'a> Iterator for BatchReader<'a> {
-    type Item = Result<(RawJson<'a>, Received<'a>), ParseError>;
+impl<'a, I> Iterator for BatchReader<'a, I> {
+    type Item = Result<(RawJson<'a>, Received<'a, I>), ParseError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -130,7 +181,7 @@ impl<'a> Iterator for BatchReader<'a> {
                     let raw = *records.get(*next)?;
                     let position = RecordId::Index(*next);
                     *next += 1;
-                    return Some(Ok((RawJson::Text(raw.get()), received(raw, position))));
+                    return Some(Ok((RawJson::Text(raw.get()), (self.form.strict)(raw, position))));
                 }
                 Reading::Done => return None,
             }
@@ -145,21 +196,21 @@ pub(super) struct Unexpected;
 /// Where a walk over one document is: at a record of `Records`, or past
 /// the array (see the module doc).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Walk<'a> {
+pub(super) struct Walk<'a, I> {
     text: &'a str,
-    images: Images,
+    form: Form<'a, I>,
     at: usize,
     /// Records read so far.
     index: usize,
     done: bool,
 }
 
-impl<'a> Walk<'a> {
+impl<'a, I> Walk<'a, I> {
     /// A walk at the first record of `text`'s `Records` array.
-    fn start(text: &'a str, images: Images) -> Result<Walk<'a>, Unexpected> {
+    fn start(text: &'a str, form: Form<'a, I>) -> Result<Walk<'a, I>, Unexpected> {
         let mut walk = Walk {
             text,
-            images,
+            form,
             at: 0,
             index: 0,
             done: false,
@@ -190,7 +241,7 @@ impl<'a> Walk<'a> {
     }
 
     /// The next record, with its text; `None` past the last one.
-    pub(super) fn next_record(&mut self) -> Result<Option<(&'a str, Received<'a>)>, Unexpected> {
+    pub(super) fn next_record(&mut self) -> Result<Option<(&'a str, Received<'a, I>)>, Unexpected> {
         if self.done {
             return Ok(None);
         }
@@ -198,16 +249,12 @@ impl<'a> Walk<'a> {
         let start = self.at;
         let rest = self.text.get(start..).ok_or(Unexpected)?;
         let position = RecordId::Index(self.index);
-        let leading = match self.images {
-            Images::Whole => read_leading(rest, position.clone()),
-            Images::Glanced => glance_leading(rest, position.clone()),
-        };
-        let (text, received) = match leading {
+        let (text, received) = match (self.form.leading)(rest, position.clone()) {
             Some(read) => read,
             None => {
                 // Not a record: read as the strict way reads it.
                 let raw: &'a RawValue = self.value()?;
-                (raw.get(), received(raw, position))
+                (raw.get(), (self.form.strict)(raw, position))
             }
         };
         self.at = start + text.len();

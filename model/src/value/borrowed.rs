@@ -126,9 +126,9 @@ impl<'a> Attrs for Image<'a> {
     }
 }
 
-impl From<super::Value> for Value<'static> {
+impl<'a> From<super::Value> for Value<'a> {
     /// The owned value, moved (no string is copied).
-    fn from(value: super::Value) -> Value<'static> {
+    fn from(value: super::Value) -> Value<'a> {
         use super::Value as Owned;
         let strings = |members: Vec<String>| members.into_iter().map(Cow::Owned).collect();
         match value {
@@ -146,9 +146,9 @@ impl From<super::Value> for Value<'static> {
     }
 }
 
-impl From<super::Image> for Image<'static> {
+impl<'a> From<super::Image> for Image<'a> {
     /// The owned image, moved (no string is copied).
-    fn from(image: super::Image) -> Image<'static> {
+    fn from(image: super::Image) -> Image<'a> {
         // Already sorted and distinct.
         Image {
             entries: image

@@ -5,9 +5,9 @@
 use std::borrow::Cow;
 
 use super::token::Scan;
-use crate::record::attr::{is_number, ImageField};
+use crate::record::attr::{is_number, BorrowedField, ImageField};
 use crate::record::glance::{distinct_sorted, sure_number, ImageGlance, Scalar, GLANCE_CAPACITY};
-use crate::value::{Image, Name, Value};
+use crate::value::{borrowed, Image, Name, Value};
 
 /// Up to this many names, a nested map's names are checked for repeats
 /// without sorting them.
@@ -34,64 +34,169 @@ impl<'a> Scanned<'a> for ImageGlance<'a> {
 
 impl Scanned<'_> for ImageField {
     fn scan(scan: &mut Scan<'_>, depth: u8) -> Option<Self> {
-        Some(ImageField(Ok(whole_image(scan, depth)?)))
+        Some(ImageField(Ok(whole_image::<Value>(scan, depth)?)))
+    }
+}
+
+impl<'a> Scanned<'a> for BorrowedField<'a> {
+    fn scan(scan: &mut Scan<'a>, depth: u8) -> Option<Self> {
+        Some(BorrowedField(Ok(whole_image::<borrowed::Value<'a>>(scan, depth)?)))
+    }
+}
+
+/// What a value read whole is built as: owned ([`Value`]), or borrowed
+/// from the text ([`borrowed::Value`]; the scan reads no string with an
+/// escape, so every string is a slice of the text).
+trait Whole<'a>: Sized {
+    type Text: AsRef<str>;
+    type Name;
+    type Image;
+    fn text(text: &'a str) -> Self::Text;
+    fn name(name: &'a str) -> Self::Name;
+    /// The image of `entries`; `None` when a name repeats.
+    fn image(entries: Vec<(Self::Name, Self)>) -> Option<Self::Image>;
+    fn s(text: Self::Text) -> Self;
+    fn n(text: Self::Text) -> Self;
+    fn boolean(value: bool) -> Self;
+    fn null(value: bool) -> Self;
+    fn ss(members: Vec<Self::Text>) -> Self;
+    fn ns(members: Vec<Self::Text>) -> Self;
+    fn l(list: Vec<Self>) -> Self;
+    fn m(map: Self::Image) -> Self;
+}
+
+impl<'a> Whole<'a> for Value {
+    type Text = String;
+    type Name = Name;
+    type Image = Image;
+    fn text(text: &'a str) -> String {
+        text.to_owned()
+    }
+    fn name(name: &'a str) -> Name {
+        Name::from(name)
+    }
+    fn image(mut entries: Vec<(Name, Value)>) -> Option<Image> {
+        // The exact size, as serde_json's reading leaves it.
+        entries.shrink_to_fit();
+        Image::from_distinct(entries).ok()
+    }
+    fn s(text: String) -> Value {
+        Value::S(text)
+    }
+    fn n(text: String) -> Value {
+        Value::N(text)
+    }
+    fn boolean(value: bool) -> Value {
+        Value::Bool(value)
+    }
+    fn null(value: bool) -> Value {
+        Value::Null(value)
+    }
+    fn ss(members: Vec<String>) -> Value {
+        Value::Ss(members)
+    }
+    fn ns(members: Vec<String>) -> Value {
+        Value::Ns(members)
+    }
+    fn l(list: Vec<Value>) -> Value {
+        Value::L(list)
+    }
+    fn m(map: Image) -> Value {
+        Value::M(map.into_map())
+    }
+}
+
+impl<'a> Whole<'a> for borrowed::Value<'a> {
+    type Text = Cow<'a, str>;
+    type Name = Cow<'a, str>;
+    type Image = borrowed::Image<'a>;
+    fn text(text: &'a str) -> Cow<'a, str> {
+        Cow::Borrowed(text)
+    }
+    fn name(name: &'a str) -> Cow<'a, str> {
+        Cow::Borrowed(name)
+    }
+    fn image(entries: Vec<(Cow<'a, str>, Self)>) -> Option<borrowed::Image<'a>> {
+        borrowed::Image::from_distinct(entries).ok()
+    }
+    fn s(text: Cow<'a, str>) -> Self {
+        borrowed::Value::S(text)
+    }
+    fn n(text: Cow<'a, str>) -> Self {
+        borrowed::Value::N(text)
+    }
+    fn boolean(value: bool) -> Self {
+        borrowed::Value::Bool(value)
+    }
+    fn null(value: bool) -> Self {
+        borrowed::Value::Null(value)
+    }
+    fn ss(members: Vec<Cow<'a, str>>) -> Self {
+        borrowed::Value::Ss(members)
+    }
+    fn ns(members: Vec<Cow<'a, str>>) -> Self {
+        borrowed::Value::Ns(members)
+    }
+    fn l(list: Vec<Self>) -> Self {
+        borrowed::Value::L(list)
+    }
+    fn m(map: borrowed::Image<'a>) -> Self {
+        borrowed::Value::M(map)
     }
 }
 
 /// An image or an M's object read whole; `None` (give up) when a name repeats.
-fn whole_image(scan: &mut Scan<'_>, depth: u8) -> Option<Image> {
+fn whole_image<'a, V: Whole<'a>>(scan: &mut Scan<'a>, depth: u8) -> Option<V::Image> {
     let mut entries = Vec::with_capacity(GLANCE_CAPACITY);
     scan.object(|scan, name| {
-        let value = whole_value(scan, depth)?;
-        entries.push((Name::from(name), value));
+        let value = whole_value::<V>(scan, depth)?;
+        entries.push((V::name(name), value));
         Some(())
     })?;
-    // The exact size, as serde_json's reading leaves it.
-    entries.shrink_to_fit();
-    Image::from_distinct(entries).ok()
+    V::image(entries)
 }
 
 /// An attribute value read whole: any value the whole reading reads
 /// without a problem but B and BS (whether it is poison is checked later,
 /// as for any record).
-fn whole_value(scan: &mut Scan<'_>, depth: u8) -> Option<Value> {
+fn whole_value<'a, V: Whole<'a>>(scan: &mut Scan<'a>, depth: u8) -> Option<V> {
     let depth = depth.checked_sub(1)?;
     scan.eat(b'{')?;
     let tag = scan.string()?;
     scan.eat(b':')?;
     let value = match tag {
-        "S" => Value::S(scan.string()?.to_owned()),
+        "S" => V::s(V::text(scan.string()?)),
         "N" => {
             let number = scan.string()?;
-            is_number(number).then(|| Value::N(number.to_owned()))?
+            is_number(number).then(|| V::n(V::text(number)))?
         }
-        "BOOL" => Value::Bool(scan.boolean()?),
-        "NULL" => Value::Null(scan.boolean()?),
-        "SS" => Value::Ss(strings(scan)?),
+        "BOOL" => V::boolean(scan.boolean()?),
+        "NULL" => V::null(scan.boolean()?),
+        "SS" => V::ss(strings::<V>(scan)?),
         "NS" => {
-            let numbers = strings(scan)?;
-            numbers.iter().all(|n| is_number(n)).then_some(Value::Ns(numbers))?
+            let numbers = strings::<V>(scan)?;
+            numbers.iter().all(|n| is_number(n.as_ref())).then(|| V::ns(numbers))?
         }
         "L" => {
             let mut list = Vec::new();
             scan.array(|scan| {
-                list.push(whole_value(scan, depth)?);
+                list.push(whole_value::<V>(scan, depth)?);
                 Some(())
             })?;
-            Value::L(list)
+            V::l(list)
         }
-        "M" => Value::M(whole_image(scan, depth)?.into_map()),
+        "M" => V::m(whole_image::<V>(scan, depth)?),
         _ => return None,
     };
     scan.eat(b'}')?;
     Some(value)
 }
 
-/// An array of strings, owned.
-fn strings(scan: &mut Scan<'_>) -> Option<Vec<String>> {
+/// An array of strings.
+fn strings<'a, V: Whole<'a>>(scan: &mut Scan<'a>) -> Option<Vec<V::Text>> {
     let mut strings = Vec::new();
     scan.array(|scan| {
-        strings.push(scan.string()?.to_owned());
+        strings.push(V::text(scan.string()?));
         Some(())
     })?;
     Some(strings)
