@@ -581,9 +581,10 @@ pub(super) fn is_number(text: &str) -> bool {
 }
 
 /// The type tag of a key attribute that is not S, N or B.
-pub(super) fn bad_key_type(value: &Value) -> Option<&'static str> {
-    match value {
-        Value::S(_) | Value::N(_) | Value::B(_) => None,
-        other => Some(crate::value::type_name(other)),
+pub(super) fn bad_key_type<V: crate::value::Attr>(value: &V) -> Option<&'static str> {
+    use crate::value::Scalar;
+    match value.scalar() {
+        Scalar::S(_) | Scalar::N(_) | Scalar::B(_) => None,
+        other => Some(other.type_name()),
     }
 }

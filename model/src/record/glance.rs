@@ -29,7 +29,8 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::attr::{
-    drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageProblem, MaybeBool, MaybeText, Text,
+    drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageField, ImageProblem, MaybeBool, MaybeText,
+    Text,
 };
 use super::one::{from_glanced, leading, whole};
 use super::{Raw, Received, RecordId};
@@ -274,7 +275,7 @@ impl<'de> Deserialize<'de> for MapGlance {
 /// any other is read whole. `None` when it does not read as a record
 /// object (the caller reads it the strict way).
 pub(super) fn glance_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
-    let (own, raw) = leading::<ImageGlance<'_>>(text)?;
+    let (own, raw) = leading::<ImageGlance<'_>, ImageField>(text)?;
     let sure = small_enough(own.len())
         && raw.dynamodb.as_ref().is_none_or(|d| {
             let keys = d.keys.as_ref().map(|k| &k.0);

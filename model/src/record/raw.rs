@@ -9,12 +9,14 @@ use serde_json::value::RawValue;
 use super::attr::{ImageField, Text};
 
 /// One stream record, either spelling. Unknown members are ignored. Its
-/// images are read whole (`I` = [`ImageField`]) or glanced at
-/// ([`ImageGlance`](super::glance::ImageGlance)).
+/// images are read whole (`I` = [`ImageField`]), glanced at
+/// ([`ImageGlance`](super::glance::ImageGlance)) or read borrowed
+/// ([`BorrowedField`](super::attr::BorrowedField)); its keys (`K`) whole
+/// or borrowed.
 #[derive(DeriveDeserialize)]
 #[cfg_attr(test, derive(Debug))]
 #[serde(expecting = "a stream record object")]
-pub(super) struct RawRecord<'a, I = ImageField> {
+pub(super) struct RawRecord<'a, I = ImageField, K = ImageField> {
     #[serde(rename = "eventID")]
     pub(super) event_id: Option<String>,
     #[serde(rename = "eventName", borrow)]
@@ -24,7 +26,7 @@ pub(super) struct RawRecord<'a, I = ImageField> {
     #[serde(rename = "userIdentity", borrow)]
     pub(super) user_identity: Option<RawIdentity<'a>>,
     #[serde(borrow)]
-    pub(super) dynamodb: Option<RawStreamRecord<'a, I>>,
+    pub(super) dynamodb: Option<RawStreamRecord<'a, I, K>>,
     /// Only to explain a whole batch given where one record was expected.
     #[serde(rename = "Records")]
     pub(super) records: Option<IgnoredAny>,
@@ -45,11 +47,11 @@ pub(super) struct RawIdentity<'a> {
 #[derive(DeriveDeserialize)]
 #[cfg_attr(test, derive(Debug))]
 #[serde(expecting = "a `dynamodb` object")]
-pub(super) struct RawStreamRecord<'a, I> {
+pub(super) struct RawStreamRecord<'a, I, K = ImageField> {
     #[serde(rename = "ApproximateCreationDateTime", borrow)]
     pub(super) created: Option<&'a RawValue>,
     #[serde(rename = "Keys")]
-    pub(super) keys: Option<ImageField>,
+    pub(super) keys: Option<K>,
     #[serde(rename = "NewImage")]
     pub(super) new_image: Option<I>,
     #[serde(rename = "OldImage")]

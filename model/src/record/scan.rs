@@ -28,10 +28,9 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::attr::{is_number, ImageField, Text};
+use super::attr::Text;
 use super::raw::{RawIdentity, RawRecord, RawStreamRecord};
-use crate::value::{Image, Name, Value};
-pub(super) use image::Scanned;
+pub(super) use image::{Scanned, ScannedKeys};
 use token::Scan;
 
 /// How deep JSON may nest below a record's members before the scan gives
@@ -41,7 +40,7 @@ const DEPTH: u8 = 32;
 
 /// Reads the record object that `text` starts with, as
 /// `leading_serde::<I>` does; `None` when the scan gives up.
-pub(super) fn record<'a, I: Scanned<'a>>(text: &'a str) -> Option<(&'a str, RawRecord<'a, I>)> {
+pub(super) fn record<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(text: &'a str) -> Option<(&'a str, RawRecord<'a, I, K>)> {
     if !text.starts_with('{') {
         return None;
     }
@@ -104,7 +103,7 @@ fn identity<'a>(scan: &mut Scan<'a>) -> Option<RawIdentity<'a>> {
 }
 
 /// The `dynamodb` member.
-fn stream<'a, I: Scanned<'a>>(scan: &mut Scan<'a>) -> Option<RawStreamRecord<'a, I>> {
+fn stream<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(scan: &mut Scan<'a>) -> Option<RawStreamRecord<'a, I, K>> {
     let mut stream = RawStreamRecord {
         created: None,
         keys: None,
@@ -120,8 +119,8 @@ fn stream<'a, I: Scanned<'a>>(scan: &mut Scan<'a>) -> Option<RawStreamRecord<'a,
             once(&mut stream.created, created)
         }
         "Keys" => {
-            let keys = keys(scan)?;
-            once(&mut stream.keys, ImageField(Ok(keys)))
+            let keys = K::scan_keys(scan)?;
+            once(&mut stream.keys, keys)
         }
         "NewImage" => {
             let image = I::scan(scan, DEPTH)?;
@@ -149,26 +148,6 @@ fn created<'a>(scan: &mut Scan<'a>) -> Option<&'a RawValue> {
         _ => scan.number().map(drop),
     })?;
     serde_json::from_str(text).ok()
-}
-
-/// `Keys`: S and N values only.
-fn keys(scan: &mut Scan<'_>) -> Option<Image> {
-    let mut entries = Vec::with_capacity(2);
-    scan.object(|scan, name| {
-        scan.eat(b'{')?;
-        let tag = scan.string()?;
-        scan.eat(b':')?;
-        let text = scan.string()?;
-        let value = match tag {
-            "S" => Value::S(text.to_owned()),
-            "N" if is_number(text) => Value::N(text.to_owned()),
-            _ => return None,
-        };
-        scan.eat(b'}')?;
-        entries.push((Name::from(name), value));
-        Some(())
-    })?;
-    Image::from_distinct(entries).ok()
 }
 
 #[cfg(test)]

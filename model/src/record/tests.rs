@@ -1352,7 +1352,7 @@ fn a_batch_read_borrowed_copies_no_string_the_scan_reads() {
             if !scanned(&raw.text()) {
                 continue;
             }
-            let images = [record.old.as_ref(), record.new.as_ref()];
+            let images = [Some(&record.keys), record.old.as_ref(), record.new.as_ref()];
             for image in images.into_iter().flatten() {
                 for (_, value) in crate::value::Attrs::iter(image) {
                     borrowed_strings(value, text, &mut strings);

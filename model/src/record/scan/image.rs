@@ -20,6 +20,45 @@ pub(in crate::record) trait Scanned<'a>: Sized {
     fn scan(scan: &mut Scan<'a>, depth: u8) -> Option<Self>;
 }
 
+/// What a record's `Keys` scan into: S and N values only.
+pub(in crate::record) trait ScannedKeys<'a>: Sized {
+    /// Reads the `Keys` object at the scan; `None` when the scan gives up.
+    fn scan_keys(scan: &mut Scan<'a>) -> Option<Self>;
+}
+
+impl ScannedKeys<'_> for ImageField {
+    fn scan_keys(scan: &mut Scan<'_>) -> Option<Self> {
+        Some(ImageField(Ok(keys::<Value>(scan)?)))
+    }
+}
+
+impl<'a> ScannedKeys<'a> for BorrowedField<'a> {
+    fn scan_keys(scan: &mut Scan<'a>) -> Option<Self> {
+        Some(BorrowedField(Ok(keys::<borrowed::Value<'a>>(scan)?)))
+    }
+}
+
+/// `Keys`: S and N values only; `None` (give up) for another type or a
+/// repeated name.
+fn keys<'a, V: Whole<'a>>(scan: &mut Scan<'a>) -> Option<V::Image> {
+    let mut entries = Vec::with_capacity(2);
+    scan.object(|scan, name| {
+        scan.eat(b'{')?;
+        let tag = scan.string()?;
+        scan.eat(b':')?;
+        let text = scan.string()?;
+        let value = match tag {
+            "S" => V::s(V::text(text)),
+            "N" if is_number(text) => V::n(V::text(text)),
+            _ => return None,
+        };
+        scan.eat(b'}')?;
+        entries.push((V::name(name), value));
+        Some(())
+    })?;
+    V::image(entries)
+}
+
 impl<'a> Scanned<'a> for ImageGlance<'a> {
     fn scan(scan: &mut Scan<'a>, depth: u8) -> Option<Self> {
         let mut entries = Vec::with_capacity(GLANCE_CAPACITY);

@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 
-use super::{record, Scanned};
-use crate::record::attr::ImageField;
+use super::{record, Scanned, ScannedKeys};
+use crate::record::attr::{BorrowedField, ImageField};
 use crate::record::glance::ImageGlance;
 use crate::record::one::leading_serde;
 use crate::record::raw::RawRecord;
@@ -26,28 +26,36 @@ impl Same for ImageField {
     }
 }
 
+impl Same for BorrowedField<'_> {
+    fn same(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
 impl Same for ImageGlance<'_> {
     fn same(&self, other: &Self) -> bool {
         format!("{self:?}") == format!("{other:?}")
     }
 }
 
-/// Checks `text` read both ways, its images as `I`; answers whether the
-/// scan read it.
-fn agree_as<'a, I>(text: &'a str) -> Result<bool, TestCaseError>
+/// Checks `text` read both ways, its images as `I` and its keys as `K`;
+/// answers whether the scan read it.
+fn agree_as<'a, I, K>(text: &'a str) -> Result<bool, TestCaseError>
 where
     I: Scanned<'a> + serde::Deserialize<'a> + std::fmt::Debug + Same,
+    K: ScannedKeys<'a> + serde::Deserialize<'a> + std::fmt::Debug,
 {
-    let Some((own, mut scanned)) = record::<I>(text) else {
+    let Some((own, mut scanned)) = record::<I, K>(text) else {
         return Ok(false);
     };
-    let Some((serde_own, mut read)) = leading_serde::<I>(text) else {
+    let Some((serde_own, mut read)) = leading_serde::<I, K>(text) else {
         return Err(TestCaseError::fail(format!(
             "the scan read what serde_json refuses: {text}"
         )));
     };
     prop_assert_eq!(own, serde_own);
-    let images = |raw: &mut RawRecord<'a, I>| raw.dynamodb.as_mut().map(|d| [d.new_image.take(), d.old_image.take()]);
+    let images =
+        |raw: &mut RawRecord<'a, I, K>| raw.dynamodb.as_mut().map(|d| [d.new_image.take(), d.old_image.take()]);
     let (scanned_images, read_images) = (images(&mut scanned), images(&mut read));
     prop_assert_eq!(format!("{scanned:?}"), format!("{read:?}"), "{}", text);
     let same = match (scanned_images, read_images) {
@@ -64,8 +72,11 @@ where
 /// Checks `text` read both ways, glanced at and whole; answers whether
 /// the glance's scan read it.
 fn agree(text: &str) -> Result<bool, TestCaseError> {
-    let whole = agree_as::<ImageField>(text)?;
-    let glanced = agree_as::<ImageGlance<'_>>(text)?;
+    let whole = agree_as::<ImageField, ImageField>(text)?;
+    let glanced = agree_as::<ImageGlance<'_>, ImageField>(text)?;
+    // The borrowed reading is the whole one, its strings slices of the text.
+    let borrowed = agree_as::<BorrowedField<'_>, BorrowedField<'_>>(text)?;
+    prop_assert_eq!(borrowed, whole, "read borrowed as read whole: {}", text);
     // The glance is surer of nothing than the whole reading.
     prop_assert!(whole || !glanced, "glanced at but not read whole: {}", text);
     Ok(glanced)
@@ -353,7 +364,7 @@ proptest! {
         // DynamoDB cannot hold; the scan gives up on escapes; everything
         // else is scanned.
         let unsure = ["\"B\"", "\"NS\"", "\"BS\"", "\\"].iter().any(|tag| text.contains(tag))
-            || glance_record(&text).is_none() && leading_serde::<ImageGlance<'_>>(&text).is_some_and(|(_, r)| {
+            || glance_record(&text).is_none() && leading_serde::<ImageGlance<'_>, ImageField>(&text).is_some_and(|(_, r)| {
                 r.dynamodb.and_then(|d| d.new_image).is_some_and(|i| !i.is_sure())
             });
         prop_assert!(sure || unsure, "not scanned: {}", text);
