@@ -41,6 +41,7 @@ use model::config::Config;
 use model::record::{self, CreationTime, ParseError, Received};
 use model::settlement::BatchResponse;
 pub use model::settlement::{Failed, Failure, Quarantined};
+use model::value::Attrs;
 use model::{Backoff, Fault};
 
 use crate::publish::{Entry, Publisher};
@@ -215,7 +216,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     }
 
     /// Handles parsed records, in stream order. See the module doc.
-    pub async fn handle_received(&self, records: &[Received<'_>]) -> RouterOutcome {
+    pub async fn handle_received<I: Attrs>(&self, records: &[Received<'_, I>]) -> RouterOutcome {
         let mut stats = RouterStats {
             records: records.len(),
             ..RouterStats::default()

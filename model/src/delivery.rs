@@ -4,6 +4,7 @@
 //! the tests, wherever a record has to travel as Lambda would send it.
 
 use crate::record::ViewType;
+use crate::value::Attrs;
 use crate::ChangeRecord;
 
 /// The stream ARN the memory store's records carry.
@@ -13,14 +14,15 @@ pub fn stream_arn(table: &str) -> String {
 
 /// A stream record in the Lambda event's shape (`eventSourceARN`,
 /// `dynamodb.NewImage` in DynamoDB JSON, ...), as `parse_batch` reads it.
-pub fn lambda_record(record: &ChangeRecord) -> serde_json::Value {
+pub fn lambda_record<I: Attrs>(record: &ChangeRecord<I>) -> serde_json::Value {
+    let json = |image: &I| serde_json::json!(image.to_image());
     let mut dynamodb = serde_json::Map::new();
-    dynamodb.insert("Keys".into(), serde_json::json!(record.keys));
+    dynamodb.insert("Keys".into(), json(&record.keys));
     if let Some(new) = &record.new {
-        dynamodb.insert("NewImage".into(), serde_json::json!(new));
+        dynamodb.insert("NewImage".into(), json(new));
     }
     if let Some(old) = &record.old {
-        dynamodb.insert("OldImage".into(), serde_json::json!(old));
+        dynamodb.insert("OldImage".into(), json(old));
     }
     dynamodb.insert("SequenceNumber".into(), record.sequence_number.clone().into());
     if let Some(size) = record.size_bytes {

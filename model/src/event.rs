@@ -89,7 +89,7 @@
 use crate::config::{Config, RouteConfig, RouteEvent, RouteItems, TableConfig, TableLookupError};
 use crate::edge::{self, GraphItem};
 use crate::record::{ChangeRecord, CreationTime, EventKind, Received};
-use crate::value::{Image, Value};
+use crate::value::{Attr, Attrs, Image, Scalar, Shape};
 
 /// One EventBridge entry to put (`Time` unset, no `Resources`).
 #[derive(Debug, Clone, PartialEq)]
@@ -131,7 +131,7 @@ pub struct Detail {
 /// The declared table a record comes from: the one its `eventSourceARN`
 /// names, or else the one declared table whose key attributes are exactly
 /// the record's keys.
-pub fn table_of<'c>(config: &'c Config, record: &ChangeRecord) -> Result<&'c TableConfig, EventError> {
+pub fn table_of<'c, I: Attrs>(config: &'c Config, record: &ChangeRecord<I>) -> Result<&'c TableConfig, EventError> {
     config.table_of_record(record).map_err(|e| {
         let sequence_number = record.sequence_number.clone();
         match e {
@@ -142,7 +142,7 @@ pub fn table_of<'c>(config: &'c Config, record: &ChangeRecord) -> Result<&'c Tab
 }
 
 /// The route event a record is: its kind, with a TTL REMOVE as `EXPIRE`.
-pub fn route_event(record: &ChangeRecord) -> RouteEvent {
+pub fn route_event<I>(record: &ChangeRecord<I>) -> RouteEvent {
     match record.kind {
         EventKind::Insert => RouteEvent::Insert,
         EventKind::Modify => RouteEvent::Modify,
@@ -154,18 +154,20 @@ pub fn route_event(record: &ChangeRecord) -> RouteEvent {
 /// [`classify`]s a received record of `table`: takes the events
 /// [`classify_ahead`] found for it with this config, if it did, else
 /// classifies `record` (the received record's own).
-pub fn classify_received(
+pub fn classify_received<I: Attrs>(
     config: &Config,
     table: &TableConfig,
-    received: &Received<'_>,
-    record: &ChangeRecord,
+    received: &Received<'_, I>,
+    record: &ChangeRecord<I>,
 ) -> Result<Vec<Event>, EventError> {
     if let Some(events) = received.ahead.take_events(config) {
         return events;
     }
     if !received.has_whole_images() && needs_images(config, table, record) {
         // Glanced at: read whole for the event's detail.
-        let whole = received.whole();
+        let Some(whole) = received.read_whole() else {
+            return classify(config, table, record);
+        };
         return match &whole.record {
             Ok(record) => classify(config, table, record),
             Err(error) => Err(EventError::Unreadable {
@@ -181,7 +183,7 @@ pub fn classify_received(
 /// (beyond its keys): when a route of its table takes its kind of change
 /// and its keys, or cannot tell. Otherwise the answer is no event, images
 /// or not.
-fn needs_images(config: &Config, table: &TableConfig, record: &ChangeRecord) -> bool {
+fn needs_images<I: Attrs>(config: &Config, table: &TableConfig, record: &ChangeRecord<I>) -> bool {
     routes_taking(config, table, route_event(record))
         .any(|route| route_matches(config, table, route, record).unwrap_or(true))
 }
@@ -202,7 +204,7 @@ fn routes_taking<'a>(
 /// [`classify_received`] for its events (replay's reading thread does, while
 /// the handling thread is busy). Nothing for a record that is unparsable or
 /// of no table of the config.
-pub fn classify_ahead(config: &Config, received: &Received<'_>) {
+pub fn classify_ahead<I: Attrs>(config: &Config, received: &Received<'_, I>) {
     let Ok(record) = &received.record else { return };
     if let Ok(table) = table_of(config, record) {
         received.ahead.keep_events(config, classify(config, table, record));
@@ -211,7 +213,11 @@ pub fn classify_ahead(config: &Config, received: &Received<'_>) {
 
 /// The events `record` (of `table`) becomes: one per matching route of the
 /// table, in route order (see the [module docs](self)).
-pub fn classify(config: &Config, table: &TableConfig, record: &ChangeRecord) -> Result<Vec<Event>, EventError> {
+pub fn classify<I: Attrs>(
+    config: &Config,
+    table: &TableConfig,
+    record: &ChangeRecord<I>,
+) -> Result<Vec<Event>, EventError> {
     if let Some(name) = &record.table {
         if **name != *table.name {
             return Err(EventError::TableMismatch {
@@ -249,14 +255,14 @@ pub fn classify(config: &Config, table: &TableConfig, record: &ChangeRecord) -> 
 /// set attribute, the completeness marker and the edge mark of the table's
 /// edge set): the indexer's own writes, which are derived data, not domain
 /// changes.
-fn only_pipeline_changes(config: &Config, table: &TableConfig, record: &ChangeRecord) -> bool {
+fn only_pipeline_changes<I: Attrs>(config: &Config, table: &TableConfig, record: &ChangeRecord<I>) -> bool {
     let Some(set) = config.edge_set(&table.name) else {
         return false;
     };
     let (Some(old), Some(new)) = (&record.old, &record.new) else {
         return false;
     };
-    let changed = changed(Some(old), Some(new));
+    let changed = changed_names(Some(old), Some(new));
     !changed.is_empty()
         && changed.iter().all(|name| {
             *name == set.attribute || *name == set.complete_attribute || name == crate::version::EDGE_MARK_ATTRIBUTE
@@ -283,15 +289,15 @@ pub fn entry_size_with(event: &Event, detail_bytes: usize) -> usize {
     event.source.len() + event.detail_type.len() + detail_bytes
 }
 
-fn route_matches(
+fn route_matches<I: Attrs>(
     config: &Config,
     table: &TableConfig,
     route: &RouteConfig,
-    record: &ChangeRecord,
+    record: &ChangeRecord<I>,
 ) -> Result<bool, EventError> {
     if let Some(prefix) = &route.key_prefix {
-        match record.keys.get(&table.partition_key) {
-            Some(Value::S(pk)) if pk.starts_with(prefix.as_str()) => {}
+        match record.keys.get(&table.partition_key).map(Attr::scalar) {
+            Some(Scalar::S(pk)) if pk.starts_with(prefix.as_str()) => {}
             Some(_) => return Ok(false),
             None => {
                 return Err(EventError::KeyMissing {
@@ -320,14 +326,14 @@ fn route_matches(
     ))
 }
 
-fn detail(table: &TableConfig, record: &ChangeRecord) -> Detail {
+fn detail<I: Attrs>(table: &TableConfig, record: &ChangeRecord<I>) -> Detail {
     Detail {
         table: table.name.clone(),
         event_name: record.kind,
-        keys: record.keys.clone(),
-        old_image: record.old.clone(),
-        new_image: record.new.clone(),
-        changed: changed(record.old.as_ref(), record.new.as_ref()),
+        keys: record.keys.to_image(),
+        old_image: record.old.as_ref().map(Attrs::to_image),
+        new_image: record.new.as_ref().map(Attrs::to_image),
+        changed: changed_names(record.old.as_ref(), record.new.as_ref()),
         expired: record.ttl_expiry,
         sequence_number: record.sequence_number.clone(),
         approximate_creation_time: record.created,
@@ -339,21 +345,32 @@ fn detail(table: &TableConfig, record: &ChangeRecord) -> Detail {
 /// image is empty), sorted. For an INSERT (no old image) that is every new
 /// name; for a REMOVE every old name.
 pub fn changed(old: Option<&Image>, new: Option<&Image>) -> Vec<String> {
-    let empty = Image::new();
-    let old = old.unwrap_or(&empty);
-    let new = new.unwrap_or(&empty);
+    changed_names(old, new)
+}
+
+/// [`changed`], of images in either form.
+fn changed_names<I: Attrs>(old: Option<&I>, new: Option<&I>) -> Vec<String> {
+    fn present<'i, I: Attrs>(image: Option<&'i I>, name: &str) -> Option<&'i I::Value> {
+        image.and_then(|i| i.get(name))
+    }
     let mut names: Vec<String> = old
-        .iter()
-        .filter(|(name, value)| new.get(name).is_none_or(|n| !same(value, n)))
+        .into_iter()
+        .flat_map(|o| o.iter())
+        .filter(|(name, value)| present(new, name).is_none_or(|n| !same(*value, n)))
         .map(|(name, _)| name.to_owned())
-        .chain(new.keys().filter(|name| !old.contains_key(name)).map(str::to_owned))
+        .chain(
+            new.into_iter()
+                .flat_map(|n| n.iter())
+                .filter(|(name, _)| present(old, name).is_none())
+                .map(|(name, _)| name.to_owned()),
+        )
         .collect();
     names.sort_unstable();
     names
 }
 
 /// Value equality with sets compared as sets.
-fn same(a: &Value, b: &Value) -> bool {
+fn same<V: Attr>(a: &V, b: &V) -> bool {
     fn same_set<T: Ord>(a: &[T], b: &[T]) -> bool {
         if a.len() != b.len() {
             return false;
@@ -364,11 +381,11 @@ fn same(a: &Value, b: &Value) -> bool {
         b.sort_unstable();
         a == b
     }
-    match (a, b) {
-        (Value::Ss(a), Value::Ss(b)) | (Value::Ns(a), Value::Ns(b)) => same_set(a, b),
-        (Value::Bs(a), Value::Bs(b)) => same_set(a, b),
-        (Value::M(a), Value::M(b)) => a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same(v, w))),
-        (Value::L(a), Value::L(b)) => a.len() == b.len() && a.iter().zip(b).all(|(v, w)| same(v, w)),
+    match (a.shape(), b.shape()) {
+        (Shape::Ss(a), Shape::Ss(b)) | (Shape::Ns(a), Shape::Ns(b)) => same_set(a, b),
+        (Shape::Bs(a), Shape::Bs(b)) => same_set(a, b),
+        (Shape::M(a), Shape::M(b)) => a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same(v, w))),
+        (Shape::L(a), Shape::L(b)) => a.len() == b.len() && a.iter().zip(b).all(|(v, w)| same(v, w)),
         _ => a == b,
     }
 }

@@ -65,9 +65,11 @@ mod walk;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::value::{borrowed, Image};
+use crate::value::{borrowed, Attrs, Image};
 
-pub use parse::{parse_any, parse_batch, parse_json_line, parse_json_lines, parse_record, table_from_arn};
+pub use parse::{
+    parse_any, parse_batch, parse_json_line, parse_json_line_borrowed, parse_json_lines, parse_record, table_from_arn,
+};
 pub use walk::{glance_batch, read_batch, read_batch_borrowed, BatchReader};
 
 /// What happened to the item.
@@ -242,10 +244,25 @@ impl<'a, I> Received<'a, I> {
     }
 }
 
+impl<'a, I> Received<'a, I> {
+    /// A record glanced at, read again from its text, whole; `None` for
+    /// any other (read whole already, made in process, or unusable: see
+    /// [`Received::whole`]).
+    pub fn read_whole(&self) -> Option<Received<'a>> {
+        match (self.raw, &self.record) {
+            // A usable record is named by its sequence number.
+            (Raw::Json(text), Ok(record)) if !self.whole_images => {
+                Some(one::whole(text, RecordId::Sequence(record.sequence_number.clone())))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl<'a> Received<'a> {
     /// The record just read, its images moved into the borrowed form (no
     /// string is copied).
-    pub(crate) fn into_borrowed(self) -> BorrowedReceived<'a> {
+    pub fn into_borrowed(self) -> BorrowedReceived<'a> {
         Received {
             raw: self.raw,
             sequence_number: self.sequence_number,
@@ -271,15 +288,17 @@ impl<'a> Received<'a> {
 }
 
 impl Received<'_> {
+    /// A record made in process (see [`Raw::Typed`]).
+    pub fn typed(record: ChangeRecord) -> Received<'static> {
+        Received::read(Raw::Typed, Some(record.sequence_number.clone()), Ok(record))
+    }
+}
+
+impl<I: Attrs> Received<'_, I> {
     /// Whether the record's images are whole: false for a record glanced
     /// at ([`glance_batch`]), which comes without its images.
     pub fn has_whole_images(&self) -> bool {
         self.whole_images
-    }
-
-    /// A record made in process (see [`Raw::Typed`]).
-    pub fn typed(record: ChangeRecord) -> Received<'static> {
-        Received::read(Raw::Typed, Some(record.sequence_number.clone()), Ok(record))
     }
 
     /// A handle on the record's JSON text that lives as long as `self`.
@@ -300,7 +319,7 @@ pub enum RawJson<'a> {
     Text(&'a str),
     /// A record made in process: rendered in the Lambda shape
     /// ([`crate::delivery::lambda_record`]).
-    Record(&'a ChangeRecord),
+    Record(&'a dyn Typed),
     /// Neither (a typed record that failed to be one; never made by this crate).
     Missing,
 }
@@ -310,9 +329,22 @@ impl<'a> RawJson<'a> {
     pub fn text(&self) -> std::borrow::Cow<'a, str> {
         match *self {
             RawJson::Text(raw) => std::borrow::Cow::Borrowed(raw),
-            RawJson::Record(record) => std::borrow::Cow::Owned(crate::delivery::lambda_record(record).to_string()),
+            RawJson::Record(record) => std::borrow::Cow::Owned(record.lambda_json()),
             RawJson::Missing => std::borrow::Cow::Borrowed("{}"),
         }
+    }
+}
+
+/// A record made in process, as [`RawJson::Record`] holds it: its JSON is
+/// rendered only when asked for.
+pub trait Typed: fmt::Debug + Sync {
+    /// The record in the Lambda shape ([`crate::delivery::lambda_record`]).
+    fn lambda_json(&self) -> String;
+}
+
+impl<I: Attrs> Typed for ChangeRecord<I> {
+    fn lambda_json(&self) -> String {
+        crate::delivery::lambda_record(self).to_string()
     }
 }
 

@@ -291,7 +291,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     }
 
     /// Handles parsed records, in stream order. See the module doc.
-    pub async fn handle_received(&self, records: &[Received<'_>]) -> BatchOutcome {
+    pub async fn handle_received<I: Attrs>(&self, records: &[Received<'_, I>]) -> BatchOutcome {
         let planner = Planner::new(&self.config);
         let mut admitted = Admitted::default();
         for (position, received) in records.iter().enumerate() {

@@ -6,6 +6,7 @@ use model::event::{self, Event};
 use model::record::{RawJson, Received};
 use model::settlement::{Groups, Handled};
 use model::validate;
+use model::value::Attrs;
 
 use super::{Pending, Router, RouterStats};
 use crate::publish::{Entry, Publisher};
@@ -24,12 +25,12 @@ pub(super) struct Classified<'a> {
 impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     /// Classifies the record at `position`, whose text is `raw`: as
     /// `Handled` (poison marked), and the events to send.
-    pub(super) fn classify<'a>(
+    pub(super) fn classify<'a, I: Attrs>(
         &self,
         into: &mut Classified<'a>,
         stats: &mut RouterStats,
         position: usize,
-        received: &Received<'_>,
+        received: &Received<'_, I>,
         raw: RawJson<'a>,
     ) {
         let config = &*self.config;

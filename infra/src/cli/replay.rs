@@ -21,7 +21,7 @@ use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublishe
 use event_router::{Entry, Router};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use model::config::{self, Config};
-use model::record::Received;
+use model::record::BorrowedReceived;
 use model::validate;
 use serde_json::{json, Value as Json};
 use stream_indexer::apply::Guard;
@@ -275,7 +275,7 @@ enum Ahead {
 }
 
 /// Does `ahead`'s work on a record; the item made ready, for [`Ahead::InMemory`].
-fn prepare_ahead(received: &Received<'_>, planner: &model::Planner<'_>, ahead: Ahead) -> Option<ReadyItem> {
+fn prepare_ahead(received: &BorrowedReceived<'_>, planner: &model::Planner<'_>, ahead: Ahead) -> Option<ReadyItem> {
     let config = planner.config();
     let Ok(record) = &received.record else {
         return None;
@@ -317,7 +317,7 @@ fn each_file(
     bar: &ProgressBar,
     summary: &mut Summary,
     err: &mut dyn Write,
-    mut handle: impl FnMut(&[Received<'_>], &mut [Option<ReadyItem>], &mut Summary),
+    mut handle: impl FnMut(&[BorrowedReceived<'_>], &mut [Option<ReadyItem>], &mut Summary),
 ) -> anyhow::Result<Option<Tally>> {
     let &Reading {
         files,

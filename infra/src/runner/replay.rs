@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex};
 use event_router::{Entry, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
 use model::config::Config;
 use model::record::{ChangeRecord, EventKind, Received};
-use model::{Image, Planner};
+use model::value::Attrs;
+use model::Planner;
 use serde_json::Value as Json;
 use stream_indexer::batch::Quarantined;
 use stream_indexer::store::memory::{ReadyItem, StreamEntry};
@@ -105,7 +106,7 @@ impl Local {
     }
 
     /// Replays `records` in batches of `batch_size` (see the module doc).
-    pub async fn replay(&self, records: &[Received<'_>], batch_size: usize) -> Summary {
+    pub async fn replay<I: Attrs>(&self, records: &[Received<'_, I>], batch_size: usize) -> Summary {
         let mut summary = Summary::default();
         for batch in records.chunks(batch_size.max(1)) {
             self.replay_batch(batch, &mut summary).await;
@@ -114,16 +115,16 @@ impl Local {
     }
 
     /// Replays one batch (see the module doc), adding to `summary`.
-    pub async fn replay_batch(&self, batch: &[Received<'_>], summary: &mut Summary) {
+    pub async fn replay_batch<I: Attrs>(&self, batch: &[Received<'_, I>], summary: &mut Summary) {
         self.replay_ready_batch(batch, &mut [], summary).await;
     }
 
     /// [`Local::replay_batch`], with the items the batch puts into the
     /// source tables made ready ahead ([`ready_item`], one per record, in
     /// order; fewer, and the rest are made here).
-    pub async fn replay_ready_batch(
+    pub async fn replay_ready_batch<I: Attrs>(
         &self,
-        batch: &[Received<'_>],
+        batch: &[Received<'_, I>],
         ready: &mut [Option<ReadyItem>],
         summary: &mut Summary,
     ) {
@@ -163,7 +164,7 @@ impl Local {
     }
 
     /// One batch through both consumers; the reap events to the reaper.
-    async fn handle(&self, batch: &[Received<'_>], summary: &mut Summary) {
+    async fn handle<I: Attrs>(&self, batch: &[Received<'_, I>], summary: &mut Summary) {
         let routed = self.router.handle_received(batch).await;
         let indexed = self.indexer.handle_received(batch).await;
         absorb(summary, indexed, routed);
@@ -232,10 +233,10 @@ fn failure_text(failed: &model::settlement::Failed, failures: &[model::settlemen
 
 /// Replays one batch into real tables and a real bus (nothing is
 /// materialized; no reaper runs here), adding to `summary`.
-pub async fn replay_batch_to<S: Store, P: Publisher>(
+pub async fn replay_batch_to<S: Store, P: Publisher, I: Attrs>(
     indexer: &Indexer<S, MemoryQuarantine>,
     router: &Router<P, MemoryQuarantine>,
-    batch: &[Received<'_>],
+    batch: &[Received<'_, I>],
     summary: &mut Summary,
 ) {
     summary.records += batch.len();
@@ -249,7 +250,7 @@ pub async fn replay_batch_to<S: Store, P: Publisher>(
 /// (see [`ReadyItem`]): what [`Local::replay_ready_batch`] takes. Depends
 /// on the record and the config alone, so replay makes it on its reading
 /// thread.
-pub fn ready_item(planner: &Planner<'_>, record: &ChangeRecord) -> Option<ReadyItem> {
+pub fn ready_item<I: Attrs>(planner: &Planner<'_>, record: &ChangeRecord<I>) -> Option<ReadyItem> {
     let table = planner.table_of(record).ok()?;
     match (&record.kind, &record.new) {
         (EventKind::Remove, _) | (_, None) => None,
@@ -261,7 +262,12 @@ pub fn ready_item(planner: &Planner<'_>, record: &ChangeRecord) -> Option<ReadyI
 /// images both lack a node's pipeline-owned attributes (a fixture recorded
 /// without streamdex) keeps the stored ones, as an UpdateItem would; images
 /// that show them vanishing (a PutItem overwrite) replace the item whole.
-fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord, ready: Option<ReadyItem>) {
+fn materialize<I: Attrs>(
+    store: &MemoryStore,
+    planner: &Planner<'_>,
+    record: &ChangeRecord<I>,
+    ready: Option<ReadyItem>,
+) {
     let Ok(table) = planner.table_of(record) else { return };
     match (&record.kind, &record.new) {
         (EventKind::Remove, _) => {
@@ -276,7 +282,7 @@ fn materialize(store: &MemoryStore, planner: &Planner<'_>, record: &ChangeRecord
                 .find(|e| e.table == table.name)
                 .map(|set| [set.attribute.as_str(), set.complete_attribute.as_str()])
                 .filter(|owned| {
-                    let shows = |image: &Image| owned.iter().any(|a| image.contains_key(a));
+                    let shows = |image: &I| owned.iter().any(|a| image.contains_key(a));
                     !record.old.as_ref().is_some_and(shows) && !shows(new)
                 });
             let keep: &[&str] = owned.as_ref().map_or(&[], |owned| owned);

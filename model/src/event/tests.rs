@@ -9,6 +9,7 @@ use super::*;
 use crate::config::{self, Config};
 use crate::record::parse_batch;
 use crate::testing::attribute_value;
+use crate::value::Value;
 
 fn example() -> Config {
     config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("the example config is valid")

@@ -9,9 +9,9 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use serde_json::value::RawValue;
 
 use super::attr::Text;
-use super::one::{clip, read_leading, received};
-use super::walk::read_batch;
-use super::{ParseError, Received, RecordId};
+use super::one::{clip, read_leading, read_leading_borrowed, received, received_borrowed};
+use super::walk::{read_batch, Form};
+use super::{BorrowedReceived, ParseError, Received, RecordId};
 
 // ---------------------------------------------------------------------------
 // Public entry points
@@ -211,12 +211,41 @@ fn json_lines(text: &str, bom: usize) -> Result<Vec<(usize, Received<'_>)>, Pars
 /// line, its column moved right by `column_shift`, as for a byte-order mark
 /// the caller stripped) for a line that is not JSON, else the record.
 pub fn parse_json_line(line: &str, number: usize, column_shift: usize) -> Result<Option<Received<'_>>, ParseError> {
+    let form = Form {
+        leading: read_leading,
+        strict: received,
+    };
+    json_line(line, number, column_shift, form)
+}
+
+/// [`parse_json_line`], the record's images borrowed from `line` (as
+/// [`super::read_batch_borrowed`] reads them).
+pub fn parse_json_line_borrowed(
+    line: &str,
+    number: usize,
+    column_shift: usize,
+) -> Result<Option<BorrowedReceived<'_>>, ParseError> {
+    let form = Form {
+        leading: read_leading_borrowed,
+        strict: received_borrowed,
+    };
+    json_line(line, number, column_shift, form)
+}
+
+/// One line, its record read as `form` reads one: in one pass where it
+/// starts the line, else the strict way.
+fn json_line<'a, I>(
+    line: &'a str,
+    number: usize,
+    column_shift: usize,
+    form: Form<'a, I>,
+) -> Result<Option<Received<'a, I>>, ParseError> {
     if line.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
         return Ok(None);
     }
     // In one pass when the line is a record object, as in `read_batch`.
     let rest = line.trim_start_matches(is_json_whitespace);
-    if let Some((text, received)) = read_leading(rest, RecordId::Line(number)) {
+    if let Some((text, received)) = (form.leading)(rest, RecordId::Line(number)) {
         if rest[text.len()..]
             .bytes()
             .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
@@ -229,7 +258,7 @@ pub fn parse_json_line(line: &str, number: usize, column_shift: usize) -> Result
         column: e.column() + column_shift,
         message: json_message(&e),
     })?;
-    Ok(Some(received(raw, RecordId::Line(number))))
+    Ok(Some((form.strict)(raw, RecordId::Line(number))))
 }
 
 impl ParseError {

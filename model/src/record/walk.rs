@@ -81,14 +81,14 @@ pub fn glance_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
 }
 
 /// A record read from the text it starts: its own text, and the record.
-type Leading<'a, I> = (&'a str, Received<'a, I>);
+pub(super) type Leading<'a, I> = (&'a str, Received<'a, I>);
 
 /// How a walk reads each record: from the text it starts (with what
 /// follows it), `None` when that does not read as a record object; and
 /// the strict way, from the record's whole text.
-struct Form<'a, I> {
-    leading: fn(&'a str, RecordId) -> Option<Leading<'a, I>>,
-    strict: fn(&'a RawValue, RecordId) -> Received<'a, I>,
+pub(super) struct Form<'a, I> {
+    pub(super) leading: fn(&'a str, RecordId) -> Option<Leading<'a, I>>,
+    pub(super) strict: fn(&'a RawValue, RecordId) -> Received<'a, I>,
 }
 
 impl<I> Clone for Form<'_, I> {

@@ -87,7 +87,9 @@ pub trait Attr: PartialEq + Sized {
 }
 
 /// An image or an M's map: attribute name → value, owned or borrowed.
-pub trait Attrs {
+/// Either can be shown, and shared between threads (replay reads records
+/// on one thread and handles them on another).
+pub trait Attrs: std::fmt::Debug + Sync {
     type Value: Attr;
 
     /// The value of attribute `name`.

@@ -26,6 +26,7 @@ use model::edge::{self, GraphItem};
 use model::index::{self, RowKey, MAX_PARTITION_BYTES};
 use model::record::{ChangeRecord, EventKind, ViewType};
 use model::sortkey::{self, MAX_KEY_BYTES};
+use model::value::{Attr, Attrs, Scalar};
 use model::{Image, Projection, Value};
 
 use super::scan::{Page, RowsRead, Scan, Segment, MAX_BATCH_READS};
@@ -46,11 +47,11 @@ pub enum KeyValue {
 
 impl KeyValue {
     /// The key value of an attribute value, if it can be a key (S, N or B).
-    pub fn from_value(value: &Value) -> Option<KeyValue> {
-        match value {
-            Value::S(s) => Some(KeyValue::S(s.clone())),
-            Value::N(n) => sortkey::canonical_number(n).ok().map(KeyValue::N),
-            Value::B(b) => Some(KeyValue::B(b.clone())),
+    pub fn from_value<V: Attr>(value: &V) -> Option<KeyValue> {
+        match value.scalar() {
+            Scalar::S(s) => Some(KeyValue::S(s.to_owned())),
+            Scalar::N(n) => sortkey::canonical_number(n).ok().map(KeyValue::N),
+            Scalar::B(b) => Some(KeyValue::B(b.to_owned())),
             _ => None,
         }
     }
@@ -285,7 +286,7 @@ impl State {
 
 pub use model::delivery::stream_arn;
 
-fn item_key(table: &TableConfig, item: &Image) -> Result<ItemKey, MemoryError> {
+fn item_key<I: Attrs>(table: &TableConfig, item: &I) -> Result<ItemKey, MemoryError> {
     let part = |name: &String| {
         item.get(name)
             .and_then(KeyValue::from_value)
@@ -314,11 +315,11 @@ fn table_entry_with<'a, T>(map: &'a mut BTreeMap<String, T>, table: &str, make: 
     map.get_mut(table).unwrap_or_else(|| unreachable!("inserted above"))
 }
 
-fn key_image(table: &TableConfig, item: &Image) -> Image {
+fn key_image<I: Attrs>(table: &TableConfig, item: &I) -> Image {
     let mut keys = Image::with_capacity(2);
     for name in std::iter::once(&table.partition_key).chain(&table.sort_key) {
         if let Some(value) = item.get(name) {
-            keys.insert(name.as_str(), value.clone());
+            keys.insert(name.as_str(), value.to_value());
         }
     }
     keys

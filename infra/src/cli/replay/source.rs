@@ -27,7 +27,7 @@ use std::path::Path;
 
 use std::sync::mpsc::{Receiver, Sender};
 
-use model::record::{parse_any, parse_json_line, ParseError, Received};
+use model::record::{parse_any, parse_json_line_borrowed, BorrowedReceived, ParseError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -61,8 +61,8 @@ pub enum SourceError {
 pub fn each_batch<T: Send>(
     path: &Path,
     batch_size: usize,
-    prepare: &(dyn Fn(&Received<'_>) -> T + Sync),
-    mut each: impl FnMut(&[Received<'_>], &mut [T], u64) -> ControlFlow<()>,
+    prepare: &(dyn Fn(&BorrowedReceived<'_>) -> T + Sync),
+    mut each: impl FnMut(&[BorrowedReceived<'_>], &mut [T], u64) -> ControlFlow<()>,
 ) -> Result<(), SourceError> {
     let read_error = |source| SourceError::Read {
         path: path.display().to_string(),
@@ -83,7 +83,11 @@ pub fn each_batch<T: Send>(
         // A document: read it whole (the part already read is in `first`).
         let mut bytes = std::mem::take(&mut first.text);
         input.reader.read_to_end(&mut bytes).map_err(read_error)?;
-        let records = parse_any(&bytes).map_err(parse_error)?;
+        let records: Vec<BorrowedReceived<'_>> = parse_any(&bytes)
+            .map_err(parse_error)?
+            .into_iter()
+            .map(|received| received.into_borrowed())
+            .collect();
         let mut prepared: Vec<T> = records.iter().map(prepare).collect();
         let total = bytes.len() as u64;
         for (batch, prepared) in records.chunks(batch_size).zip(prepared.chunks_mut(batch_size)) {
@@ -162,7 +166,7 @@ fn read_ahead<'scope, R: BufRead + Send + 'scope, T: Send + 'scope>(
     mut input: Input<R>,
     first: Lines,
     part_size: usize,
-    prepare: &'scope (dyn Fn(&Received<'_>) -> T + Sync),
+    prepare: &'scope (dyn Fn(&BorrowedReceived<'_>) -> T + Sync),
 ) -> (Receiver<std::io::Result<(ReadPart, Vec<T>)>>, Sender<ReadPart>) {
     let (parts_in, parts) = std::sync::mpsc::sync_channel(0);
     let (spent, spent_out) = std::sync::mpsc::channel::<ReadPart>();
@@ -201,7 +205,8 @@ fn read_ahead<'scope, R: BufRead + Send + 'scope, T: Send + 'scope>(
 
 /// Records read and parsed together: the batches of one read-ahead.
 struct Part<'a> {
-    records: Vec<Received<'a>>,
+    /// Their images borrow the part's text.
+    records: Vec<BorrowedReceived<'a>>,
     /// Per record: the bytes of the file read up to the end of its line.
     ends: Vec<u64>,
     /// Whether the file goes on past it.
@@ -331,7 +336,7 @@ impl Lines {
                     column: e.valid_up_to() + 1 + span.shift,
                     message: "not valid UTF-8".to_owned(),
                 })
-                .and_then(|line| parse_json_line(line, span.line, span.shift));
+                .and_then(|line| parse_json_line_borrowed(line, span.line, span.shift));
             match parsed {
                 Ok(Some(received)) => {
                     records.push(received);

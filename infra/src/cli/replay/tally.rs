@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use model::config::Config;
 use model::record::{Received, RecordError};
+use model::value::Attrs;
 use model::Planner;
 
 /// Counts of one file's records (or of several files', added up).
@@ -30,7 +31,7 @@ pub struct Tally {
 
 impl Tally {
     /// Counts a batch of records.
-    pub fn count(&mut self, batch: &[Received<'_>], config: &Config) {
+    pub fn count<I: Attrs>(&mut self, batch: &[Received<'_, I>], config: &Config) {
         let planner = Planner::new(config);
         for received in batch {
             self.records += 1;
@@ -46,7 +47,7 @@ impl Tally {
                     Ok(_) => self.matched += 1,
                     Err(_) => {
                         let table = record.table.as_deref().map(str::to_owned).unwrap_or_else(|| {
-                            let mut keys: Vec<&str> = record.keys.keys().collect();
+                            let mut keys: Vec<&str> = record.keys.iter().map(|(name, _)| name).collect();
                             keys.sort_unstable();
                             format!("(no table; keys {})", keys.join(", "))
                         });

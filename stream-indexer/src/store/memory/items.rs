@@ -3,6 +3,7 @@
 //! make of a table.
 
 use model::config::TableConfig;
+use model::value::Attrs;
 use model::Image;
 
 use super::packed::Packed;
@@ -11,7 +12,7 @@ use super::{item_key, key_image, table, table_entry, ItemKey, KeyValue, MemoryEr
 
 impl MemoryStore {
     /// The primary key of `item` (or of a key image) in `table`.
-    pub fn item_key(&self, table: &str, item: &Image) -> Result<ItemKey, MemoryError> {
+    pub fn item_key<I: Attrs>(&self, table: &str, item: &I) -> Result<ItemKey, MemoryError> {
         item_key(self.table(table)?, item)
     }
 
@@ -22,17 +23,17 @@ impl MemoryStore {
 
     /// PutItem that keeps the stored values of the `keep` attributes the
     /// item lacks (as an UpdateItem of the item's other attributes would).
-    pub fn put_item_keeping(&self, table: &str, item: &Image, keep: &[&str]) -> Result<(), MemoryError> {
+    pub fn put_item_keeping<I: Attrs>(&self, table: &str, item: &I, keep: &[&str]) -> Result<(), MemoryError> {
         self.put(table, item, keep).map(drop)
     }
 
     /// [`MemoryStore::put_item_keeping`] of an item made ready ahead: its
     /// key and stored form are taken from `ready` (made afresh if it was
     /// made for another config), unless stored attributes are kept.
-    pub fn put_ready_keeping(
+    pub fn put_ready_keeping<I: Attrs>(
         &self,
         table: &str,
-        item: &Image,
+        item: &I,
         ready: ReadyItem,
         keep: &[&str],
     ) -> Result<(), MemoryError> {
@@ -44,16 +45,16 @@ impl MemoryStore {
     }
 
     /// [`MemoryStore::put_item_keeping`], returning the old item as stored.
-    fn put(&self, table: &str, item: &Image, keep: &[&str]) -> Result<Option<Packed>, MemoryError> {
+    fn put<I: Attrs>(&self, table: &str, item: &I, keep: &[&str]) -> Result<Option<Packed>, MemoryError> {
         let t = self.table(table)?;
         self.put_keyed(t, item, keep, item_key(t, item)?, None)
     }
 
     /// [`MemoryStore::put`] of the item at `key`, `packed` when given.
-    fn put_keyed(
+    fn put_keyed<I: Attrs>(
         &self,
         t: &TableConfig,
-        item: &Image,
+        item: &I,
         keep: &[&str],
         key: ItemKey,
         packed: Option<Packed>,
@@ -75,7 +76,7 @@ impl MemoryStore {
                     _ => Packed::pack_with(item, &entries),
                 };
                 let new = recording.then(|| {
-                    let mut new = item.clone();
+                    let mut new = item.to_image();
                     for name in &kept {
                         if let Some(value) = stored.get(name) {
                             new.insert((*name).to_owned(), value);
@@ -107,7 +108,7 @@ impl MemoryStore {
                 }
                 vacant.insert(packed.unwrap_or_else(|| Packed::pack(item)));
                 if recording {
-                    state.record(table, key_image(t, item), None, Some(item.clone()), Origin::User);
+                    state.record(table, key_image(t, item), None, Some(item.to_image()), Origin::User);
                 }
                 None
             }
@@ -124,13 +125,13 @@ impl MemoryStore {
     /// DeleteItem by key, for a caller that does not want the deleted item:
     /// whether there was one. The item is unpacked only for its stream
     /// record, when one is recorded (a node's is as long as its edge set).
-    pub fn remove_item(&self, table: &str, key: &Image) -> Result<bool, MemoryError> {
+    pub fn remove_item<I: Attrs>(&self, table: &str, key: &I) -> Result<bool, MemoryError> {
         Ok(self.delete(table, key, false)?.is_some())
     }
 
     /// Deletes the item at `key`: `None` when there was none, else the
     /// item when `wanted`.
-    fn delete(&self, table: &str, key: &Image, wanted: bool) -> Result<Option<Option<Image>>, MemoryError> {
+    fn delete<I: Attrs>(&self, table: &str, key: &I, wanted: bool) -> Result<Option<Option<Image>>, MemoryError> {
         let t = self.table(table)?;
         let item_key = item_key(t, key)?;
         let mut state = self.lock();

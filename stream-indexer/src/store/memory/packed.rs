@@ -19,6 +19,7 @@
 //!   SS, NS, BS        count (len bytes)*
 //! ```
 
+use model::value::{Attr, Attrs, Shape};
 use model::{Image, Name, Value};
 
 const S: u8 = 0;
@@ -47,19 +48,19 @@ impl std::fmt::Debug for Packed {
 
 impl Packed {
     /// Packs `item`.
-    pub(super) fn pack(item: &Image) -> Packed {
+    pub(super) fn pack<I: Attrs>(item: &I) -> Packed {
         Packed::pack_with(item, &[])
     }
 
     /// Packs `item` and the entries `extra` (as [`Packed::entry`] gives
     /// them, from another item; their names must not be in `item`).
-    pub(super) fn pack_with(item: &Image, extra: &[&[u8]]) -> Packed {
+    pub(super) fn pack_with<I: Attrs>(item: &I, extra: &[&[u8]]) -> Packed {
         let size = varint_size(item.len() + extra.len())
             + item.iter().map(|(k, v)| entry_size(k, v)).sum::<usize>()
             + extra.iter().map(|e| e.len()).sum::<usize>();
         let mut out = Vec::with_capacity(size);
         put_varint(&mut out, item.len() + extra.len());
-        for (name, value) in item {
+        for (name, value) in item.iter() {
             put_entry(&mut out, name, value);
         }
         for entry in extra {
@@ -137,65 +138,69 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-fn entry_size(name: &str, value: &Value) -> usize {
+fn entry_size<V: Attr>(name: &str, value: &V) -> usize {
     bytes_size(name.as_bytes()) + value_size(value)
 }
 
-fn put_entry(out: &mut Vec<u8>, name: &str, value: &Value) {
+fn put_entry<V: Attr>(out: &mut Vec<u8>, name: &str, value: &V) {
     put_bytes(out, name.as_bytes());
     put_value(out, value);
 }
 
-fn value_size(value: &Value) -> usize {
-    1 + match value {
-        Value::S(s) | Value::N(s) => bytes_size(s.as_bytes()),
-        Value::B(b) => bytes_size(b),
-        Value::Bool(_) | Value::Null(_) => 0,
-        Value::M(m) => varint_size(m.len()) + m.iter().map(|(k, v)| entry_size(k, v)).sum::<usize>(),
-        Value::L(l) => varint_size(l.len()) + l.iter().map(value_size).sum::<usize>(),
-        Value::Ss(s) | Value::Ns(s) => varint_size(s.len()) + s.iter().map(|s| bytes_size(s.as_bytes())).sum::<usize>(),
-        Value::Bs(s) => varint_size(s.len()) + s.iter().map(|b| bytes_size(b)).sum::<usize>(),
+fn value_size<V: Attr>(value: &V) -> usize {
+    let strings =
+        |s: &[V::Text]| varint_size(s.len()) + s.iter().map(|s| bytes_size(s.as_ref().as_bytes())).sum::<usize>();
+    1 + match value.shape() {
+        Shape::S(s) | Shape::N(s) => bytes_size(s.as_bytes()),
+        Shape::B(b) => bytes_size(b),
+        Shape::Bool(_) | Shape::Null(_) => 0,
+        Shape::M(m) => varint_size(m.len()) + m.iter().map(|(k, v)| entry_size(k, v)).sum::<usize>(),
+        Shape::L(l) => varint_size(l.len()) + l.iter().map(value_size).sum::<usize>(),
+        Shape::Ss(s) | Shape::Ns(s) => strings(s),
+        Shape::Bs(s) => varint_size(s.len()) + s.iter().map(|b| bytes_size(b)).sum::<usize>(),
     }
 }
 
-fn put_value(out: &mut Vec<u8>, value: &Value) {
-    match value {
-        Value::S(s) => {
+fn put_value<V: Attr>(out: &mut Vec<u8>, value: &V) {
+    let strings = |out: &mut Vec<u8>, tag: u8, set: &[V::Text]| {
+        out.push(tag);
+        put_varint(out, set.len());
+        for s in set {
+            put_bytes(out, s.as_ref().as_bytes());
+        }
+    };
+    match value.shape() {
+        Shape::S(s) => {
             out.push(S);
             put_bytes(out, s.as_bytes());
         }
-        Value::N(n) => {
+        Shape::N(n) => {
             out.push(N);
             put_bytes(out, n.as_bytes());
         }
-        Value::B(b) => {
+        Shape::B(b) => {
             out.push(B);
             put_bytes(out, b);
         }
-        Value::Bool(b) => out.push(if *b { TRUE } else { FALSE }),
-        Value::Null(b) => out.push(if *b { NULL_TRUE } else { NULL_FALSE }),
-        Value::M(m) => {
+        Shape::Bool(b) => out.push(if b { TRUE } else { FALSE }),
+        Shape::Null(b) => out.push(if b { NULL_TRUE } else { NULL_FALSE }),
+        Shape::M(m) => {
             out.push(M);
             put_varint(out, m.len());
-            for (k, v) in m {
+            for (k, v) in m.iter() {
                 put_entry(out, k, v);
             }
         }
-        Value::L(l) => {
+        Shape::L(l) => {
             out.push(L);
             put_varint(out, l.len());
             for v in l {
                 put_value(out, v);
             }
         }
-        Value::Ss(set) | Value::Ns(set) => {
-            out.push(if matches!(value, Value::Ss(_)) { SS } else { NS });
-            put_varint(out, set.len());
-            for s in set {
-                put_bytes(out, s.as_bytes());
-            }
-        }
-        Value::Bs(set) => {
+        Shape::Ss(set) => strings(out, SS, set),
+        Shape::Ns(set) => strings(out, NS, set),
+        Shape::Bs(set) => {
             out.push(BS);
             put_varint(out, set.len());
             for b in set {

@@ -5,7 +5,7 @@
 //! placing it needs the store.
 
 use model::config::TableConfig;
-use model::Image;
+use model::value::Attrs;
 
 use super::packed::Packed;
 use super::{item_key, ItemKey, MemoryError};
@@ -22,7 +22,7 @@ pub struct ReadyItem {
 impl ReadyItem {
     /// `item` made ready for `table`; the error a put would give when it
     /// lacks a key attribute.
-    pub fn new(table: &TableConfig, item: &Image) -> Result<ReadyItem, MemoryError> {
+    pub fn new<I: Attrs>(table: &TableConfig, item: &I) -> Result<ReadyItem, MemoryError> {
         Ok(ReadyItem {
             table: address(table),
             key: item_key(table, item)?,
