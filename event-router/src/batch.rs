@@ -201,13 +201,14 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
 
     /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as
     /// bytes. Each record is read, classified and let go before the next
-    /// ([`record::glance_batch`]): its images are checked as they are read,
-    /// and built only for a record a route takes (read again from its text).
-    /// Nothing is published before the whole payload is read.
+    /// ([`record::glance_batch_borrowed`]): its keys are borrowed from the
+    /// payload, its images checked as they are read, and built only for a
+    /// record a route takes (read again from its text). Nothing is
+    /// published before the whole payload is read.
     pub async fn handle(&self, payload: &[u8]) -> Result<RouterOutcome, BatchError> {
         let mut stats = RouterStats::default();
         let mut classified = Classified::default();
-        for (position, read) in record::glance_batch(payload)?.enumerate() {
+        for (position, read) in record::glance_batch_borrowed(payload)?.enumerate() {
             let (raw, received) = read?;
             stats.records += 1;
             self.classify(&mut classified, &mut stats, position, &received, raw);

@@ -70,7 +70,7 @@ use crate::value::{borrowed, Attrs, Image};
 pub use parse::{
     parse_any, parse_batch, parse_json_line, parse_json_line_borrowed, parse_json_lines, parse_record, table_from_arn,
 };
-pub use walk::{glance_batch, read_batch, read_batch_borrowed, BatchReader};
+pub use walk::{glance_batch, glance_batch_borrowed, read_batch, read_batch_borrowed, BatchReader};
 
 /// What happened to the item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -135,6 +135,31 @@ impl<'de> Deserialize<'de> for BorrowedField<'de> {
     }
 }
 
+/// A record's `Keys` as read, owned ([`ImageField`]) or borrowed
+/// ([`BorrowedField`]).
+pub(super) trait KeysField<J> {
+    fn keys(&self) -> &Result<J, ImageProblem>;
+    fn into_keys(self) -> Result<J, ImageProblem>;
+}
+
+impl KeysField<Image> for ImageField {
+    fn keys(&self) -> &Result<Image, ImageProblem> {
+        &self.0
+    }
+    fn into_keys(self) -> Result<Image, ImageProblem> {
+        self.0
+    }
+}
+
+impl<'a> KeysField<borrowed::Image<'a>> for BorrowedField<'a> {
+    fn keys(&self) -> &Result<borrowed::Image<'a>, ImageProblem> {
+        &self.0
+    }
+    fn into_keys(self) -> Result<borrowed::Image<'a>, ImageProblem> {
+        self.0
+    }
+}
+
 std::thread_local! {
     /// The entries of the image being read (a nested `M` finds it taken
     /// and starts its own).

@@ -29,14 +29,15 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::attr::{
-    drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, ImageField, ImageProblem, MaybeBool, MaybeText,
-    Text,
+    drain_map, drain_seq, is_number, lenient_all_but, lenient_scalars, BorrowedField, ImageField, ImageProblem,
+    KeysField, MaybeBool, MaybeText, Text,
 };
 use super::one::{from_glanced, leading, whole};
-use super::{Raw, Received, RecordId};
+use super::scan::ScannedKeys;
+use super::{BorrowedReceived, Raw, Received, RecordId};
 use crate::sortkey;
 use crate::validate::MAX_ITEM_BYTES;
-use crate::value::{Image, Value};
+use crate::value::{self as view, borrowed, Attr, Attrs, Image};
 
 /// An image glanced at: `None` when unsure, else its top-level S and N
 /// values (the candidates for key attributes), by name.
@@ -87,7 +88,7 @@ impl<'a> ImageGlance<'a> {
     /// Whether the glance is sure and the image has every key attribute
     /// of `keys` (the record's usable `Keys`), with the same S or N value.
     /// Otherwise the whole reading says what is wrong, if anything.
-    pub(super) fn agrees_with(&self, keys: Option<&Result<Image, ImageProblem>>) -> bool {
+    pub(super) fn agrees_with<K: Attrs>(&self, keys: Option<&Result<K, ImageProblem>>) -> bool {
         let (Some(entries), Some(Ok(keys))) = (&self.0, keys) else {
             return false;
         };
@@ -96,9 +97,9 @@ impl<'a> ImageGlance<'a> {
                 let Ok(at) = entries.binary_search_by(|(n, _)| n.as_ref().cmp(name)) else {
                     return false;
                 };
-                match (&entries[at].1, key) {
-                    (Some(Scalar::S(s)), Value::S(k)) => s == k,
-                    (Some(Scalar::N(n)), Value::N(k)) => n == k,
+                match (&entries[at].1, key.scalar()) {
+                    (Some(Scalar::S(s)), view::Scalar::S(k)) => s == k,
+                    (Some(Scalar::N(n)), view::Scalar::N(k)) => n == k,
                     _ => false,
                 }
             })
@@ -275,10 +276,32 @@ impl<'de> Deserialize<'de> for MapGlance {
 /// any other is read whole. `None` when it does not read as a record
 /// object (the caller reads it the strict way).
 pub(super) fn glance_leading(text: &str, position: RecordId) -> Option<(&str, Received<'_>)> {
-    let (own, raw) = leading::<ImageGlance<'_>, ImageField>(text)?;
+    glance::<ImageField, Image>(text, position, whole)
+}
+
+/// [`glance_leading`], the record's keys borrowed from `text` (and, for a
+/// record read whole, its images: see [`super::read_batch_borrowed`]).
+pub(super) fn glance_leading_borrowed(text: &str, position: RecordId) -> Option<(&str, BorrowedReceived<'_>)> {
+    glance::<BorrowedField<'_>, borrowed::Image<'_>>(text, position, |text, position| {
+        whole(text, position).into_borrowed()
+    })
+}
+
+/// A glance at the record `text` starts with, its keys read as `K` into
+/// `J`; a record the glance is unsure of is read by `whole`.
+fn glance<'a, K, J>(
+    text: &'a str,
+    position: RecordId,
+    whole: impl FnOnce(&'a str, RecordId) -> Received<'a, J>,
+) -> Option<(&'a str, Received<'a, J>)>
+where
+    K: Deserialize<'a> + ScannedKeys<'a> + KeysField<J>,
+    J: Attrs + Default,
+{
+    let (own, raw) = leading::<ImageGlance<'_>, K>(text)?;
     let sure = small_enough(own.len())
         && raw.dynamodb.as_ref().is_none_or(|d| {
-            let keys = d.keys.as_ref().map(|k| &k.0);
+            let keys = d.keys.as_ref().map(KeysField::keys);
             [&d.new_image, &d.old_image]
                 .into_iter()
                 .flatten()

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use serde::Deserialize as DeriveDeserialize;
 use serde_json::value::RawValue;
 
-use super::attr::{bad_key_type, AttrProblem, BorrowedField, ImageField, ImageProblem};
+use super::attr::{bad_key_type, AttrProblem, BorrowedField, ImageField, ImageProblem, KeysField};
 use super::parse::{json_message, shared_arn};
 use super::raw::RawRecord;
 use super::scan;
@@ -73,11 +73,11 @@ pub(super) fn from_raw(raw: RawRecord<'_>, position: RecordId) -> (Option<String
 /// A record glanced at, checked and built as [`from_raw`] does, but
 /// without its images: the glance found that each image `raw` has agrees
 /// with the keys (see [`glance`](super::glance)).
-pub(super) fn from_glanced<I>(
-    raw: RawRecord<'_, I>,
+pub(super) fn from_glanced<'a, I, K: KeysField<J>, J: Attrs + Default>(
+    raw: RawRecord<'a, I, K>,
     position: RecordId,
-) -> (Option<String>, Result<ChangeRecord, RecordError>) {
-    build(raw, position, |_| Ok(Image::new()), |field: ImageField| field.0, true)
+) -> (Option<String>, Result<ChangeRecord<J>, RecordError>) {
+    build(raw, position, |_| Ok(J::default()), K::into_keys, true)
 }
 
 /// A record's parts, each image made by `image` and the keys by `keys`,

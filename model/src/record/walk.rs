@@ -20,7 +20,7 @@ use serde::de::{Deserialize, IgnoredAny};
 use serde_json::value::RawValue;
 
 use super::attr::Text;
-use super::glance::glance_leading;
+use super::glance::{glance_leading, glance_leading_borrowed};
 use super::one::{read_leading, read_leading_borrowed, received, received_borrowed};
 use super::parse::{decode, strict};
 use super::{ParseError, RawJson, Received, RecordId};
@@ -82,6 +82,19 @@ pub fn glance_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
 
 /// A record read from the text it starts: its own text, and the record.
 pub(super) type Leading<'a, I> = (&'a str, Received<'a, I>);
+
+/// Reads a batch as [`glance_batch`] does, each record's keys (and the
+/// images of a record read whole) borrowed from the payload, as
+/// [`read_batch_borrowed`] reads them: the router's reading.
+pub fn glance_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, crate::value::borrowed::Image<'_>>, ParseError> {
+    reader(
+        bytes,
+        Form {
+            leading: glance_leading_borrowed,
+            strict: received_borrowed,
+        },
+    )
+}
 
 /// How a walk reads each record: from the text it starts (with what
 /// follows it), `None` when that does not read as a record object; and

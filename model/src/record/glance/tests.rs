@@ -7,7 +7,10 @@ use proptest::prelude::*;
 use crate::config::{self, Config, EXAMPLE_CONFIG};
 use crate::delivery::lambda_record;
 use crate::event;
-use crate::record::{glance_batch, read_batch, ChangeRecord, CreationTime, EventKind, ParseError, RawJson, Received};
+use crate::record::{
+    glance_batch, glance_batch_borrowed, read_batch, ChangeRecord, CreationTime, EventKind, ParseError, RawJson,
+    Received,
+};
 use crate::testing::attribute_value;
 use crate::validate;
 use crate::value::{Image, Value};
@@ -33,10 +36,37 @@ fn without_images(record: &ChangeRecord) -> ChangeRecord {
     }
 }
 
+/// The router's reading, keys borrowed: each record as the glance reads
+/// it owned (made owned again), glanced at or read whole alike.
+fn compare_borrowed(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let owned = glance_batch(bytes).and_then(|reader| {
+        reader
+            .map(|read| {
+                read.map(|(raw, received)| (raw.text().into_owned(), received.has_whole_images(), received.record))
+            })
+            .collect::<Result<Vec<_>, ParseError>>()
+    });
+    let borrowed = glance_batch_borrowed(bytes).map(|reader| {
+        reader.map(|read| {
+            read.map(|(raw, received)| {
+                let whole = received.has_whole_images();
+                let record = received
+                    .record
+                    .map(|r| r.map_images(|i| crate::value::Attrs::to_image(&i)));
+                (raw.text().into_owned(), whole, record)
+            })
+        })
+    });
+    let borrowed: Result<Vec<_>, ParseError> = borrowed.and_then(|reader| reader.collect());
+    prop_assert_eq!(borrowed, owned);
+    Ok(())
+}
+
 /// Checks a batch read both ways (see the module doc), records checked
 /// against their table in `config`; answers how many records were glanced
 /// at (not read whole).
 fn compare(bytes: &[u8], config: &Config) -> Result<usize, TestCaseError> {
+    compare_borrowed(bytes)?;
     let (glanced, whole) = match (glance_batch(bytes), read_batch(bytes)) {
         (Ok(glanced), Ok(whole)) => (read_all(glanced), read_all(whole)),
         (glanced, whole) => {
