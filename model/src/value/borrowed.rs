@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 
-use super::view::{Attr, Attrs, Shape};
+use super::view::{shape_of, Attr, Attrs, Shape};
 
 /// One attribute value, borrowed where it can be.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,20 +45,7 @@ impl<'a> Image<'a> {
     /// The image of `entries` (in any order), or the first name (in the
     /// order given) that repeats an earlier one.
     pub fn from_distinct(mut entries: Vec<(Cow<'a, str>, Value<'a>)>) -> Result<Image<'a>, String> {
-        if entries.is_sorted_by(|a, b| a.0 < b.0) {
-            return Ok(Image { entries });
-        }
-        let mut order: Vec<usize> = (0..entries.len()).collect();
-        order.sort_by(|&a, &b| entries[a].0.cmp(&entries[b].0));
-        let first_repeat = order
-            .windows(2)
-            .filter(|pair| entries[pair[0]].0 == entries[pair[1]].0)
-            .map(|pair| pair[1])
-            .min();
-        if let Some(at) = first_repeat {
-            return Err(entries[at].0.to_string());
-        }
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        super::image::sort_distinct(&mut entries)?;
         Ok(Image { entries })
     }
 }
@@ -68,18 +55,7 @@ impl<'a> Attr for Value<'a> {
     type Map = Image<'a>;
 
     fn shape(&self) -> Shape<'_, Self> {
-        match self {
-            Value::S(s) => Shape::S(s),
-            Value::N(n) => Shape::N(n),
-            Value::B(b) => Shape::B(b),
-            Value::Bool(b) => Shape::Bool(*b),
-            Value::Null(b) => Shape::Null(*b),
-            Value::M(m) => Shape::M(m),
-            Value::L(l) => Shape::L(l),
-            Value::Ss(m) => Shape::Ss(m),
-            Value::Ns(m) => Shape::Ns(m),
-            Value::Bs(m) => Shape::Bs(m),
-        }
+        shape_of!(self, Value)
     }
 
     fn to_value(&self) -> super::Value {

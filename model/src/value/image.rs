@@ -187,22 +187,30 @@ impl Image {
             }
             return Ok(Image { entries });
         }
-        if entries.is_sorted_by(|a, b| a.0 < b.0) {
-            return Ok(Image { entries });
-        }
-        let mut order: Vec<usize> = (0..entries.len()).collect();
-        order.sort_by(|&a, &b| entries[a].0.cmp(&entries[b].0));
-        let first_repeat = order
-            .windows(2)
-            .filter(|pair| entries[pair[0]].0 == entries[pair[1]].0)
-            .map(|pair| pair[1])
-            .min();
-        if let Some(at) = first_repeat {
-            return Err(entries[at].0.to_string());
-        }
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        sort_distinct(&mut entries)?;
         Ok(Image { entries })
     }
+}
+
+/// Sorts `entries` by name, or returns the first name (in the order
+/// given) that repeats an earlier one: an image's entries, owned or
+/// borrowed ([`super::borrowed::Image::from_distinct`]).
+pub(super) fn sort_distinct<N: Ord + fmt::Display, V>(entries: &mut [(N, V)]) -> Result<(), String> {
+    if entries.is_sorted_by(|a, b| a.0 < b.0) {
+        return Ok(());
+    }
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by(|&a, &b| entries[a].0.cmp(&entries[b].0));
+    let first_repeat = order
+        .windows(2)
+        .filter(|pair| entries[pair[0]].0 == entries[pair[1]].0)
+        .map(|pair| pair[1])
+        .min();
+    if let Some(at) = first_repeat {
+        return Err(entries[at].0.to_string());
+    }
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(())
 }
 
 /// Up to this many entries, a name is looked up by a scan.

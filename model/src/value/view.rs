@@ -26,6 +26,26 @@ pub enum Shape<'v, V: Attr> {
     Bs(&'v [Vec<u8>]),
 }
 
+/// The [`Shape`] of `value`, a `&$enum` whose variants are named as
+/// DynamoDB's type tags (the owned and the borrowed `Value`).
+macro_rules! shape_of {
+    ($value:expr, $enum:ident) => {
+        match $value {
+            $enum::S(s) => Shape::S(s),
+            $enum::N(n) => Shape::N(n),
+            $enum::B(b) => Shape::B(b),
+            $enum::Bool(b) => Shape::Bool(*b),
+            $enum::Null(b) => Shape::Null(*b),
+            $enum::M(m) => Shape::M(m),
+            $enum::L(l) => Shape::L(l),
+            $enum::Ss(m) => Shape::Ss(m),
+            $enum::Ns(m) => Shape::Ns(m),
+            $enum::Bs(m) => Shape::Bs(m),
+        }
+    };
+}
+pub(super) use shape_of;
+
 /// A value as the key code reads it: a scalar, or the type of another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scalar<'v> {
@@ -123,18 +143,7 @@ impl Attr for Value {
     type Map = HashMap<String, Value>;
 
     fn shape(&self) -> Shape<'_, Self> {
-        match self {
-            Value::S(s) => Shape::S(s),
-            Value::N(n) => Shape::N(n),
-            Value::B(b) => Shape::B(b),
-            Value::Bool(b) => Shape::Bool(*b),
-            Value::Null(b) => Shape::Null(*b),
-            Value::M(m) => Shape::M(m),
-            Value::L(l) => Shape::L(l),
-            Value::Ss(m) => Shape::Ss(m),
-            Value::Ns(m) => Shape::Ns(m),
-            Value::Bs(m) => Shape::Bs(m),
-        }
+        shape_of!(self, Value)
     }
 
     fn to_value(&self) -> Value {
