@@ -244,3 +244,38 @@ mod tail {
         }
     }
 }
+
+/// The entries of an owned M (a hash map, in no order) are derived by
+/// name, so an item with several entries that cannot be indexed gives
+/// their problems in one order (the quarantine's reason is then the same
+/// on every run, and in both image forms).
+#[test]
+fn problems_of_several_entries_come_by_entry_name() {
+    let config = crate::config::parse(crate::config::EXAMPLE_CONFIG, "example").unwrap();
+    let table = config.table("issues").unwrap();
+    let index = config.index("issue-attrib").unwrap();
+    let names: Vec<String> = (0..24).map(|i| format!("f{:02}", (i * 7) % 24)).collect();
+    let fields: std::collections::HashMap<String, Value> =
+        names.iter().map(|name| (name.clone(), Value::L(Vec::new()))).collect();
+    let item: Image = [
+        ("id".to_owned(), Value::S("issue-1".to_owned())),
+        ("rel".to_owned(), Value::S("issue-1".to_owned())),
+        ("num".to_owned(), Value::N("1".to_owned())),
+        ("custom_fields".to_owned(), Value::M(fields)),
+    ]
+    .into_iter()
+    .collect();
+    let derived = row_keys(index, table, &item, None).unwrap();
+    let labels: Vec<String> = derived
+        .problems
+        .iter()
+        .map(|p| match p {
+            IndexError::SortColumn { entry, .. } => entry.to_string(),
+            other => panic!("an entry's sort column: {other}"),
+        })
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    let expected: Vec<String> = sorted.iter().map(|n| format!("entry `custom_fields.{n}`: ")).collect();
+    assert_eq!(labels, expected);
+}
