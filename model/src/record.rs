@@ -8,13 +8,17 @@
 //!   `{"Records": [...], ...}`; [`read_batch`] reads the same records one
 //!   at a time, in one pass over the payload; [`glance_batch`] too, but
 //!   checks each record's images instead of building them where it can
-//!   (for the router: `glance`).
+//!   (for the router: `glance`). [`read_batch_borrowed`] and
+//!   [`glance_batch_borrowed`] read the same, their keys and images
+//!   borrowed from the payload ([`crate::value::borrowed`]): the
+//!   consumers' readings.
 //! - [`parse_json_lines`]: one record object per line (either spelling),
 //!   blank lines ignored; each record comes with its line number.
 //! - [`parse_any`]: detects which of the two it was given.
 //! - [`parse_record`]: one record's JSON.
 //! - [`parse_json_line`]: one line of JSON Lines, for readers that stream a
-//!   file.
+//!   file; [`parse_json_line_borrowed`] borrows its images from the line
+//!   (replay's reading).
 //!
 //! Input that is not JSON at all (or not one of these shapes) is a
 //! [`ParseError`] with a line and column. Otherwise every record comes back
@@ -110,7 +114,7 @@ pub struct CreationTime {
 
 /// One change to one item, as the planner and the router see it. Its
 /// images are owned ([`Image`]), or borrowed from the payload it was read
-/// from ([`borrowed::Image`](crate::value::borrowed::Image), see
+/// from ([`borrowed::Image`], see
 /// [`read_batch_borrowed`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangeRecord<I = Image> {
