@@ -237,18 +237,19 @@ pub fn classify<I: Attrs>(
             matched.push(route);
         }
     }
-    if matched.is_empty() {
+    let Some((last, others)) = matched.split_last() else {
         return Ok(Vec::new());
-    }
+    };
+    let event = |route: &RouteConfig, detail| Event {
+        source: config.events.source.clone(),
+        detail_type: route.detail_type.clone(),
+        detail,
+    };
+    // One detail, cloned for each route but the last, which takes it.
     let detail = detail(table, record);
-    Ok(matched
-        .into_iter()
-        .map(|route| Event {
-            source: config.events.source.clone(),
-            detail_type: route.detail_type.clone(),
-            detail: detail.clone(),
-        })
-        .collect())
+    let mut events: Vec<Event> = others.iter().map(|route| event(route, detail.clone())).collect();
+    events.push(event(last, detail));
+    Ok(events)
 }
 
 /// Whether a MODIFY changed nothing but what the pipeline owns (the edge
@@ -262,10 +263,10 @@ fn only_pipeline_changes<I: Attrs>(config: &Config, table: &TableConfig, record:
     let (Some(old), Some(new)) = (&record.old, &record.new) else {
         return false;
     };
-    let changed = changed_names(Some(old), Some(new));
-    !changed.is_empty()
-        && changed.iter().all(|name| {
-            *name == set.attribute || *name == set.complete_attribute || name == crate::version::EDGE_MARK_ATTRIBUTE
+    let mut changed = changed_iter(Some(old), Some(new)).peekable();
+    changed.peek().is_some()
+        && changed.all(|name| {
+            name == set.attribute || name == set.complete_attribute || name == crate::version::EDGE_MARK_ATTRIBUTE
         })
 }
 
@@ -350,23 +351,27 @@ pub fn changed(old: Option<&Image>, new: Option<&Image>) -> Vec<String> {
 
 /// [`changed`], of images in either form.
 fn changed_names<I: Attrs>(old: Option<&I>, new: Option<&I>) -> Vec<String> {
+    let mut names: Vec<String> = changed_iter(old, new).map(str::to_owned).collect();
+    names.sort_unstable();
+    names
+}
+
+/// The names [`changed`] gives, in no order, none allocated.
+fn changed_iter<'i, I: Attrs>(old: Option<&'i I>, new: Option<&'i I>) -> impl Iterator<Item = &'i str> {
     fn present<'i, I: Attrs>(image: Option<&'i I>, name: &str) -> Option<&'i I::Value> {
         image.and_then(|i| i.get(name))
     }
-    let mut names: Vec<String> = old
+    let gone_or_changed = old
         .into_iter()
         .flat_map(|o| o.iter())
-        .filter(|(name, value)| present(new, name).is_none_or(|n| !same(*value, n)))
-        .map(|(name, _)| name.to_owned())
-        .chain(
-            new.into_iter()
-                .flat_map(|n| n.iter())
-                .filter(|(name, _)| present(old, name).is_none())
-                .map(|(name, _)| name.to_owned()),
-        )
-        .collect();
-    names.sort_unstable();
-    names
+        .filter(move |(name, value)| present(new, name).is_none_or(|n| !same(*value, n)))
+        .map(|(name, _)| name);
+    let added = new
+        .into_iter()
+        .flat_map(|n| n.iter())
+        .filter(move |(name, _)| present(old, name).is_none())
+        .map(|(name, _)| name);
+    gone_or_changed.chain(added)
 }
 
 /// Value equality with sets compared as sets.
