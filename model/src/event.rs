@@ -334,7 +334,7 @@ fn detail<I: Attrs>(table: &TableConfig, record: &ChangeRecord<I>) -> Detail {
         keys: record.keys.to_image(),
         old_image: record.old.as_ref().map(Attrs::to_image),
         new_image: record.new.as_ref().map(Attrs::to_image),
-        changed: changed_names(record.old.as_ref(), record.new.as_ref()),
+        changed: changed(record.old.as_ref(), record.new.as_ref()),
         expired: record.ttl_expiry,
         sequence_number: record.sequence_number.clone(),
         approximate_creation_time: record.created,
@@ -345,12 +345,7 @@ fn detail<I: Attrs>(table: &TableConfig, record: &ChangeRecord<I>) -> Detail {
 /// Top-level names whose values differ between `old` and `new` (a missing
 /// image is empty), sorted. For an INSERT (no old image) that is every new
 /// name; for a REMOVE every old name.
-pub fn changed(old: Option<&Image>, new: Option<&Image>) -> Vec<String> {
-    changed_names(old, new)
-}
-
-/// [`changed`], of images in either form.
-fn changed_names<I: Attrs>(old: Option<&I>, new: Option<&I>) -> Vec<String> {
+pub fn changed<I: Attrs>(old: Option<&I>, new: Option<&I>) -> Vec<String> {
     let mut names: Vec<String> = changed_iter(old, new).map(str::to_owned).collect();
     names.sort_unstable();
     names

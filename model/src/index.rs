@@ -209,7 +209,7 @@ pub fn changed_entries<'a, V: Attr>(
 ) -> Option<(EntryFilter<'a>, EntryFilter<'a>)> {
     let empty_map = || Some(Vec::new());
     let map = |v: Option<&'a V>| match v.map(Attr::shape) {
-        Some(Shape::M(m)) => Some(by_name(m)),
+        Some(Shape::M(m)) => Some(m.by_name()),
         None | Some(Shape::Null(_)) => empty_map(),
         _ => None,
     };
@@ -338,16 +338,6 @@ fn check_entry_count<V: Attr>(attribute: &str, value: Option<&V>) -> Result<(), 
     Ok(())
 }
 
-/// A map's entries by name (an owned M is a hash map, in no order): so
-/// are the entries' rows, and their problems.
-fn by_name<M: Attrs>(map: &M) -> Vec<(&str, &M::Value)> {
-    let mut entries: Vec<(&str, &M::Value)> = map.iter().collect();
-    if !M::BY_NAME {
-        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    }
-    entries
-}
-
 fn entries<'a, V: Attr>(
     attribute: &str,
     value: Option<&'a V>,
@@ -357,16 +347,22 @@ fn entries<'a, V: Attr>(
         key: EntryKey::Member,
         value,
     };
-    let mut list: Vec<Entry<'a>> = match value.map(Attr::shape) {
-        None | Some(Shape::Null(_)) => Vec::new(),
-        Some(Shape::M(map)) => by_name(map)
+    let Some(value) = value else {
+        return Ok(Vec::new());
+    };
+    // A map's entries by name (an owned M is a hash map, in no order): so
+    // are the entries' rows, and their problems.
+    let mut list: Vec<Entry<'a>> = match value.shape() {
+        Shape::Null(_) => Vec::new(),
+        Shape::M(map) => map
+            .by_name()
             .into_iter()
             .map(|(k, value)| Entry {
                 key: EntryKey::Name(k),
                 value: value.scalar(),
             })
             .collect(),
-        Some(Shape::L(list)) => list
+        Shape::L(list) => list
             .iter()
             .enumerate()
             .map(|(i, value)| Entry {
@@ -374,13 +370,13 @@ fn entries<'a, V: Attr>(
                 value: value.scalar(),
             })
             .collect(),
-        Some(Shape::Ss(members)) => members.iter().map(|m| member(Scalar::S(m.as_ref()))).collect(),
-        Some(Shape::Ns(members)) => members.iter().map(|m| member(Scalar::N(m.as_ref()))).collect(),
-        Some(Shape::Bs(members)) => members.iter().map(|m| member(Scalar::B(m))).collect(),
-        Some(_) => {
+        Shape::Ss(members) => members.iter().map(|m| member(Scalar::S(m.as_ref()))).collect(),
+        Shape::Ns(members) => members.iter().map(|m| member(Scalar::N(m.as_ref()))).collect(),
+        Shape::Bs(members) => members.iter().map(|m| member(Scalar::B(m))).collect(),
+        Shape::S(_) | Shape::N(_) | Shape::B(_) | Shape::Bool(_) => {
             return Err(IndexError::ForEachType {
                 attribute: attribute.to_owned(),
-                found: value.map_or("NULL", Attr::type_name),
+                found: value.type_name(),
             });
         }
     };

@@ -281,12 +281,9 @@ impl<'a> Received<'a> {
     /// itself (read whole already, made in process, or unusable: the
     /// glance finds what is wrong with a record as the whole reading does).
     pub fn whole(&self) -> std::borrow::Cow<'_, Received<'a>> {
-        match (self.raw, &self.record) {
-            // A usable record is named by its sequence number.
-            (Raw::Json(text), Ok(record)) if !self.whole_images => {
-                std::borrow::Cow::Owned(one::whole(text, RecordId::Sequence(record.sequence_number.clone())))
-            }
-            _ => std::borrow::Cow::Borrowed(self),
+        match self.read_whole() {
+            Some(whole) => std::borrow::Cow::Owned(whole),
+            None => std::borrow::Cow::Borrowed(self),
         }
     }
 }

@@ -167,9 +167,7 @@ fn entries_ok<M: Attrs>(map: &M, path: &mut dyn FnMut(&str) -> String) -> Result
     if map.iter().all(|(_, value)| value_ok(value, &mut String::new).is_ok()) {
         return Ok(());
     }
-    let mut entries: Vec<(&str, &M::Value)> = map.iter().collect();
-    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    for (key, value) in entries {
+    for (key, value) in map.by_name() {
         value_ok(value, &mut || path(key))?;
     }
     Ok(())

@@ -301,7 +301,7 @@ fn changed_of_insert_and_remove_and_missing_images() {
     assert_eq!(changed(None, Some(&image)), ["a", "b"]);
     assert_eq!(changed(Some(&image), None), ["a", "b"]);
     assert_eq!(changed(Some(&image), Some(&image)), Vec::<String>::new());
-    assert_eq!(changed(None, None), Vec::<String>::new());
+    assert_eq!(changed::<Image>(None, None), Vec::<String>::new());
 }
 
 /// A small detail whose exact text is written out below.

@@ -67,7 +67,7 @@ fn parse_raw(text: &str, position: RecordId) -> (Option<String>, Result<ChangeRe
 
 /// A record read into its serde struct, checked and built.
 pub(super) fn from_raw(raw: RawRecord<'_>, position: RecordId) -> (Option<String>, Result<ChangeRecord, RecordError>) {
-    build(raw, position, |field| field.0, |field| field.0, false)
+    build(raw, position, |field| field.0, false)
 }
 
 /// A record glanced at, checked and built as [`from_raw`] does, but
@@ -77,16 +77,14 @@ pub(super) fn from_glanced<'a, I, K: KeysField<J>, J: Attrs + Default>(
     raw: RawRecord<'a, I, K>,
     position: RecordId,
 ) -> (Option<String>, Result<ChangeRecord<J>, RecordError>) {
-    build(raw, position, |_| Ok(J::default()), K::into_keys, true)
+    build(raw, position, |_| Ok(J::default()), true)
 }
 
-/// A record's parts, each image made by `image` and the keys by `keys`,
-/// checked and built.
-fn build<'a, I, K, J: Attrs>(
+/// A record's parts, each image made by `image`, checked and built.
+fn build<'a, I, K: KeysField<J>, J: Attrs>(
     raw: RawRecord<'a, I, K>,
     position: RecordId,
     image: impl Fn(I) -> Result<J, ImageProblem>,
-    keys: impl FnOnce(K) -> Result<J, ImageProblem>,
     images_glanced: bool,
 ) -> (Option<String>, Result<ChangeRecord<J>, RecordError>) {
     let sequence_number = raw
@@ -97,7 +95,7 @@ fn build<'a, I, K, J: Attrs>(
         .map(str::to_owned);
     (
         sequence_number,
-        validate(Parts::of(raw, image, keys, images_glanced), position),
+        validate(Parts::of(raw, image, K::into_keys, images_glanced), position),
     )
 }
 
@@ -115,7 +113,7 @@ pub(super) fn read_leading(text: &str, position: RecordId) -> Option<(&str, Rece
 /// can be (see [`super::read_batch_borrowed`]).
 pub(super) fn read_leading_borrowed(text: &str, position: RecordId) -> Option<(&str, BorrowedReceived<'_>)> {
     let (own, raw) = leading::<BorrowedField<'_>, BorrowedField<'_>>(text)?;
-    let (sequence_number, record) = build(raw, position, |field| field.0, |field| field.0, false);
+    let (sequence_number, record) = build(raw, position, |field| field.0, false);
     Some((own, Received::read(super::Raw::Json(own), sequence_number, record)))
 }
 

@@ -9,7 +9,7 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use serde_json::value::RawValue;
 
 use super::attr::Text;
-use super::one::{clip, read_leading, read_leading_borrowed, received, received_borrowed};
+use super::one::{clip, received};
 use super::walk::{read_batch, Form};
 use super::{BorrowedReceived, ParseError, Received, RecordId};
 
@@ -211,11 +211,7 @@ fn json_lines(text: &str, bom: usize) -> Result<Vec<(usize, Received<'_>)>, Pars
 /// line, its column moved right by `column_shift`, as for a byte-order mark
 /// the caller stripped) for a line that is not JSON, else the record.
 pub fn parse_json_line(line: &str, number: usize, column_shift: usize) -> Result<Option<Received<'_>>, ParseError> {
-    let form = Form {
-        leading: read_leading,
-        strict: received,
-    };
-    json_line(line, number, column_shift, form)
+    json_line(line, number, column_shift, Form::whole())
 }
 
 /// [`parse_json_line`], the record's images borrowed from `line` (as
@@ -225,11 +221,7 @@ pub fn parse_json_line_borrowed(
     number: usize,
     column_shift: usize,
 ) -> Result<Option<BorrowedReceived<'_>>, ParseError> {
-    let form = Form {
-        leading: read_leading_borrowed,
-        strict: received_borrowed,
-    };
-    json_line(line, number, column_shift, form)
+    json_line(line, number, column_shift, Form::borrowed())
 }
 
 /// One line, its record read as `form` reads one: in one pass where it

@@ -24,7 +24,7 @@ use super::glance::{glance_leading, glance_leading_borrowed};
 use super::one::{read_leading, read_leading_borrowed, received, received_borrowed};
 use super::parse::{decode, strict};
 use super::{ParseError, RawJson, Received, RecordId};
-use crate::value::Image;
+use crate::value::{borrowed, Image};
 
 /// Reads a Lambda event or a `GetRecords` response as
 /// [`parse_batch`](super::parse_batch) does, a record at a time: the
@@ -41,27 +41,15 @@ use crate::value::Image;
 /// what makes the payload no batch (after which it ends). So a consumer
 /// must read to the end before it acts on any record.
 pub fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
-    reader(
-        bytes,
-        Form {
-            leading: read_leading,
-            strict: received,
-        },
-    )
+    reader(bytes, Form::whole())
 }
 
 /// Reads a batch as [`read_batch`] does, each record's images borrowed
 /// from the payload ([`crate::value::borrowed`]): their strings are slices
 /// of it, owned only where the JSON has an escape. For a consumer that
 /// works out each record and lets it go: the indexer.
-pub fn read_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, crate::value::borrowed::Image<'_>>, ParseError> {
-    reader(
-        bytes,
-        Form {
-            leading: read_leading_borrowed,
-            strict: received_borrowed,
-        },
-    )
+pub fn read_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, borrowed::Image<'_>>, ParseError> {
+    reader(bytes, Form::borrowed())
 }
 
 /// Reads a batch as [`read_batch`] does, but glances at each record's
@@ -86,7 +74,7 @@ pub(super) type Leading<'a, I> = (&'a str, Received<'a, I>);
 /// Reads a batch as [`glance_batch`] does, each record's keys (and the
 /// images of a record read whole) borrowed from the payload, as
 /// [`read_batch_borrowed`] reads them: the router's reading.
-pub fn glance_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, crate::value::borrowed::Image<'_>>, ParseError> {
+pub fn glance_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, borrowed::Image<'_>>, ParseError> {
     reader(
         bytes,
         Form {
@@ -102,6 +90,26 @@ pub fn glance_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, crate::valu
 pub(super) struct Form<'a, I> {
     pub(super) leading: fn(&'a str, RecordId) -> Option<Leading<'a, I>>,
     pub(super) strict: fn(&'a RawValue, RecordId) -> Received<'a, I>,
+}
+
+impl<'a> Form<'a, Image> {
+    /// Records read whole, owned: [`read_batch`]'s reading.
+    pub(super) fn whole() -> Self {
+        Form {
+            leading: read_leading,
+            strict: received,
+        }
+    }
+}
+
+impl<'a> Form<'a, borrowed::Image<'a>> {
+    /// Records read whole, borrowed: [`read_batch_borrowed`]'s reading.
+    pub(super) fn borrowed() -> Self {
+        Form {
+            leading: read_leading_borrowed,
+            strict: received_borrowed,
+        }
+    }
 }
 
 impl<I> Clone for Form<'_, I> {

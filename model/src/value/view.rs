@@ -132,6 +132,15 @@ pub trait Attrs: std::fmt::Debug + Sync {
     /// The attributes, by name when [`Attrs::BY_NAME`], else in any order.
     fn iter(&self) -> impl Iterator<Item = (&str, &Self::Value)>;
 
+    /// The attributes by name, whatever [`Attrs::iter`]'s order.
+    fn by_name(&self) -> Vec<(&str, &Self::Value)> {
+        let mut entries: Vec<(&str, &Self::Value)> = self.iter().collect();
+        if !Self::BY_NAME {
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
+        entries
+    }
+
     /// The attributes, owned.
     fn to_image(&self) -> Image {
         self.iter().map(|(name, value)| (name, value.to_value())).collect()
