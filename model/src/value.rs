@@ -17,20 +17,3 @@ pub type Value = serde_dynamo::AttributeValue;
 /// The non-key attributes of an index row, shared by every row one item
 /// produces (an item with ten map entries has ten rows and one projection).
 pub type Projection = std::sync::Arc<Image>;
-
-/// The DynamoDB type tag of a value (`S`, `N`, `B`, `BOOL`, `NULL`, `M`, `L`, `SS`, `NS`, `BS`),
-/// for error messages.
-pub fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::S(_) => "S",
-        Value::N(_) => "N",
-        Value::B(_) => "B",
-        Value::Bool(_) => "BOOL",
-        Value::Null(_) => "NULL",
-        Value::M(_) => "M",
-        Value::L(_) => "L",
-        Value::Ss(_) => "SS",
-        Value::Ns(_) => "NS",
-        Value::Bs(_) => "BS",
-    }
-}

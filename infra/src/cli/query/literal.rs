@@ -79,7 +79,7 @@ fn json(text: &str) -> Result<SortValue, String> {
         other => {
             return Err(format!(
                 "a sort column holds S, N, B, BOOL or NULL, not {}",
-                model::value::type_name(&other)
+                model::value::Attr::type_name(&other)
             ))
         }
     })
