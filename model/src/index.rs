@@ -388,12 +388,25 @@ fn entries<'a, V: Attr>(
 
 /// The attributes every row of the item carries: the source key and the projection.
 pub fn projection<I: Attrs>(index: &IndexConfig, table: &TableConfig, item: &I) -> Image {
-    let names = std::iter::once(&table.partition_key)
-        .chain(table.sort_key.as_ref())
-        .chain(index.project.iter());
-    names
+    projected_names(index, table)
         .filter_map(|name| item.get(name).map(|v| (name.as_str(), v.to_value())))
         .collect()
+}
+
+/// Whether two images (absent or not) give the same [`projection`], found
+/// without building either.
+pub fn same_projection<I: Attrs>(index: &IndexConfig, table: &TableConfig, a: Option<&I>, b: Option<&I>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => projected_names(index, table).all(|name| a.get(name) == b.get(name)),
+        (a, b) => a.is_none() && b.is_none(),
+    }
+}
+
+/// The names a row's [`projection`] takes from the item.
+fn projected_names<'c>(index: &'c IndexConfig, table: &'c TableConfig) -> impl Iterator<Item = &'c String> {
+    std::iter::once(&table.partition_key)
+        .chain(table.sort_key.as_ref())
+        .chain(index.project.iter())
 }
 
 mod key;

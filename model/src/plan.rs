@@ -287,8 +287,7 @@ fn plan_index<I: Attrs>(
         }
     };
     if !same_projection {
-        let project = |image: Option<&I>| image.map(|i| index::projection(index, table, i));
-        same_projection = project(old) == project(new);
+        same_projection = index::same_projection(index, table, old, new);
     }
     let projection = || new.map(|n| index::projection(index, table, n)).unwrap_or_default();
     diff_rows(

@@ -242,6 +242,26 @@ mod tail {
             let whole = row_keys_with(&index, table, &item, None, Tail::PerEntry);
             prop_assert_eq!(shared, whole);
         }
+
+        /// Two images give the same projection exactly when `same_projection`
+        /// says so, without building it, in either image form. The projected
+        /// attributes (`num`, `state`) take few values, so equal ones are common.
+        #[test]
+        fn same_projection_is_the_projections_compared(
+            a in proptest::option::of(item()),
+            b in proptest::option::of(item()),
+        ) {
+            let config = crate::config::parse(crate::config::EXAMPLE_CONFIG, "example").unwrap();
+            let table = config.table("issues").unwrap();
+            let mut index = config.index("issue-attrib").unwrap().clone();
+            index.project = vec!["num".to_owned(), "state".to_owned()];
+            let built = |i: Option<&Image>| i.map(|i| projection(&index, table, i));
+            let expected = built(a.as_ref()) == built(b.as_ref());
+            prop_assert_eq!(same_projection(&index, table, a.as_ref(), b.as_ref()), expected);
+            let borrow = |i: &Option<Image>| i.clone().map(crate::value::borrowed::Image::from);
+            let (a, b) = (borrow(&a), borrow(&b));
+            prop_assert_eq!(same_projection(&index, table, a.as_ref(), b.as_ref()), expected);
+        }
     }
 }
 
