@@ -53,7 +53,7 @@ impl Store for CountingStore {
         &self,
         _e: usize,
         _node: &str,
-        _change: SetChange,
+        _change: &SetChange,
         _stamp: SetStamp,
     ) -> Result<SetOutcome, StoreError> {
         Ok(SetOutcome::Applied)

@@ -18,7 +18,6 @@ use std::future::Future;
 
 // The member and record maps are on every set change's path: foldhash
 // (randomly seeded, as the memory store's maps), not SipHash.
-use foldhash::{HashMap, HashMapExt};
 
 use model::config::Config;
 use model::edge::{self, GraphItem};
@@ -246,7 +245,7 @@ impl<S: Store> Lane<'_, S> {
         &mut self,
         edge_set: usize,
         node: &str,
-        change: SetChange,
+        change: &SetChange,
         stamp: SetStamp,
     ) -> Result<SetOutcome, StoreError> {
         let store = self.store;
@@ -254,7 +253,7 @@ impl<S: Store> Lane<'_, S> {
             self.backoff,
             &mut self.progress.stats.requests,
             |c| &mut c.update_set,
-            || store.update_set_stamped(edge_set, node, change.clone(), stamp.clone()),
+            || store.update_set_stamped(edge_set, node, change, stamp.clone()),
         )
         .await
     }
@@ -275,20 +274,36 @@ impl<S: Store> Lane<'_, S> {
         let SetRequest { kind, members, restore } = request;
         let mut records: Vec<usize> = members.iter().flat_map(|m| m.records.iter().copied()).collect();
         records.extend(restore);
+        records.sort_unstable();
         let mut queue = chunks(members, |m| m.text.as_str());
+        // Whether the next chunk sent is the request's first.
+        let mut first = true;
         if queue.is_empty() && restore.is_some() {
             queue.push_back(Vec::new()); // the marker only
         }
         let mut restore_refused = None;
         let mut stale = false;
-        while let Some(chunk) = queue.pop_front() {
-            let texts: Vec<String> = chunk.iter().map(|m| m.text.clone()).collect();
-            let mut completing: Vec<usize> = chunk.iter().flat_map(|m| m.records.iter().copied()).collect();
-            if queue.is_empty() {
-                completing.extend(restore);
+        while let Some(mut chunk) = queue.pop_front() {
+            // The members' texts are lent to the request, and given back
+            // after it (a refused chunk is sent again, split).
+            let change = kind.change(chunk.iter_mut().map(|m| std::mem::take(&mut m.text)).collect());
+            let stamp = if std::mem::take(&mut first) && queue.is_empty() {
+                // The whole request in one chunk (the common case): it
+                // completes every record it holds.
+                self.stamp(edge_set, node, &records, &records)
+            } else {
+                let mut completing: Vec<usize> = chunk.iter().flat_map(|m| m.records.iter().copied()).collect();
+                if queue.is_empty() {
+                    completing.extend(restore);
+                }
+                completing.sort_unstable();
+                self.stamp(edge_set, node, &completing, &records)
+            };
+            let sent = self.send_set(edge_set, node, &change, stamp).await;
+            for (member, text) in chunk.iter_mut().zip(change.into_members()) {
+                member.text = text;
             }
-            let stamp = self.stamp(edge_set, node, &completing, &records);
-            match self.send_set(edge_set, node, kind.change(texts), stamp).await {
+            match sent {
                 Ok(outcome) => {
                     self.count_outcome(outcome);
                     stale |= outcome == SetOutcome::Stale;

@@ -339,7 +339,7 @@ impl Store for DynamoStore {
         &self,
         edge_set: usize,
         node: &str,
-        change: SetChange,
+        change: &SetChange,
         stamp: SetStamp,
     ) -> Result<SetOutcome, StoreError> {
         let stamp = &stamp;
@@ -353,7 +353,7 @@ impl Store for DynamoStore {
             SetChange::Remove(members) => (false, members),
         };
         // A String Set holds distinct members; DynamoDB refuses duplicates in a request.
-        let members: Vec<String> = members.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
+        let members: Vec<String> = members.iter().collect::<BTreeSet<_>>().into_iter().cloned().collect();
         if members.is_empty() {
             // Nothing to add or remove (a restore of a node without edges): only the marker.
             return self.mark(set, table, key, stamp).await;

@@ -352,14 +352,10 @@ impl<S: Store> Store for FaultyStore<S> {
         &self,
         edge_set: usize,
         node: &str,
-        change: SetChange,
+        change: &SetChange,
         stamp: SetStamp,
     ) -> Result<SetOutcome, StoreError> {
-        let fault = self.decide(Call::UpdateSet {
-            edge_set,
-            node,
-            change: &change,
-        });
+        let fault = self.decide(Call::UpdateSet { edge_set, node, change });
         if let Some(result) = injected(&fault) {
             return result;
         }

@@ -48,7 +48,7 @@ impl<S: Store, H: AfterRead> Store for Hooked<S, H> {
         &self,
         edge_set: usize,
         node: &str,
-        change: SetChange,
+        change: &SetChange,
         stamp: SetStamp,
     ) -> Result<SetOutcome, StoreError> {
         self.store.update_set_stamped(edge_set, node, change, stamp).await

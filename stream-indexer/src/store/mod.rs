@@ -107,6 +107,15 @@ pub enum SetChange {
     Remove(Vec<String>),
 }
 
+impl SetChange {
+    /// The members, whichever the change.
+    pub fn into_members(self) -> Vec<String> {
+        match self {
+            SetChange::Add(members) | SetChange::Remove(members) => members,
+        }
+    }
+}
+
 /// What a set change did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetOutcome {
@@ -172,17 +181,22 @@ pub trait Store: Send + Sync {
         node: &str,
         change: SetChange,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send {
-        self.update_set_stamped(edge_set, node, change, SetStamp::default())
+        async move {
+            self.update_set_stamped(edge_set, node, &change, SetStamp::default())
+                .await
+        }
     }
 
     /// [`Store::update_set`] under a [`SetStamp`]: when the node's edge mark
     /// fails the guard, nothing is written ([`SetOutcome::Stale`]);
-    /// otherwise the update also sets the mark the stamp carries.
+    /// otherwise the update also sets the mark the stamp carries. The
+    /// change is lent, not given: the executor sends the same one again on
+    /// a retry without copying its members.
     fn update_set_stamped(
         &self,
         edge_set: usize,
         node: &str,
-        change: SetChange,
+        change: &SetChange,
         stamp: SetStamp,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send;
 
@@ -239,7 +253,7 @@ impl<S: Store> Store for std::sync::Arc<S> {
         &self,
         edge_set: usize,
         node: &str,
-        change: SetChange,
+        change: &SetChange,
         stamp: SetStamp,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send {
         S::update_set_stamped(self, edge_set, node, change, stamp)

@@ -5,7 +5,7 @@ use super::*;
 
 impl<S: Store> Lane<'_, S> {
     /// The stamp of a request that completes the set changes `completing`
-    /// (records, once per change) of a request holding `records`.
+    /// (records, once per change, sorted) of a request holding `records`.
     pub(super) fn stamp(&mut self, edge_set: usize, node: &str, completing: &[usize], records: &[usize]) -> SetStamp {
         match &self.stamping.guard {
             Guard::InOrder => SetStamp {
@@ -27,7 +27,7 @@ impl<S: Store> Lane<'_, S> {
     }
 
     /// The version of the last record of the lane whose set changes, and
-    /// every earlier record's, are all done once `completing` are.
+    /// every earlier record's, are all done once `completing` (sorted) are.
     /// Linear in the lane over all its requests: the records known done
     /// from the start are skipped (their counts only fall).
     fn prefix_mark(&mut self, completing: &[usize]) -> Option<model::Version> {
@@ -35,17 +35,64 @@ impl<S: Store> Lane<'_, S> {
             self.settled_last = Some(record);
             self.settled = record + 1;
         }
-        let mut finishing: HashMap<usize, usize> = HashMap::new();
-        for &record in completing {
-            *finishing.entry(record).or_default() += 1;
-        }
-        let mut last = self.settled_last;
-        for (&record, &left) in self.remaining.range(self.settled..) {
-            if left > finishing.get(&record).copied().unwrap_or(0) {
-                break;
-            }
-            last = Some(record);
-        }
+        let last = last_done(self.remaining.range(self.settled..), self.settled_last, completing);
         last.map(|r| self.stamping.version(r))
+    }
+}
+
+/// The last record of `pending` (records from the first not known done, in
+/// order, with their changes not yet done) that is done, with every one
+/// before it, once `completing` (sorted; a record once per change) are;
+/// `settled` when the first is not.
+fn last_done<'a>(
+    pending: impl Iterator<Item = (&'a usize, &'a usize)>,
+    settled: Option<usize>,
+    completing: &[usize],
+) -> Option<usize> {
+    // How many of `completing` are `record`.
+    let finishing = |record: usize| {
+        let from = completing.partition_point(|&r| r < record);
+        completing
+            .get(from..)
+            .map_or(0, |rest| rest.partition_point(|&r| r == record))
+    };
+    let mut last = settled;
+    for (&record, &left) in pending {
+        if left > finishing(record) {
+            break;
+        }
+        last = Some(record);
+    }
+    last
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::last_done;
+
+    proptest! {
+        /// The sorted search counts what a plain count of each record
+        /// finds, whatever the order `completing` came in.
+        #[test]
+        fn last_done_counts_each_records_completing_changes(
+            pending in proptest::collection::btree_map(0usize..12, 0usize..3, 0..8),
+            mut completing in proptest::collection::vec(0usize..12, 0..10),
+            settled in proptest::option::of(0usize..3),
+        ) {
+            let mut expected = settled;
+            for (&record, &left) in &pending {
+                if left > completing.iter().filter(|&&r| r == record).count() {
+                    break;
+                }
+                expected = Some(record);
+            }
+            completing.sort_unstable();
+            let pending: BTreeMap<usize, usize> = pending;
+            prop_assert_eq!(last_done(pending.iter(), settled, &completing), expected);
+        }
     }
 }

@@ -113,7 +113,7 @@ impl Store for MemoryStore {
         &self,
         edge_set: usize,
         node: &str,
-        change: SetChange,
+        change: &SetChange,
         stamp: SetStamp,
     ) -> Result<SetOutcome, StoreError> {
         let mut state = self.lock();
@@ -128,7 +128,7 @@ impl Store for MemoryStore {
             .table(&set.table)
             .filter(|t| t.sort_key.is_some())
             .ok_or_else(|| StoreError::deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
-        let members = match &change {
+        let members = match change {
             SetChange::Add(m) | SetChange::Remove(m) => m,
         };
         if has_duplicates(members) {
@@ -175,7 +175,7 @@ impl Store for MemoryStore {
         let present = |m: &String| current.binary_search(m).is_ok();
         let (outcome, add, members) = match change {
             SetChange::Add(members) => {
-                let fresh: Vec<String> = members.into_iter().filter(|m| !present(m)).collect();
+                let fresh: Vec<&String> = members.iter().filter(|m| !present(m)).collect();
                 if current.len() + fresh.len() > set.max_members {
                     (SetOutcome::Flagged, true, Vec::new())
                 } else {
@@ -185,7 +185,7 @@ impl Store for MemoryStore {
             SetChange::Remove(members) => (
                 SetOutcome::Applied,
                 false,
-                members.into_iter().filter(|m| present(m)).collect(),
+                members.iter().filter(|m| present(m)).collect(),
             ),
         };
         let marker = Value::Bool(outcome != SetOutcome::Flagged);
@@ -206,8 +206,8 @@ impl Store for MemoryStore {
             let set_value = item.get_or_insert_with(&set.attribute, || Value::Ss(Vec::new()));
             if let Value::Ss(stored) = set_value {
                 for member in members {
-                    match (stored.binary_search(&member), add) {
-                        (Err(at), true) => stored.insert(at, member),
+                    match (stored.binary_search(member), add) {
+                        (Err(at), true) => stored.insert(at, member.clone()),
                         (Ok(at), false) => {
                             stored.remove(at);
                         }
