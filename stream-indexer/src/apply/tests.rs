@@ -659,7 +659,7 @@ impl crate::store::Store for Slow {
         &self,
         _e: usize,
         _node: &str,
-        _change: SetChange,
+        _change: &SetChange,
         _stamp: crate::store::SetStamp,
     ) -> Result<crate::store::SetOutcome, StoreError> {
         Ok(crate::store::SetOutcome::Applied)
@@ -822,6 +822,35 @@ fn big_member_lists_are_chunked() {
     assert_eq!(sizes, vec![1000, 1000, 500]);
     let big: Vec<String> = (0..3).map(|_| "x".repeat(MAX_MEMBER_BYTES_PER_UPDATE / 2)).collect();
     assert_eq!(chunks(big, |m| m.as_str()).len(), 2);
+}
+
+proptest::proptest! {
+    /// Chunks keep the members and their order, each within the update's
+    /// limits and none empty, and there is one chunk whenever all fit in it.
+    #[test]
+    fn chunks_keep_the_members_within_the_limits(
+        sizes in proptest::collection::vec(
+            proptest::prop_oneof![0usize..8, 0usize..MAX_MEMBER_BYTES_PER_UPDATE / 2],
+            0..12,
+        ),
+        many in 0usize..3,
+    ) {
+        // Sometimes past the count limit, with short members.
+        let count = sizes.len() + many * MAX_MEMBERS_PER_UPDATE / 2;
+        let members: Vec<String> =
+            (0..count).map(|i| format!("{i:x}{}", "x".repeat(sizes.get(i).copied().unwrap_or(0)))).collect();
+        let bytes: usize = members.iter().map(String::len).sum();
+        let out = chunks(members.clone(), |m| m.as_str());
+        let fits = count <= MAX_MEMBERS_PER_UPDATE && bytes <= MAX_MEMBER_BYTES_PER_UPDATE;
+        proptest::prop_assert_eq!(out.len() == 1, fits && count > 0);
+        for chunk in &out {
+            let chunk_bytes: usize = chunk.iter().map(String::len).sum();
+            proptest::prop_assert!(!chunk.is_empty());
+            proptest::prop_assert!(chunk.len() <= MAX_MEMBERS_PER_UPDATE);
+            proptest::prop_assert!(chunk.len() == 1 || chunk_bytes <= MAX_MEMBER_BYTES_PER_UPDATE);
+        }
+        proptest::prop_assert_eq!(out.into_iter().flatten().collect::<Vec<_>>(), members);
+    }
 }
 
 /// Moved from the rebuild tests (repair's own chunking is this one now).

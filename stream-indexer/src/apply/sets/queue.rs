@@ -1,12 +1,17 @@
 //! A lane's queue: member changes coalesced into requests of alternating kind (ADD, DELETE, ...) as order allows, chunked to request size.
 
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use smallvec::SmallVec;
+
 use super::*;
 
 /// One member of a pending request.
 pub(super) struct Member {
     pub(super) text: String,
-    /// The records whose member changes asked for it.
-    pub(super) records: Vec<usize>,
+    /// The records whose member changes asked for it: nearly always one.
+    pub(super) records: SmallVec<[usize; 1]>,
     /// Whether the request's restore found it.
     pub(super) restored: bool,
 }
@@ -41,8 +46,49 @@ pub(super) struct Touch {
 }
 
 /// Member texts to where they were last touched: one map per queue, none
-/// per request.
-type Touches = HashMap<String, Touch>;
+/// per request. It holds the places alone: a member's text is read from its
+/// place, so it is not copied into the map.
+#[derive(Default)]
+struct Touches {
+    places: HashTable<Touch>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Touches {
+    fn get(&self, requests: &[SetRequest], member: &str) -> Option<Touch> {
+        let hash = self.hasher.hash_one(member);
+        self.places
+            .find(hash, |&t| text_at(requests, t) == Some(member))
+            .copied()
+    }
+
+    /// Records that `member`, which has no touch yet, is at `touch`.
+    fn insert_new(&mut self, requests: &[SetRequest], member: &str, touch: Touch) {
+        let hasher = &self.hasher;
+        self.places.insert_unique(hasher.hash_one(member), touch, |&t| {
+            hasher.hash_one(text_at(requests, t).unwrap_or_default())
+        });
+    }
+
+    /// Moves `member`'s touch to `touch`.
+    fn update(&mut self, requests: &[SetRequest], member: &str, touch: Touch) {
+        let hash = self.hasher.hash_one(member);
+        match self.places.find_mut(hash, |&t| text_at(requests, t) == Some(member)) {
+            Some(place) => *place = touch,
+            None => self.insert_new(requests, member, touch),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.places.clear();
+    }
+}
+
+/// The text of the member at `touch`.
+fn text_at(requests: &[SetRequest], touch: Touch) -> Option<&str> {
+    let member = requests.get(touch.request)?.members.get(touch.place)?;
+    Some(member.text.as_str())
+}
 
 /// The pending member changes of one node (see the parent module's doc).
 #[derive(Default)]
@@ -57,7 +103,7 @@ pub(super) struct SetQueue {
 
 impl SetQueue {
     pub(super) fn push(&mut self, kind: SetKind, member: String, record: usize) {
-        let touched = self.last_touch.get(&member).copied();
+        let touched = self.last_touch.get(&self.requests, &member);
         let member_floor = touched.map(|t| t.request);
         let record_floor = self.last_record.filter(|(r, _)| *r == record).map(|(_, at)| at);
         let floor = member_floor.max(record_floor);
@@ -90,7 +136,7 @@ impl SetQueue {
         self.requests.push(request);
         for member in members {
             // Found twice: once is enough.
-            if !self.last_touch.contains_key(&member) {
+            if self.last_touch.get(&self.requests, &member).is_none() {
                 self.add(0, member, None);
             }
         }
@@ -100,14 +146,20 @@ impl SetQueue {
     /// Adds `member` to request `at`, where it has no place yet: asked for
     /// by `record`, or (`None`) found by the request's restore.
     fn add(&mut self, at: usize, member: String, record: Option<usize>) {
-        let members = &mut self.requests[at].members;
-        let place = members.len();
-        self.last_touch.insert(member.clone(), Touch { request: at, place });
-        members.push(Member {
+        let Some(request) = self.requests.get_mut(at) else {
+            return;
+        };
+        let place = request.members.len();
+        request.members.push(Member {
             text: member,
             records: record.into_iter().collect(),
             restored: record.is_none(),
         });
+        let touch = Touch { request: at, place };
+        let requests = &self.requests;
+        if let Some(text) = text_at(requests, touch) {
+            self.last_touch.update(requests, text, touch);
+        }
     }
 
     pub(super) fn take(&mut self) -> Option<((usize, String), Vec<SetRequest>)> {
@@ -128,6 +180,15 @@ pub(super) fn culprits(chunk: &[Member]) -> usize {
 /// Splits members into request-sized chunks.
 pub(in crate::apply) fn chunks<T>(members: Vec<T>, text: impl Fn(&T) -> &str) -> VecDeque<Vec<T>> {
     let mut out = VecDeque::new();
+    let fits = members.len() <= MAX_MEMBERS_PER_UPDATE
+        && members.iter().map(|m| text(m).len()).sum::<usize>() <= MAX_MEMBER_BYTES_PER_UPDATE;
+    if fits {
+        // The common case: one chunk, the members as they came.
+        if !members.is_empty() {
+            out.push_back(members);
+        }
+        return out;
+    }
     let mut chunk = Vec::new();
     let mut bytes = 0;
     for member in members {
