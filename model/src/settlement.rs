@@ -18,8 +18,10 @@
 //!    record without a usable sequence number can only be quarantined; if
 //!    that fails, the whole batch fails ([`Failed::WholeBatch`]).
 
-use foldhash::HashMap;
 use std::cmp::Ordering;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 
 use crate::record::RawJson;
 use serde::{Deserialize, Serialize};
@@ -237,13 +239,22 @@ pub fn decide(mut records: Vec<Handled<'_>>) -> Decision<'_> {
 }
 
 /// Numbers the partition-key groups of a batch in order of appearance.
+///
+/// Each group's key (`table \0 typed partition key text`) is written once
+/// into one buffer, after the keys before it; the hash table holds only
+/// the group numbers. A record of a known group costs no allocation, and a
+/// new group none of its own.
 #[derive(Debug, Default)]
 pub struct Groups {
-    /// `table \0 typed partition key text` → group number.
-    numbers: HashMap<String, usize>,
-    /// The key being looked up (reused, so a record of a known group costs
-    /// no allocation).
-    scratch: String,
+    /// Every group's key, one after the other, then (while a record is
+    /// looked up) the key being looked up.
+    keys: String,
+    /// Per group number: where its key ends in `keys` (it starts where the
+    /// one before it ends).
+    ends: Vec<usize>,
+    /// Group numbers, by the hash of their key.
+    numbers: HashTable<usize>,
+    hasher: foldhash::fast::FixedState,
 }
 
 impl Groups {
@@ -257,8 +268,8 @@ impl Groups {
             .get(pk)
             .or_else(|| record.new.as_ref().and_then(|i| i.get(pk)))
             .or_else(|| record.old.as_ref().and_then(|i| i.get(pk)));
-        let key = &mut self.scratch;
-        key.clear();
+        let from = self.keys.len();
+        let key = &mut self.keys;
         key.push_str(&table.name);
         key.push('\0');
         match value.map(Attr::scalar) {
@@ -280,22 +291,36 @@ impl Groups {
                 }
             }
         }
-        if let Some(&number) = self.numbers.get(key.as_str()) {
+        let (keys, ends) = (&self.keys, &self.ends);
+        let looked_up = keys.get(from..).unwrap_or_default();
+        let hash = self.hasher.hash_one(looked_up);
+        if let Some(&number) = self.numbers.find(hash, |&n| key_of(keys, ends, n) == looked_up) {
+            self.keys.truncate(from);
             return number;
         }
-        let next = self.numbers.len();
-        self.numbers.insert(key.clone(), next);
-        next
+        let number = self.ends.len();
+        self.ends.push(self.keys.len());
+        let (keys, ends, hasher) = (&self.keys, &self.ends, &self.hasher);
+        self.numbers
+            .insert_unique(hash, number, |&n| hasher.hash_one(key_of(keys, ends, n)));
+        number
     }
 
     /// Groups numbered so far.
     pub fn len(&self) -> usize {
-        self.numbers.len()
+        self.ends.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.numbers.is_empty()
+        self.ends.is_empty()
     }
+}
+
+/// The key of group `number`.
+fn key_of<'k>(keys: &'k str, ends: &[usize], number: usize) -> &'k str {
+    let start = number.checked_sub(1).and_then(|n| ends.get(n)).copied().unwrap_or(0);
+    let end = ends.get(number).copied().unwrap_or(start);
+    keys.get(start..end).unwrap_or_default()
 }
 
 /// The answer to Lambda for `ReportBatchItemFailures`:

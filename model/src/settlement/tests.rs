@@ -85,3 +85,59 @@ fn the_response_names_the_failure_or_nothing() {
         r#"{"batchItemFailures":[{"itemIdentifier":"42"}]}"#
     );
 }
+
+mod groups {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::value::{Image, Value};
+    use crate::EventKind;
+
+    fn keyed(table: &str, pk: Value) -> ChangeRecord {
+        let keys: Image = [("pk".to_owned(), pk)].into_iter().collect();
+        ChangeRecord {
+            event_id: None,
+            kind: EventKind::Insert,
+            table: Some(table.into()),
+            source_arn: None,
+            keys,
+            old: None,
+            new: None,
+            sequence_number: "100".to_owned(),
+            created: None,
+            size_bytes: None,
+            view_type: None,
+            ttl_expiry: false,
+        }
+    }
+
+    proptest! {
+        /// Groups are numbered in order of first appearance, one per table
+        /// and partition key value: equal numbers (`1` and `1.0`) are one
+        /// group, an S and an N of the same text are two, and so are the
+        /// same key in two tables.
+        #[test]
+        fn groups_number_table_and_key_in_order_of_appearance(
+            records in proptest::collection::vec((0usize..2, 0usize..2, 0u8..6, any::<bool>()), 0..40),
+        ) {
+            let config = crate::config::parse(crate::config::EXAMPLE_CONFIG, "example").unwrap();
+            let mut tables: Vec<TableConfig> = config.tables.iter().take(2).cloned().collect();
+            for t in &mut tables {
+                t.partition_key = "pk".to_owned();
+            }
+            let mut groups = Groups::default();
+            let mut expected: HashMap<(usize, usize, u8), usize> = HashMap::new();
+            for (table, ty, n, padded) in records {
+                let text = if padded { format!("{n}.0") } else { n.to_string() };
+                let pk = if ty == 0 { Value::N(text) } else { Value::S(n.to_string()) };
+                let next = expected.len();
+                let want = *expected.entry((table, ty, n)).or_insert(next);
+                let got = groups.of(&tables[table], &keyed(&tables[table].name, pk));
+                prop_assert_eq!(got, want);
+            }
+            prop_assert_eq!(groups.len(), expected.len());
+        }
+    }
+}
