@@ -20,6 +20,7 @@
 
 use std::cmp::Ordering;
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 use hashbrown::HashTable;
 
@@ -101,8 +102,9 @@ pub struct Handled<'a> {
     pub position: usize,
     /// `None` when the record had none that could be read.
     pub sequence_number: Option<String>,
-    /// Its source table, when known.
-    pub table: Option<String>,
+    /// Its source table, when known (shared with the record's, see
+    /// [`table_name`]).
+    pub table: Option<Arc<str>>,
     /// Its partition-key group ([`Groups`]); `None`: the record stands alone.
     pub group: Option<usize>,
     /// The record exactly as delivered, for the quarantine.
@@ -132,7 +134,7 @@ impl Decision<'_> {
             if let Some(r) = self.records.get(i) {
                 self.settled.quarantined.push(Quarantined {
                     sequence_number: r.sequence_number.clone(),
-                    table: r.table.clone(),
+                    table: r.table.as_deref().map(str::to_owned),
                     reason: r.poison.clone().unwrap_or_default(),
                 });
             }
@@ -235,6 +237,15 @@ pub fn decide(mut records: Vec<Handled<'_>>) -> Decision<'_> {
         records,
         quarantine,
         settled,
+    }
+}
+
+/// The name of `table`, the source table of `record`: the record's own
+/// (shared by every record of its batch, no copy) when it names one.
+pub fn table_name<I>(record: &ChangeRecord<I>, table: &TableConfig) -> Arc<str> {
+    match &record.table {
+        Some(name) if **name == *table.name => name.clone(),
+        _ => table.name.as_str().into(),
     }
 }
 

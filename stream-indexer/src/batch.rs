@@ -44,7 +44,7 @@ use crate::apply::{self, Applied, ApplyStats, Backoff, Guard, MutationCounts, Op
 use crate::store::{Store, StoreError};
 use aws_kit::quarantine::Quarantine;
 use aws_kit::settle::settle;
-use model::settlement::{BatchResponse, Groups, Handled};
+use model::settlement::{table_name, BatchResponse, Groups, Handled};
 pub use model::settlement::{Failed, Failure, Quarantined};
 
 /// The consumer name quarantine entries carry by default.
@@ -163,7 +163,7 @@ struct Entry<'a> {
     position: usize,
     group: Option<usize>,
     sequence_number: String,
-    table: Option<String>,
+    table: Option<Arc<str>>,
     raw: RawJson<'a>,
     plan: Plan,
 }
@@ -209,7 +209,7 @@ impl<'a> Admitted<'a> {
             self.handled.push(Handled {
                 position,
                 sequence_number: received.sequence_number.clone(),
-                table: Some(table.name.clone()),
+                table: Some(table_name(record, table)),
                 group: None,
                 raw,
                 poison: Some(reason),
@@ -226,8 +226,8 @@ impl<'a> Admitted<'a> {
         }
         // A record of an unknown table plans no mutation: it stands alone.
         let (group, table) = match table {
-            Some(table) => (Some(self.groups.of(table, record)), Some(table.name.clone())),
-            None => (None, record.table.as_deref().map(str::to_owned)),
+            Some(table) => (Some(self.groups.of(table, record)), Some(table_name(record, table))),
+            None => (None, record.table.clone()),
         };
         self.entries.push(Entry {
             position,

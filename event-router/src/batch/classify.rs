@@ -4,7 +4,7 @@
 
 use model::event::{self, Event};
 use model::record::{RawJson, Received};
-use model::settlement::{Groups, Handled};
+use model::settlement::{table_name, Groups, Handled};
 use model::validate;
 use model::value::Attrs;
 
@@ -54,7 +54,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                 handled.push(lone(
                     position,
                     sequence_number,
-                    record.table.as_deref().map(str::to_owned),
+                    record.table.clone(),
                     raw,
                     error.to_string(),
                 ));
@@ -64,7 +64,13 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         // What DynamoDB never streams is poison, as the indexer finds.
         if let Some(reason) = validate::poison(received, table) {
             stats.unparsable += 1;
-            handled.push(lone(position, sequence_number, Some(table.name.clone()), raw, reason));
+            handled.push(lone(
+                position,
+                sequence_number,
+                Some(table_name(record, table)),
+                raw,
+                reason,
+            ));
             return;
         }
         let group = into.groups.of(table, record);
@@ -93,7 +99,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         handled.push(Handled {
             position,
             sequence_number,
-            table: Some(table.name.clone()),
+            table: Some(table_name(record, table)),
             group: Some(group),
             raw,
             poison,
@@ -106,7 +112,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
 fn lone(
     position: usize,
     sequence_number: Option<String>,
-    table: Option<String>,
+    table: Option<std::sync::Arc<str>>,
     raw: RawJson<'_>,
     reason: String,
 ) -> Handled<'_> {

@@ -20,7 +20,7 @@ pub async fn settle<Q: Quarantine>(quarantine: &Q, consumer: &str, records: Vec<
         .map(|r| QuarantineEntry {
             consumer: consumer.to_owned(),
             sequence_number: r.sequence_number.clone(),
-            table: r.table.clone(),
+            table: r.table.as_deref().map(str::to_owned),
             reason: r.poison.clone().unwrap_or_default(),
             raw: r.raw.text().into_owned(),
         })
@@ -43,7 +43,7 @@ mod tests {
         Handled {
             position,
             sequence_number: Some(seq.to_owned()),
-            table: Some("t".to_owned()),
+            table: Some("t".into()),
             group: None,
             raw: RawJson::Text(Box::leak(format!("{{\"n\":{position}}}").into_boxed_str())),
             poison: Some(format!("bad {position}")),

@@ -4,7 +4,7 @@ fn record(position: usize, seq: &str, group: Option<usize>) -> Handled<'static> 
     Handled {
         position,
         sequence_number: Some(seq.to_owned()),
-        table: Some("t".to_owned()),
+        table: Some("t".into()),
         group,
         raw: RawJson::Text(Box::leak(format!("{{\"n\":{position}}}").into_boxed_str())),
         poison: None,
@@ -111,6 +111,22 @@ mod groups {
             view_type: None,
             ttl_expiry: false,
         }
+    }
+
+    #[test]
+    fn a_table_name_is_the_records_own_when_it_names_the_table() {
+        let config = crate::config::parse(crate::config::EXAMPLE_CONFIG, "example").unwrap();
+        let table = &config.tables[0];
+        let record = keyed(&table.name, Value::S("a".to_owned()));
+        let own = record.table.clone().unwrap();
+        assert!(
+            std::sync::Arc::ptr_eq(&table_name(&record, table), &own),
+            "shared, not copied"
+        );
+        let other = keyed("another", Value::S("a".to_owned()));
+        assert_eq!(&*table_name(&other, table), table.name.as_str());
+        let unnamed = ChangeRecord { table: None, ..record };
+        assert_eq!(&*table_name(&unnamed, table), table.name.as_str());
     }
 
     proptest! {
