@@ -15,17 +15,20 @@ use crate::config::Config;
 use crate::event::{Event, EventError};
 use crate::plan::Plan;
 
-/// What was worked out ahead for one record (see the module doc). Each
-/// result is boxed: only replay works ahead, and every record, in every
-/// consumer, is moved from reader to consumer with its empty slots.
+/// What was worked out ahead for one record (see the module doc), in one
+/// box for both results: only replay works ahead, and every record, in
+/// every consumer, is moved from reader to consumer with its empty slot.
 #[derive(Debug, Default)]
 pub(crate) struct Ahead {
-    plan: Slot<Plan>,
-    events: Slot<Classified>,
+    worked: Mutex<Option<Box<Worked>>>,
 }
 
-/// A result and the config it was made with (see [`key`]).
-type Slot<T> = Mutex<Option<Box<(usize, T)>>>;
+/// Each result with the config it was made with (see [`key`]).
+#[derive(Debug, Default)]
+struct Worked {
+    plan: Option<(usize, Plan)>,
+    events: Option<(usize, Classified)>,
+}
 
 /// A record's events, or why it could not be classified.
 pub(crate) type Classified = Result<Vec<Event>, EventError>;
@@ -35,35 +38,34 @@ fn key(config: &Config) -> usize {
     std::ptr::from_ref(config) as usize
 }
 
-/// Stores `value` for `config`'s consumer.
-fn keep<T>(slot: &Slot<T>, config: &Config, value: T) {
-    *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Box::new((key(config), value)));
-}
-
 /// Takes what was stored for `config`'s consumer, if anything.
-fn take<T>(slot: &Slot<T>, config: &Config) -> Option<T> {
-    let mut slot = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    match slot.take().map(|kept| *kept) {
+fn take<T>(slot: &mut Option<(usize, T)>, config: &Config) -> Option<T> {
+    match slot.take() {
         Some((made_with, value)) if made_with == key(config) => Some(value),
         _ => None,
     }
 }
 
 impl Ahead {
+    /// The results, to store or take one.
+    fn worked<T>(&self, with: impl FnOnce(&mut Option<Box<Worked>>) -> T) -> T {
+        with(&mut self.worked.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+
     pub(crate) fn keep_plan(&self, config: &Config, plan: Plan) {
-        keep(&self.plan, config, plan);
+        self.worked(|w| w.get_or_insert_default().plan = Some((key(config), plan)));
     }
 
     pub(crate) fn take_plan(&self, config: &Config) -> Option<Plan> {
-        take(&self.plan, config)
+        self.worked(|w| take(&mut w.as_mut()?.plan, config))
     }
 
     pub(crate) fn keep_events(&self, config: &Config, events: Classified) {
-        keep(&self.events, config, events);
+        self.worked(|w| w.get_or_insert_default().events = Some((key(config), events)));
     }
 
     pub(crate) fn take_events(&self, config: &Config) -> Option<Classified> {
-        take(&self.events, config)
+        self.worked(|w| take(&mut w.as_mut()?.events, config))
     }
 }
 
