@@ -16,9 +16,6 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 
-// The member and record maps are on every set change's path: foldhash
-// (randomly seeded, as the memory store's maps), not SipHash.
-
 use model::config::Config;
 use model::edge::{self, GraphItem};
 
@@ -276,13 +273,13 @@ impl<S: Store> Lane<'_, S> {
         records.extend(restore);
         records.sort_unstable();
         let mut queue = chunks(members, |m| m.text.as_str());
-        // Whether the next chunk sent is the request's first.
-        let mut first = true;
         if queue.is_empty() && restore.is_some() {
             queue.push_back(Vec::new()); // the marker only
         }
         let mut restore_refused = None;
         let mut stale = false;
+        // Whether the next chunk sent is the request's first.
+        let mut first = true;
         while let Some(mut chunk) = queue.pop_front() {
             // The members' texts are lent to the request, and given back
             // after it (a refused chunk is sent again, split).

@@ -51,6 +51,8 @@ pub(super) struct Touch {
 #[derive(Default)]
 struct Touches {
     places: HashTable<Touch>,
+    /// foldhash (randomly seeded, as the memory store's maps), not SipHash:
+    /// every set change passes here.
     hasher: foldhash::fast::RandomState,
 }
 
