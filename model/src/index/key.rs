@@ -4,9 +4,15 @@
 
 use super::*;
 
+/// Room made at once for a short-lived key text: most keys fit, so it is
+/// allocated once rather than grown.
+const SCRATCH: usize = 64;
+
 /// The CSS1 encoding of the source item's primary key, appended to every sort key.
 pub(super) fn key_suffix<I: Attrs>(table: &TableConfig, item: &I) -> Result<String, IndexError> {
-    let mut out = String::new();
+    // Room for both keys at once (the suffix lives only while the item's
+    // rows are derived).
+    let mut out = String::with_capacity(SCRATCH);
     for attribute in std::iter::once(&table.partition_key).chain(table.sort_key.as_ref()) {
         let value = item.get(attribute).map(Attr::scalar);
         let ty = match value {
@@ -182,7 +188,7 @@ pub(super) fn constant_tail<I: Attrs>(index: &IndexConfig, item: &I, suffix: &st
     if from == index.sort.len() {
         return None;
     }
-    let mut tail = String::new();
+    let mut tail = String::with_capacity(SCRATCH + suffix.len());
     for column in &index.sort[from..] {
         // An item attribute (every column from `from` on reads one).
         let value = lookup(item, None, &column.value, None);
