@@ -2,7 +2,7 @@
 
 use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
+use hashbrown::hash_table::{Entry, HashTable};
 use smallvec::SmallVec;
 
 use super::*;
@@ -64,20 +64,19 @@ impl Touches {
             .copied()
     }
 
-    /// Records that `member`, which has no touch yet, is at `touch`.
-    fn insert_new(&mut self, requests: &[SetRequest], member: &str, touch: Touch) {
+    /// Sets `member`'s touch to `touch` (a new place of it in `requests`).
+    fn set(&mut self, requests: &[SetRequest], member: &str, touch: Touch) {
         let hasher = &self.hasher;
-        self.places.insert_unique(hasher.hash_one(member), touch, |&t| {
-            hasher.hash_one(text_at(requests, t).unwrap_or_default())
-        });
-    }
-
-    /// Moves `member`'s touch to `touch`.
-    fn update(&mut self, requests: &[SetRequest], member: &str, touch: Touch) {
-        let hash = self.hasher.hash_one(member);
-        match self.places.find_mut(hash, |&t| text_at(requests, t) == Some(member)) {
-            Some(place) => *place = touch,
-            None => self.insert_new(requests, member, touch),
+        let hash = hasher.hash_one(member);
+        match self.places.entry(
+            hash,
+            |&t| text_at(requests, t) == Some(member),
+            |&t| hasher.hash_one(text_at(requests, t).unwrap_or_default()),
+        ) {
+            Entry::Occupied(mut at) => *at.get_mut() = touch,
+            Entry::Vacant(at) => {
+                at.insert(touch);
+            }
         }
     }
 
@@ -160,7 +159,7 @@ impl SetQueue {
         let touch = Touch { request: at, place };
         let requests = &self.requests;
         if let Some(text) = text_at(requests, touch) {
-            self.last_touch.update(requests, text, touch);
+            self.last_touch.set(requests, text, touch);
         }
     }
 
