@@ -78,6 +78,53 @@ fn the_dump_lists_rows_in_key_order_and_the_summary_says_what_happened() {
     assert!(summary.contains("replayed 17 records in 5 batches"), "{summary}");
 }
 
+/// Output whose reader goes away after `room` bytes, failing as a closed
+/// pipe does, or as `kind` says.
+struct Closing {
+    room: usize,
+    kind: std::io::ErrorKind,
+}
+
+impl std::io::Write for Closing {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.room == 0 {
+            return Err(std::io::Error::from(self.kind));
+        }
+        let taken = bytes.len().min(self.room);
+        self.room -= taken;
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_dump_whose_reader_goes_away_ends_quietly_and_other_write_errors_do_not() {
+    let files = vec![fixture("example-history.jsonl")];
+    let mut out = Closing {
+        room: 100,
+        kind: std::io::ErrorKind::BrokenPipe,
+    };
+    let mut err = Vec::new();
+    let result = replay::run_with(&args(files.clone(), 4), &mut out, &mut err);
+    assert!(result.is_err(), "the dump was cut short");
+    let mut said = Vec::new();
+    assert_eq!(replay::outcome(result, &mut said), 0);
+    assert!(said.is_empty(), "{}", String::from_utf8_lossy(&said));
+
+    let mut out = Closing {
+        room: 100,
+        kind: std::io::ErrorKind::StorageFull,
+    };
+    let result = replay::run_with(&args(files, 4), &mut out, &mut err);
+    let mut said = Vec::new();
+    assert_eq!(replay::outcome(result, &mut said), 1);
+    let said = String::from_utf8(said).expect("utf-8");
+    assert!(said.starts_with("streamdex replay: "), "{said}");
+}
+
 #[test]
 fn a_file_that_does_not_parse_is_refused_with_its_line() {
     let dir = std::env::temp_dir().join(format!("streamdex-replay-{}", std::process::id()));

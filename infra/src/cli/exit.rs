@@ -10,3 +10,21 @@ pub const BAD_INPUT: u8 = 2;
 pub const DRIFT: u8 = 3;
 /// `lag` found a shard whose iterator age is above `--max-age`.
 pub const LAGGING: u8 = 4;
+
+/// Whether `error` comes of writing to a pipe whose reader has gone (`EPIPE`:
+/// `streamdex replay --dump json | head`), directly or through serde_json
+/// (whose error does not give its I/O error as its source). Not a failure:
+/// the reader took what it wanted.
+pub fn output_closed(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        let kind = match (
+            cause.downcast_ref::<std::io::Error>(),
+            cause.downcast_ref::<serde_json::Error>(),
+        ) {
+            (Some(io), _) => Some(io.kind()),
+            (None, Some(json)) => json.io_error_kind(),
+            (None, None) => None,
+        };
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}

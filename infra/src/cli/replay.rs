@@ -103,11 +103,20 @@ pub enum Dump {
 /// Runs `streamdex replay`, printing to stdout and stderr.
 pub fn run(args: &ReplayArgs) -> ExitCode {
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
-    match run_with(args, &mut out, &mut err) {
-        Ok(code) => ExitCode::from(code),
+    let result = run_with(args, &mut out, &mut err);
+    ExitCode::from(outcome(result, &mut err))
+}
+
+/// The exit code of [`run_with`]'s `result`, its error said on `err`. When
+/// the reader of the output went away (`--dump json | head`), the run ends
+/// quietly, with success: what was wanted was read.
+pub fn outcome(result: anyhow::Result<u8>, err: &mut dyn Write) -> u8 {
+    match result {
+        Ok(code) => code,
+        Err(e) if exit::output_closed(&e) => exit::OK,
         Err(e) => {
             let _ = writeln!(err, "streamdex replay: {e:#}");
-            ExitCode::from(exit::FAILURE)
+            exit::FAILURE
         }
     }
 }
