@@ -111,14 +111,7 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
 /// the reader of the output went away (`--dump json | head`), the run ends
 /// quietly, with success: what was wanted was read.
 pub fn outcome(result: anyhow::Result<u8>, err: &mut dyn Write) -> u8 {
-    match result {
-        Ok(code) => code,
-        Err(e) if exit::output_closed(&e) => exit::OK,
-        Err(e) => {
-            let _ = writeln!(err, "streamdex replay: {e:#}");
-            exit::FAILURE
-        }
-    }
+    exit::of_result(result, "streamdex replay", err)
 }
 
 /// Runs `streamdex replay`; returns the exit code (0, or 1 if a batch failed, 2 for bad input).

@@ -23,7 +23,7 @@ use model::Value;
 /// Exit status: every input was good.
 pub const EXIT_OK: u8 = 0;
 /// Exit status: reading or writing failed.
-pub const EXIT_IO: u8 = 1;
+pub const EXIT_IO: u8 = super::exit::FAILURE;
 /// Exit status: at least one tuple or key was bad (the others were still processed).
 pub const EXIT_BAD_INPUT: u8 = 2;
 
@@ -108,13 +108,10 @@ pub fn run_stdio(args: &SortkeyArgs) -> ExitCode {
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let mut err = stderr.lock();
-    match run(args, &mut stdin.lock(), &mut stdout.lock(), &mut err) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            let _ = writeln!(err, "error: {e:#}");
-            ExitCode::from(EXIT_IO)
-        }
-    }
+    let result = run(args, &mut stdin.lock(), &mut stdout.lock(), &mut err);
+    // A closed pipe (`... | head`) ends the run quietly; another error is
+    // an I/O failure (`EXIT_IO`, which is `exit::FAILURE`).
+    ExitCode::from(super::exit::of_result(result, "error", &mut err))
 }
 
 /// Runs `streamdex sortkey ...`: reads `stdin` only when no values are given
@@ -241,6 +238,21 @@ mod tests {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let status = run(&args, &mut input.as_bytes(), &mut out, &mut err).unwrap();
         (status, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    }
+
+    /// Output into a pipe whose reading end is closed (`... | head` once
+    /// `head` has had its line) ends the run quietly, with success.
+    #[test]
+    fn a_closed_pipe_ends_the_run_quietly() {
+        let args = args(&["sortkey", "encode", "--schema", "N"]);
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let input = "[{\"N\":\"1\"}]\n".repeat(10);
+        let mut err = Vec::new();
+        let result = run(&args, &mut input.as_bytes(), &mut writer, &mut err);
+        assert!(result.is_err(), "the write fails");
+        assert_eq!(super::super::exit::of_result(result, "error", &mut err), EXIT_OK);
+        assert_eq!(String::from_utf8(err).unwrap(), "");
     }
 
     #[test]
