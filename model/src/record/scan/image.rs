@@ -43,9 +43,7 @@ impl<'a> ScannedKeys<'a> for BorrowedField<'a> {
 fn keys<'a, V: Whole<'a>>(scan: &mut Scan<'a>) -> Option<V::Image> {
     let mut entries = Vec::with_capacity(2);
     scan.object(|scan, name| {
-        scan.eat(b'{')?;
-        let tag = scan.string()?;
-        scan.eat(b':')?;
+        let tag = scan.tag()?;
         let text = scan.string()?;
         let value = match tag {
             "S" => V::s(V::text(text)),
@@ -200,9 +198,7 @@ fn whole_image<'a, V: Whole<'a>>(scan: &mut Scan<'a>, depth: u8) -> Option<V::Im
 /// as for any record).
 fn whole_value<'a, V: Whole<'a>>(scan: &mut Scan<'a>, depth: u8) -> Option<V> {
     let depth = depth.checked_sub(1)?;
-    scan.eat(b'{')?;
-    let tag = scan.string()?;
-    scan.eat(b':')?;
+    let tag = scan.tag()?;
     let value = match tag {
         "S" => V::s(V::text(scan.string()?)),
         "N" => {
@@ -245,9 +241,7 @@ fn strings<'a, V: Whole<'a>>(scan: &mut Scan<'a>) -> Option<Vec<V::Text>> {
 /// an N, `None` for the others.
 fn sure_value<'a>(scan: &mut Scan<'a>, depth: u8) -> Option<Option<Scalar<'a>>> {
     let depth = depth.checked_sub(1)?;
-    scan.eat(b'{')?;
-    let tag = scan.string()?;
-    scan.eat(b':')?;
+    let tag = scan.tag()?;
     let scalar = match tag {
         "S" => Some(Scalar::S(Cow::Borrowed(scan.string()?))),
         "N" => {

@@ -382,3 +382,44 @@ proptest! {
         prop_assert_eq!(super::token::string_end(bytes), expected);
     }
 }
+
+proptest! {
+    /// `Scan::tag` reads what `{`, a string and `:` read token by token,
+    /// and stops at the same place, whether its fast path takes the text
+    /// (compact, one to four capitals) or not (whitespace, other letters,
+    /// longer tags, an escape, text cut short).
+    #[test]
+    fn a_tag_reads_as_its_three_tokens(
+        pieces in proptest::collection::vec(
+            prop_oneof![
+                Just("{"), Just("\""), Just(":"), Just(" "), Just("S"), Just("N"),
+                Just("BOOL"), Just("NULL"), Just("s"), Just("\\"), Just("X"), Just("}"),
+            ],
+            0..10,
+        ),
+        compact in any::<bool>(),
+        colon in prop_oneof![4 => Just(":"), 1 => Just(" :"), 1 => Just("}"), 1 => Just("")],
+    ) {
+        let text = if compact {
+            // Mostly the shape AWS writes (a tag of capitals, then `":`),
+            // with what follows.
+            let tag: String = pieces.iter().filter(|p| p.chars().all(|c| c.is_ascii_uppercase())).copied().collect();
+            format!("{{\"{tag}\"{colon}{}", pieces.concat())
+        } else {
+            pieces.concat()
+        };
+        let mut fast = super::token::Scan::new(&text);
+        let mut tokens = super::token::Scan::new(&text);
+        let by_tokens = (|| {
+            tokens.eat(b'{')?;
+            let tag = tokens.string()?;
+            tokens.eat(b':')?;
+            Some(tag)
+        })();
+        let by_tag = fast.tag();
+        prop_assert_eq!(by_tag, by_tokens, "{}", text);
+        if by_tag.is_some() {
+            prop_assert_eq!(fast.read(), tokens.read(), "{}", text);
+        }
+    }
+}
