@@ -374,12 +374,21 @@ proptest! {
 proptest! {
     #[test]
     fn a_string_ends_where_a_byte_at_a_time_says(
-        bytes in proptest::collection::vec(prop_oneof![4 => any::<u8>(), 1 => Just(b'"'), 1 => Just(b'\\'), 1 => 0u8..0x20], 0..40),
+        bytes in prop_oneof![
+            // Ends early, often.
+            proptest::collection::vec(prop_oneof![4 => any::<u8>(), 1 => Just(b'"'), 1 => Just(b'\\'), 1 => 0u8..0x20], 0..40),
+            // Ends anywhere in up to eighty bytes: in any of the sixteen
+            // bytes (or eight) read at once, in a later chunk, or in the
+            // tail read a byte at a time.
+            proptest::collection::vec(prop_oneof![120 => 0x5du8.., 1 => Just(b'"'), 1 => Just(b'\\'), 1 => 0u8..0x20], 0..80),
+        ],
         skip in 0usize..8,
     ) {
         let bytes = &bytes[skip.min(bytes.len())..];
         let expected = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
         prop_assert_eq!(super::token::string_end(bytes), expected);
+        // The path of targets without SSE2, and of the last bytes.
+        prop_assert_eq!(super::token::string_end_by_words(bytes), expected);
     }
 }
 
