@@ -148,6 +148,9 @@ impl SetQueue {
     /// by `record`, or (`None`) found by the request's restore.
     fn add(&mut self, at: usize, member: String, record: Option<usize>) {
         let Some(request) = self.requests.get_mut(at) else {
+            // `at` is always a request of the queue (the callers just made
+            // or found it); dropping a member would lose a set change.
+            debug_assert!(false, "no request {at} in a queue of {}", self.requests.len());
             return;
         };
         let place = request.members.len();
