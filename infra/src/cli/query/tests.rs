@@ -1,6 +1,6 @@
 //! `streamdex query` as typed: flags, values and every refusal, which must
 //! name the flag, the value and the column, and exit 2 before any request.
-//! (Against DynamoDB: `tests/tests/query.rs`, on the moto server.)
+//! (Against DynamoDB: `tests/tests/e2e/query.rs`, on the moto server.)
 
 use clap::{Parser, Subcommand};
 use model::config::EXAMPLE_CONFIG;

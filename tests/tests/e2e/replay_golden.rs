@@ -7,7 +7,7 @@
 //! When a change of output is intended, regenerate them and review the diff:
 //!
 //! ```sh
-//! STREAMDEX_BLESS=1 cargo test -p streamdex-tests --test replay_golden
+//! STREAMDEX_BLESS=1 cargo test -p streamdex-tests --test e2e -- replay_golden::
 //! git diff tests/fixtures/
 //! ```
 
@@ -42,7 +42,7 @@ fn check(golden: &Path, actual: &str) {
     assert!(
         expected == actual,
         "{} differs from what replay prints now; first difference at {}\n\
-         If the change is intended: STREAMDEX_BLESS=1 cargo test -p streamdex-tests --test replay_golden",
+         If the change is intended: STREAMDEX_BLESS=1 cargo test -p streamdex-tests --test e2e -- replay_golden::",
         golden.display(),
         first_difference(&expected, actual)
     );

@@ -31,7 +31,7 @@ use streamdex_tests::derived::{drain, verify};
 use streamdex_tests::images::s;
 use streamdex_tests::moto::{lambda_event, prefixed, unique_prefix, Moto, StreamReader};
 
-const FIXTURE: &str = include_str!("../fixtures/router-history.jsonl");
+const FIXTURE: &str = include_str!("../../fixtures/router-history.jsonl");
 
 fn example() -> Config {
     config::parse(EXAMPLE_CONFIG, "streamdex.example.toml").unwrap_or_else(|e| panic!("example config: {e}"))

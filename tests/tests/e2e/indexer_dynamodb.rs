@@ -618,7 +618,7 @@ async fn update_set_counts_the_union_against_max_members() -> Result<()> {
 /// lacks: its threaded server can evaluate two conditions before either write
 /// lands (seen: two ADDs both passed `size(set) <= 2`, leaving 5 members past
 /// a max of 4). Run it against real DynamoDB:
-/// `STREAMDEX_TEST_ENDPOINT=https://dynamodb.REGION.amazonaws.com cargo test --test indexer_dynamodb -- --ignored concurrent_adds`.
+/// `STREAMDEX_TEST_ENDPOINT=https://dynamodb.REGION.amazonaws.com cargo test -p streamdex-tests --test e2e -- --ignored concurrent_adds`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs real DynamoDB: moto does not isolate concurrent conditional writes to one item (scripts/test.sh skips it)"]
 async fn concurrent_adds_never_pass_max_members() -> Result<()> {
