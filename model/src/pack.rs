@@ -178,9 +178,15 @@ impl Rooms {
     fn set(&mut self, call: usize, room: Option<usize>) {
         let mut node = self.width + call;
         self.tree[node] = room.map_or(0, |r| r.saturating_add(1));
+        // Up to the first inner node the change leaves as it was: each one
+        // above it is the larger of children that did not change either.
         while node > 1 {
             node /= 2;
-            self.tree[node] = self.tree[2 * node].max(self.tree[2 * node + 1]);
+            let larger = self.tree[2 * node].max(self.tree[2 * node + 1]);
+            if self.tree[node] == larger {
+                break;
+            }
+            self.tree[node] = larger;
         }
         while self.first_open < self.calls && self.tree[self.width + self.first_open] == 0 {
             self.first_open += 1;
