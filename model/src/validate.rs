@@ -100,7 +100,7 @@ pub fn check<I: Attrs>(record: &ChangeRecord<I>, table: &TableConfig) -> Result<
             });
         }
     }
-    values(&record.keys, "Keys")?;
+    checked_bytes(&record.keys, "Keys")?;
     let key_names: [Option<&str>; 2] = [Some(table.partition_key.as_str()), table.sort_key.as_deref()];
     let key_names = key_names.iter().flatten();
     for name in key_names.clone() {
@@ -119,7 +119,7 @@ pub fn check<I: Attrs>(record: &ChangeRecord<I>, table: &TableConfig) -> Result<
     }
     for (part, image) in [("NewImage", &record.new), ("OldImage", &record.old)] {
         let Some(image) = image else { continue };
-        values(image, part)?;
+        let bytes = checked_bytes(image, part)?;
         for name in key_names.clone() {
             let agrees = match (image.get(name), record.keys.get(name)) {
                 (Some(a), Some(b)) => same_key(a, b),
@@ -132,7 +132,6 @@ pub fn check<I: Attrs>(record: &ChangeRecord<I>, table: &TableConfig) -> Result<
                 });
             }
         }
-        let bytes = item_bytes(image);
         if bytes > MAX_ITEM_BYTES {
             return Err(Invalid::TooLarge { image: part, bytes });
         }
@@ -148,38 +147,56 @@ fn same_key<V: Attr>(a: &V, b: &V) -> bool {
     }
 }
 
-/// Checks every value of an image.
-fn values<I: Attrs>(image: &I, part: &str) -> Result<(), Invalid> {
+/// Checks every value of an image; its size as DynamoDB counts it, near
+/// enough to hold it to the 400 KB limit (attribute names and values,
+/// numbers by their text), taken in the same walk.
+fn checked_bytes<I: Attrs>(image: &I, part: &str) -> Result<usize, Invalid> {
     entries_ok(image, &mut |name| format!("{part}.{name}"))
 }
 
-/// Checks every value of a map (an image, or an `M`). With several bad
-/// ones, the error is that of the first by name, whatever the map's order
-/// (both consumers then give the same reason).
-fn entries_ok<M: Attrs>(map: &M, path: &mut dyn FnMut(&str) -> String) -> Result<(), Invalid> {
+/// Checks every value of a map (an image, or an `M`); the sum of its names'
+/// and values' sizes. With several bad ones, the error is that of the first
+/// by name, whatever the map's order (both consumers then give the same
+/// reason).
+fn entries_ok<M: Attrs>(map: &M, path: &mut dyn FnMut(&str) -> String) -> Result<usize, Invalid> {
+    let mut bytes = 0;
     if M::BY_NAME {
         for (key, value) in map.iter() {
-            value_ok(value, &mut || path(key))?;
+            bytes += key.len() + value_ok(value, &mut || path(key))?;
         }
-        return Ok(());
+        return Ok(bytes);
     }
     // A hash map: checked in its order, and by name only when one is bad.
-    if map.iter().all(|(_, value)| value_ok(value, &mut String::new).is_ok()) {
-        return Ok(());
+    let all_ok = map.iter().all(|(key, value)| match value_ok(value, &mut String::new) {
+        Ok(size) => {
+            bytes += key.len() + size;
+            true
+        }
+        Err(_) => false,
+    });
+    if all_ok {
+        return Ok(bytes);
     }
     for (key, value) in map.by_name() {
         value_ok(value, &mut || path(key))?;
     }
-    Ok(())
+    // Not reached: the same values, walked in the map's order, had a bad one.
+    Ok(bytes)
 }
 
-/// Checks one value; `path` names it (built only for an error).
-fn value_ok<V: Attr>(value: &V, path: &mut dyn FnMut() -> String) -> Result<(), Invalid> {
+/// Checks one value; its size (see [`checked_bytes`]). `path` names it
+/// (built only for an error).
+fn value_ok<V: Attr>(value: &V, path: &mut dyn FnMut() -> String) -> Result<usize, Invalid> {
+    let texts = |members: &[V::Text]| members.iter().map(|m| m.as_ref().len()).sum();
     match value.shape() {
-        Shape::N(n) => number_ok(n, path),
+        Shape::N(n) => number_ok(n, path).map(|()| n.len()),
         Shape::Null(false) => Err(Invalid::NullFalse { path: path() }),
-        Shape::Ss(members) => set_ok(members, members, |i| members[i].as_ref().to_owned(), path),
-        Shape::Bs(members) => set_ok(members, members, |i| format!("{:?}", members[i]), path),
+        Shape::Ss(members) => {
+            set_ok(members, members, |i| members[i].as_ref().to_owned(), path).map(|()| texts(members))
+        }
+        Shape::Bs(members) => {
+            set_ok(members, members, |i| format!("{:?}", members[i]), path).map(|()| members.iter().map(Vec::len).sum())
+        }
         Shape::Ns(members) => {
             for n in members {
                 number_ok(n.as_ref(), path)?;
@@ -189,16 +206,19 @@ fn value_ok<V: Attr>(value: &V, path: &mut dyn FnMut() -> String) -> Result<(), 
                 .iter()
                 .map(|n| sortkey::canonical_number(n.as_ref()).unwrap_or_else(|_| n.as_ref().to_owned()))
                 .collect();
-            set_ok(members, &canonical, |i| members[i].as_ref().to_owned(), path)
+            set_ok(members, &canonical, |i| members[i].as_ref().to_owned(), path).map(|()| texts(members))
         }
         Shape::L(items) => {
+            let mut bytes = 3;
             for (i, item) in items.iter().enumerate() {
-                value_ok(item, &mut || format!("{}[{i}]", path()))?;
+                bytes += 1 + value_ok(item, &mut || format!("{}[{i}]", path()))?;
             }
-            Ok(())
+            Ok(bytes)
         }
-        Shape::M(map) => entries_ok(map, &mut |key| format!("{}.{key}", path())),
-        Shape::S(_) | Shape::B(_) | Shape::Bool(_) | Shape::Null(true) => Ok(()),
+        Shape::M(map) => Ok(3 + map.len() + entries_ok(map, &mut |key| format!("{}.{key}", path()))?),
+        Shape::S(s) => Ok(s.len()),
+        Shape::B(b) => Ok(b.len()),
+        Shape::Bool(_) | Shape::Null(true) => Ok(1),
     }
 }
 
@@ -237,25 +257,6 @@ fn set_ok<T, K: Ord + std::hash::Hash>(
             member: shown(i),
         }),
         None => Ok(()),
-    }
-}
-
-/// An item's size as DynamoDB counts it, near enough to hold it to the
-/// 400 KB limit: attribute names and values, numbers by their text.
-fn item_bytes<I: Attrs>(image: &I) -> usize {
-    image.iter().map(|(name, value)| name.len() + value_bytes(value)).sum()
-}
-
-fn value_bytes<V: Attr>(value: &V) -> usize {
-    let strings = |members: &[V::Text]| members.iter().map(|m| m.as_ref().len()).sum();
-    match value.shape() {
-        Shape::S(s) | Shape::N(s) => s.len(),
-        Shape::B(b) => b.len(),
-        Shape::Bool(_) | Shape::Null(_) => 1,
-        Shape::Ss(m) | Shape::Ns(m) => strings(m),
-        Shape::Bs(m) => m.iter().map(Vec::len).sum(),
-        Shape::L(items) => 3 + items.iter().map(|v| 1 + value_bytes(v)).sum::<usize>(),
-        Shape::M(map) => 3 + map.iter().map(|(k, v)| 1 + k.len() + value_bytes(v)).sum::<usize>(),
     }
 }
 

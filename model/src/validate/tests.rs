@@ -187,3 +187,39 @@ fn poison_is_checked_once_per_record_and_table() {
     assert_ne!(other, first);
     assert_eq!(poison(&received, issues), Some(first), "the first answer is kept");
 }
+
+/// The size the limit is checked against, as it was computed before it
+/// was taken in the check's own walk: names and values, numbers by their
+/// text, 3 bytes a list or map and 1 an element (an M's names counted).
+fn reference_bytes(image: &Image) -> usize {
+    fn value(v: &Value) -> usize {
+        match v {
+            Value::S(s) | Value::N(s) => s.len(),
+            Value::B(b) => b.len(),
+            Value::Bool(_) | Value::Null(_) => 1,
+            Value::Ss(m) | Value::Ns(m) => m.iter().map(String::len).sum(),
+            Value::Bs(m) => m.iter().map(Vec::len).sum(),
+            Value::L(items) => 3 + items.iter().map(|v| 1 + value(v)).sum::<usize>(),
+            Value::M(map) => 3 + map.iter().map(|(k, v)| 1 + k.len() + value(v)).sum::<usize>(),
+        }
+    }
+    image.iter().map(|(name, v)| name.len() + value(v)).sum()
+}
+
+proptest::proptest! {
+    /// A valid image's size comes out of the check's walk as the plain sum
+    /// gives it, in either form of the image; an invalid one is refused in
+    /// both forms.
+    #[test]
+    fn the_checks_walk_sizes_an_image_as_the_plain_sum_does(
+        entries in proptest::collection::vec(("[a-z]{1,6}", crate::testing::attribute_value()), 0..8),
+    ) {
+        let image: Image = entries.into_iter().collect();
+        let borrowed = crate::value::borrowed::Image::from(image.clone());
+        let owned = checked_bytes(&image, "NewImage");
+        proptest::prop_assert_eq!(&checked_bytes(&borrowed, "NewImage"), &owned);
+        if let Ok(bytes) = owned {
+            proptest::prop_assert_eq!(bytes, reference_bytes(&image));
+        }
+    }
+}
