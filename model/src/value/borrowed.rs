@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 
+use super::image::same_name;
 use super::view::{shape_of, Attr, Attrs, Shape};
 
 /// One attribute value, borrowed where it can be.
@@ -87,7 +88,7 @@ impl<'a> Attrs for Image<'a> {
 
     fn get(&self, name: &str) -> Option<&Value<'a>> {
         if self.entries.len() <= LINEAR {
-            return self.entries.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+            return self.entries.iter().find(|(n, _)| same_name(n, name)).map(|(_, v)| v);
         }
         let at = self.entries.binary_search_by(|(n, _)| n.as_ref().cmp(name)).ok()?;
         Some(&self.entries[at].1)

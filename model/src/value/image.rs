@@ -69,7 +69,7 @@ impl Image {
     fn position(&self, name: &str) -> Option<usize> {
         if self.entries.len() <= LINEAR {
             // Most names differ in length: a scan compares lengths, not bytes.
-            return self.entries.iter().position(|(n, _)| n == name);
+            return self.entries.iter().position(|(n, _)| same_name(n.as_str(), name));
         }
         self.find(name).ok()
     }
@@ -215,6 +215,25 @@ pub(super) fn sort_distinct<N: Ord + fmt::Display, V>(entries: &mut [(N, V)]) ->
 
 /// Up to this many entries, a name is looked up by a scan.
 const LINEAR: usize = 16;
+
+/// Whether two attribute names are the same, compared in place: most names
+/// are under 16 bytes, and for those a call to `memcmp` per entry scanned
+/// cost more than the comparison (two overlapping words, or two halves, or
+/// the three bytes of a name of three or fewer).
+#[inline]
+pub(super) fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        8..=16 => a.first_chunk::<8>() == b.first_chunk::<8>() && a.last_chunk::<8>() == b.last_chunk::<8>(),
+        4..=7 => a.first_chunk::<4>() == b.first_chunk::<4>() && a.last_chunk::<4>() == b.last_chunk::<4>(),
+        0..=3 => a.first() == b.first() && a.get(n / 2) == b.get(n / 2) && a.last() == b.last(),
+        _ => a == b,
+    }
+}
 
 /// Up to this many entries, an image is sorted by insertion as it is built
 /// (no scratch space, and the first repeated name is found as it comes).

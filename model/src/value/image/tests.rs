@@ -131,3 +131,29 @@ fn serializes_as_a_json_object_by_name_and_reads_back() {
     let back: Image = serde_json::from_str(r#"{"b":{"N":"1.50"},"a":{"S":"x"}}"#).expect("deserialize");
     assert_eq!(back, image);
 }
+
+/// Every length up to past the longest compared in place, and a change at
+/// every position of it: `same_name` says what `==` says.
+#[test]
+fn same_name_sees_a_change_at_every_position() {
+    for len in 0..=40 {
+        let name: String = (0..len).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        assert!(same_name(&name, &name.clone()), "{name}");
+        for at in 0..len {
+            let mut other = name.clone().into_bytes();
+            other[at] = b'_';
+            let other = String::from_utf8(other).expect("ASCII");
+            assert!(!same_name(&name, &other), "{name} against {other}");
+        }
+        assert!(!same_name(&name, &format!("{name}_")), "{name} against a longer name");
+    }
+}
+
+proptest! {
+    /// Names from a two-letter alphabet, so that many pairs are equal or
+    /// differ in one place: `same_name` is `==`.
+    #[test]
+    fn same_name_is_equality(a in "[ab]{0,20}", b in "[ab]{0,20}") {
+        prop_assert_eq!(same_name(&a, &b), a == b);
+    }
+}
