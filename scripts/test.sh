@@ -20,6 +20,15 @@ log() { printf '==> %s\n' "$*" >&2; }
 # A CI run builds once from clean: incremental state would only take disk.
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 
+# A build from clean takes about 2 GB under target/ (measured on a fresh
+# clone: 2.0 GB). A linker that runs out of disk dies with "signal 7 [Bus
+# error]", which names no disk, so a short disk is said here first.
+need_mb=2500
+free_mb=$(df -Pm "${CARGO_TARGET_DIR:-.}" 2>/dev/null | awk 'NR == 2 { print $4 }')
+if [ -n "$free_mb" ] && [ "$free_mb" -lt "$need_mb" ]; then
+  log "warning: ${free_mb} MB free on the build's disk; a build from clean takes about 2,000 MB under target/ (a linker short of disk dies with signal 7, Bus error)"
+fi
+
 # --- the local AWS -----------------------------------------------------------
 venv=.venv-aws
 if [ ! -x "$venv/bin/moto_server" ]; then
