@@ -209,8 +209,26 @@ pub(super) fn sort_distinct<N: Ord + fmt::Display, V>(entries: &mut [(N, V)]) ->
     if let Some(at) = first_repeat {
         return Err(entries[at].0.to_string());
     }
-    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    permute(entries, &mut order);
     Ok(())
+}
+
+/// Puts `entries[order[k]]` at `k` for every `k`, one cycle of the
+/// permutation at a time, each entry moved once (sorting the entries again
+/// would compare their names again); `order` is left as `0, 1, 2, ...`.
+fn permute<T>(entries: &mut [T], order: &mut [usize]) {
+    for start in 0..order.len() {
+        let mut at = start;
+        // The entry first at `start` travels along the cycle until the
+        // place that takes it.
+        while order[at] != start && order[at] != at {
+            let from = order[at];
+            entries.swap(at, from);
+            order[at] = at;
+            at = from;
+        }
+        order[at] = at;
+    }
 }
 
 /// Up to this many entries, a name is looked up by a scan.

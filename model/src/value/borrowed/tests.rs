@@ -57,16 +57,27 @@ proptest! {
         prop_assert_eq!(Value::from(a.clone()) == Value::from(b.clone()), a == b);
     }
 
+    /// Each name keeps its own value (its place in the order given) as
+    /// the entries are sorted; up to 30 distinct names, so that both
+    /// sorted and repeating lists are common.
     #[test]
-    fn from_distinct_sorts_or_names_the_repeat(names in proptest::collection::vec("[a-e]", 0..8)) {
-        let entries = names.iter().map(|n| (Cow::Owned(n.clone()), Value::Bool(true))).collect();
+    fn from_distinct_sorts_or_names_the_repeat(names in proptest::collection::vec("[a-e]{1,2}", 0..24)) {
+        let entries = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (Cow::Owned(n.clone()), Value::N(Cow::Owned(i.to_string()))))
+            .collect();
         let first_repeat = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)).map(|(_, n)| n.clone());
         match Image::from_distinct(entries) {
             Ok(image) => {
                 prop_assert_eq!(first_repeat, None);
-                let got: Vec<&str> = Attrs::iter(&image).map(|(n, _)| n).collect();
-                let mut sorted: Vec<&str> = names.iter().map(String::as_str).collect();
+                let got: Vec<(&str, &Value)> = Attrs::iter(&image).collect();
+                let mut sorted: Vec<(&str, String)> =
+                    names.iter().enumerate().map(|(i, n)| (n.as_str(), i.to_string())).collect();
                 sorted.sort_unstable();
+                let sorted: Vec<(&str, Value)> =
+                    sorted.into_iter().map(|(n, i)| (n, Value::N(Cow::Owned(i)))).collect();
+                let sorted: Vec<(&str, &Value)> = sorted.iter().map(|(n, v)| (*n, v)).collect();
                 prop_assert_eq!(got, sorted);
             }
             Err(repeat) => prop_assert_eq!(Some(repeat), first_repeat),
