@@ -126,7 +126,7 @@ fn push_escaped(out: &mut String, part: &str) {
     // Both are ASCII, so a byte of either is that character: found without
     // decoding the part's characters.
     const _: () = assert!(SEPARATOR.is_ascii() && ESCAPE.is_ascii());
-    if !part.bytes().any(|b| b == SEPARATOR as u8 || b == ESCAPE as u8) {
+    if memchr::memchr2(SEPARATOR as u8, ESCAPE as u8, part.as_bytes()).is_none() {
         out.push_str(part);
         return;
     }
