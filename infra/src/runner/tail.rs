@@ -120,7 +120,7 @@ impl<'s> Tail<'s> {
     pub async fn poll(&mut self) -> Polled {
         let mut polled = Polled::default();
         self.polls = self.polls.wrapping_add(1);
-        if !self.listed_once || self.polls % LIST_EVERY == 0 {
+        if !self.listed_once || self.polls.is_multiple_of(LIST_EVERY) {
             if let Err(e) = self.list().await {
                 polled.problems.push(e.to_string());
             }
