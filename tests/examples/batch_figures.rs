@@ -43,7 +43,7 @@ const SIX_MB: usize = 6 * 1024 * 1024;
 struct CountingStore;
 
 impl Store for CountingStore {
-    async fn write_rows(&self, _writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
+    async fn write_rows(&self, _writes: &[RowWrite]) -> Result<Vec<RowWrite>, StoreError> {
         Ok(Vec::new())
     }
     async fn put_row_if(&self, _write: RowWrite, _guard: &RowGuard) -> Result<RowOutcome, StoreError> {

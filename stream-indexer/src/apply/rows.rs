@@ -129,13 +129,11 @@ pub(super) async fn write_all<S: Store>(
     rows: Rows,
 ) -> Progress {
     let (calls, mut writes) = rows.finish();
-    let mut take = |call: &Packed| -> Vec<(usize, RowWrite)> {
-        let mut taken = Vec::with_capacity(call.items.len());
-        taken.extend(
-            call.items
-                .iter()
-                .filter_map(|&w| writes.get_mut(w).and_then(Option::take)),
-        );
+    let mut take = |call: &Packed| -> Batch {
+        let mut taken = Batch::with_capacity(call.items.len());
+        for (record, write) in call.items.iter().filter_map(|&w| writes.get_mut(w).and_then(Option::take)) {
+            taken.push(record, write);
+        }
         taken
     };
     let results = dispatch(calls.iter().map(|c| c.after.as_slice()), concurrency, |i| {
@@ -164,7 +162,7 @@ pub(super) async fn write_all<S: Store>(
                 let error = cause
                     .clone()
                     .map_message(|m| format!("not sent: an earlier write to one of its rows failed ({m})"));
-                for (record, _) in take(&calls[i]) {
+                for &record in &take(&calls[i]).records {
                     progress.unfinished.push((record, error.clone()));
                 }
                 failed[i] = Some(cause);
@@ -185,7 +183,7 @@ async fn send_call<S: Store>(
     config: &Config,
     backoff: &Backoff,
     stamping: &Stamping,
-    writes: Vec<(usize, RowWrite)>,
+    writes: Batch,
 ) -> (Progress, Result<(), StoreError>) {
     let mut call = Call {
         store,
@@ -197,8 +195,8 @@ async fn send_call<S: Store>(
     };
     let result = call.run().await;
     if let Err(error) = &result {
-        for (record, _) in call.queue.iter().flatten() {
-            call.progress.unfinished.push((*record, error.clone()));
+        for &record in call.queue.iter().flat_map(|batch| &batch.records) {
+            call.progress.unfinished.push((record, error.clone()));
         }
     }
     (call.progress, result)
@@ -210,8 +208,49 @@ struct Call<'a, S> {
     backoff: &'a Backoff,
     stamping: &'a Stamping,
     /// Requests to make: the call, or its writes one by one after a refusal.
-    queue: VecDeque<Vec<(usize, RowWrite)>>,
+    queue: VecDeque<Batch>,
     progress: Progress,
+}
+
+/// Writes with the record of each, side by side, so that the writes are
+/// lent to the store as they are (`&[RowWrite]`), never copied for a request.
+#[derive(Debug, Default)]
+struct Batch {
+    records: Vec<usize>,
+    writes: Vec<RowWrite>,
+}
+
+impl Batch {
+    fn with_capacity(n: usize) -> Batch {
+        Batch {
+            records: Vec::with_capacity(n),
+            writes: Vec::with_capacity(n),
+        }
+    }
+
+    fn one(record: usize, write: RowWrite) -> Batch {
+        Batch {
+            records: vec![record],
+            writes: vec![write],
+        }
+    }
+
+    fn push(&mut self, record: usize, write: RowWrite) {
+        self.records.push(record);
+        self.writes.push(write);
+    }
+
+    fn len(&self) -> usize {
+        self.writes.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+    }
+
+    fn into_pairs(self) -> impl DoubleEndedIterator<Item = (usize, RowWrite)> {
+        self.records.into_iter().zip(self.writes)
+    }
 }
 
 impl<S: Store> Call<'_, S> {
@@ -252,12 +291,12 @@ impl<S: Store> Call<'_, S> {
 
     /// The writes one by one, each a conditional PutItem; on failure the
     /// writes left go back to the front of the queue.
-    async fn guarded(&mut self, batch: Vec<(usize, RowWrite)>) -> Result<(), StoreError> {
-        let mut batch = VecDeque::from(batch);
+    async fn guarded(&mut self, batch: Batch) -> Result<(), StoreError> {
+        let mut batch: VecDeque<(usize, RowWrite)> = batch.into_pairs().collect();
         while let Some((record, write)) = batch.pop_front() {
             let Some(guard) = self.stamping.row_guard(write.index, &write.key) else {
                 // Not guarded after all: the unconditional request.
-                self.request(vec![(record, write)]).await?;
+                self.request(Batch::one(record, write)).await?;
                 continue;
             };
             let (store, requests) = (self.store, &mut self.progress.stats.requests);
@@ -279,7 +318,11 @@ impl<S: Store> Call<'_, S> {
                 Err(error) if error.is_refused() => self.row_refused(record, &write, &error),
                 Err(error) => {
                     batch.push_front((record, write));
-                    self.queue.push_front(batch.into());
+                    let mut left = Batch::with_capacity(batch.len());
+                    for (record, write) in batch {
+                        left.push(record, write);
+                    }
+                    self.queue.push_front(left);
                     return Err(error);
                 }
             }
@@ -289,7 +332,7 @@ impl<S: Store> Call<'_, S> {
 
     /// One request, resent until its writes are done; on failure the writes
     /// left go back to the front of the queue.
-    async fn request(&mut self, batch: Vec<(usize, RowWrite)>) -> Result<(), StoreError> {
+    async fn request(&mut self, batch: Batch) -> Result<(), StoreError> {
         let mut batch = batch;
         let mut partial = false;
         let mut retry = Retry::new(self.backoff);
@@ -301,9 +344,8 @@ impl<S: Store> Call<'_, S> {
                 }
             }
             self.progress.stats.requests.write_rows += 1;
-            let writes: Vec<RowWrite> = batch.iter().map(|(_, w)| w.clone()).collect();
             partial = false;
-            let step = match self.store.write_rows(writes).await {
+            let step = match self.store.write_rows(&batch.writes).await {
                 Ok(unprocessed) => {
                     let before = batch.len();
                     batch = self.keep_unprocessed(std::mem::take(&mut batch), &unprocessed);
@@ -319,13 +361,13 @@ impl<S: Store> Call<'_, S> {
                 }
                 Err(error) if error.is_refused() && batch.len() > 1 => {
                     // Find the culprit: each write alone.
-                    for single in batch.drain(..).rev() {
-                        self.queue.push_front(vec![single]);
+                    for (record, write) in std::mem::take(&mut batch).into_pairs().rev() {
+                        self.queue.push_front(Batch::one(record, write));
                     }
                     Step::Done(())
                 }
                 Err(error) if error.is_refused() => {
-                    for (record, write) in std::mem::take(&mut batch) {
+                    for (record, write) in std::mem::take(&mut batch).into_pairs() {
                         self.row_refused(record, &write, &error);
                     }
                     Step::Done(())
@@ -345,12 +387,12 @@ impl<S: Store> Call<'_, S> {
     }
 
     /// Marks the writes not in `unprocessed` done; returns the others.
-    fn keep_unprocessed(&mut self, batch: Vec<(usize, RowWrite)>, unprocessed: &[RowWrite]) -> Vec<(usize, RowWrite)> {
+    fn keep_unprocessed(&mut self, batch: Batch, unprocessed: &[RowWrite]) -> Batch {
         let left: HashSet<(usize, &RowKey)> = unprocessed.iter().map(|w| (w.index, &w.key)).collect();
-        let mut kept = Vec::with_capacity(left.len());
-        for (record, write) in batch {
+        let mut kept = Batch::with_capacity(left.len());
+        for (record, write) in batch.into_pairs() {
             if left.contains(&(write.index, &write.key)) {
-                kept.push((record, write));
+                kept.push(record, write);
             } else {
                 self.row_done(record, &write);
             }

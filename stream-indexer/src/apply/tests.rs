@@ -639,7 +639,7 @@ struct Slow {
 }
 
 impl crate::store::Store for Slow {
-    async fn write_rows(&self, _writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
+    async fn write_rows(&self, _writes: &[RowWrite]) -> Result<Vec<RowWrite>, StoreError> {
         use std::sync::atomic::Ordering::SeqCst;
         let now = self.in_flight.fetch_add(1, SeqCst) + 1;
         self.most.fetch_max(now, SeqCst);

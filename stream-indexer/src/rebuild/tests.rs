@@ -109,7 +109,7 @@ fn corrupt(store: &MemoryStore, c: &Corruption) -> Option<(Vec<DriftKind>, Targe
         .collect();
     let nodes: Vec<(String, crate::store::memory::NodeSet)> = store.node_sets(0).into_iter().collect();
     let pick = |n: usize, len: usize| (len > 0).then(|| n % len);
-    let write = |w: RowWrite| block(store.write_rows(vec![w])).expect("write");
+    let write = |w: RowWrite| block(store.write_rows(&[w])).expect("write");
     let row = |key: &RowKey| Target::Row {
         index: 0,
         key: key.clone(),
@@ -467,7 +467,7 @@ fn changing_shards_is_a_rebuild() {
             put: Some(attributes.clone().into()),
             version: model::Version::zero(),
         };
-        block(store.write_rows(vec![write])).expect("write");
+        block(store.write_rows(&[write])).expect("write");
     }
     store.take_stream();
 
@@ -517,7 +517,7 @@ fn changing_shards_is_a_rebuild() {
             put: Some(attributes.clone().into()),
             version: model::Version::zero(),
         };
-        block(store_back.write_rows(vec![write])).expect("write");
+        block(store_back.write_rows(&[write])).expect("write");
     }
     store_back.take_stream();
     assert!(!check(&store_back, &plain).is_clean());

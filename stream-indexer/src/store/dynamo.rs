@@ -25,7 +25,7 @@
 //! denied access or missing credentials is [`Class::Deployment`](model::Class::Deployment). Every
 //! message names the operation and the table(s).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
@@ -283,19 +283,21 @@ impl DynamoStore {
 }
 
 impl Store for DynamoStore {
-    async fn write_rows(&self, writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
+    async fn write_rows(&self, writes: &[RowWrite]) -> Result<Vec<RowWrite>, StoreError> {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
         let expires = super::tombstone_expiry(&self.config);
         let mut requests: HashMap<String, Vec<WriteRequest>> = HashMap::new();
-        let mut pending: HashMap<(String, RowKey), RowWrite> = HashMap::with_capacity(writes.len());
+        // Each write's table and row key: where an unprocessed item goes back to.
+        let mut pending: Vec<Option<(&str, &RowWrite)>> = Vec::with_capacity(writes.len());
+        let mut distinct = HashSet::with_capacity(writes.len());
         for write in writes {
             let index = self.index(write.index)?;
-            let request = write_request(index, &write, expires)?;
+            let request = write_request(index, write, expires)?;
             requests.entry(index.table.clone()).or_default().push(request);
-            let slot = (index.table.clone(), write.key.clone());
-            if pending.insert(slot, write).is_some() {
+            pending.push(Some((index.table.as_str(), write)));
+            if !distinct.insert((index.table.as_str(), &write.key)) {
                 return Err(StoreError::refused(format!(
                     "BatchWriteItem on table `{}`: two writes to one row key in one call",
                     index.table
@@ -318,8 +320,11 @@ impl Store for DynamoStore {
                         "BatchWriteItem on table `{table}`: an unprocessed item has no recognisable row key"
                     )));
                 };
-                match pending.remove(&(table.clone(), key)) {
-                    Some(write) => unprocessed.push(write),
+                let at = pending
+                    .iter_mut()
+                    .find(|slot| slot.is_some_and(|(t, write)| t == table && write.key == key));
+                match at.and_then(Option::take) {
+                    Some((_, write)) => unprocessed.push(write.clone()),
                     None => {
                         return Err(StoreError::transient(format!(
                             "BatchWriteItem on table `{table}`: an unprocessed item matches no write of the call"

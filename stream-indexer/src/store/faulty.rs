@@ -310,8 +310,8 @@ fn timeout<T>(fault: &Fault, result: Result<T, StoreError>) -> Result<T, StoreEr
 }
 
 impl<S: Store> Store for FaultyStore<S> {
-    async fn write_rows(&self, writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
-        let fault = self.decide(Call::WriteRows(&writes));
+    async fn write_rows(&self, writes: &[RowWrite]) -> Result<Vec<RowWrite>, StoreError> {
+        let fault = self.decide(Call::WriteRows(writes));
         if let Some(result) = injected(&fault) {
             return result;
         }
@@ -319,21 +319,21 @@ impl<S: Store> Store for FaultyStore<S> {
             Fault::Unprocessed(positions) => {
                 let mut send = Vec::new();
                 let mut left = Vec::new();
-                for (i, w) in writes.into_iter().enumerate() {
+                for (i, w) in writes.iter().enumerate() {
                     if positions.contains(&i) {
-                        left.push(w);
+                        left.push(w.clone());
                     } else {
-                        send.push(w);
+                        send.push(w.clone());
                     }
                 }
-                (send, left)
+                (std::borrow::Cow::Owned(send), left)
             }
-            _ => (writes, Vec::new()),
+            _ => (std::borrow::Cow::Borrowed(writes), Vec::new()),
         };
         if send.is_empty() {
             return Ok(left);
         }
-        let result = self.inner.write_rows(send).await.map(|mut unprocessed| {
+        let result = self.inner.write_rows(&send).await.map(|mut unprocessed| {
             unprocessed.append(&mut left);
             unprocessed
         });

@@ -36,7 +36,7 @@ pub struct Hooked<S, H> {
 }
 
 impl<S: Store, H: AfterRead> Store for Hooked<S, H> {
-    async fn write_rows(&self, writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
+    async fn write_rows(&self, writes: &[RowWrite]) -> Result<Vec<RowWrite>, StoreError> {
         self.store.write_rows(writes).await
     }
 
@@ -148,7 +148,7 @@ mod tests {
             assert_eq!(items.map(|i| i.len()).ok(), Some(1));
             let item = hooked.read_item("records", &node).await;
             assert_eq!(item.ok().flatten().as_ref(), Some(&node));
-            let _ = hooked.write_rows(Vec::new()).await;
+            let _ = hooked.write_rows(&[]).await;
         });
         let log = hooked.hook.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
         assert_eq!(log, ["query records GOAL-1", "item records 2"]);

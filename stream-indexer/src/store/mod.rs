@@ -150,7 +150,9 @@ pub trait Store: Send + Sync {
     /// One BatchWriteItem of at most [`MAX_BATCH_WRITES`] writes to distinct
     /// row keys (possibly of several index tables). Returns the writes that
     /// were not processed (`UnprocessedItems`), for the caller to resend.
-    fn write_rows(&self, writes: Vec<RowWrite>) -> impl Future<Output = Result<Vec<RowWrite>, StoreError>> + Send;
+    /// The writes are lent, not given: the caller keeps them for a resend,
+    /// and a store copies only what it keeps.
+    fn write_rows(&self, writes: &[RowWrite]) -> impl Future<Output = Result<Vec<RowWrite>, StoreError>> + Send;
 
     /// One conditional PutItem of a row (or of its tombstone), under `guard`
     /// on the version stored there. A failed condition is
@@ -237,7 +239,7 @@ pub trait Store: Send + Sync {
 /// A shared store is a store (one in-memory store behind the indexer and
 /// the reaper of a local run).
 impl<S: Store> Store for std::sync::Arc<S> {
-    fn write_rows(&self, writes: Vec<RowWrite>) -> impl Future<Output = Result<Vec<RowWrite>, StoreError>> + Send {
+    fn write_rows(&self, writes: &[RowWrite]) -> impl Future<Output = Result<Vec<RowWrite>, StoreError>> + Send {
         S::write_rows(self, writes)
     }
 

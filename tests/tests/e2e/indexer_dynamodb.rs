@@ -719,7 +719,7 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
         })
         .collect();
     ensure!(
-        store.write_rows(writes.clone()).await?.is_empty(),
+        store.write_rows(&writes).await?.is_empty(),
         "moto never returns UnprocessedItems"
     );
     let rows = moto.scan(&index_table).await?;
@@ -738,7 +738,7 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
         .take(20)
         .map(|w| RowWrite { put: None, ..w.clone() })
         .collect();
-    ensure!(store.write_rows(deletes).await?.is_empty());
+    ensure!(store.write_rows(&deletes).await?.is_empty());
     // A delete leaves a tombstone: the key, the version and the expiry.
     let rows = moto.scan(&index_table).await?;
     let live: Vec<&Image> = rows
@@ -804,7 +804,7 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
         put: Some(attributes.clone().into()),
         version: model::Version::zero(),
     };
-    match store.write_rows(vec![long]).await {
+    match store.write_rows(&[long]).await {
         Err(e) if e.class() == model::Class::Refused => {
             let m = e.message();
             ensure!(m.contains("BatchWriteItem") && m.contains(&index_table), "{m}");
@@ -820,7 +820,7 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
         .for_each(|t| t.name = format!("{}-absent", t.name));
     missing.edge_sets[0].table = format!("{}-absent", missing.edge_sets[0].table);
     let broken = DynamoStore::new(moto.dynamodb.clone(), Arc::new(missing.clone()));
-    match broken.write_rows(writes[..1].to_vec()).await {
+    match broken.write_rows(&writes[..1]).await {
         Err(e) if e.class() == model::Class::Deployment => {
             let m = e.message();
             ensure!(m.contains("BatchWriteItem") && m.contains("-absent"), "{m}");

@@ -41,7 +41,7 @@ async fn real_sdk_failures_are_classified() {
     );
     // Requests that never need the network.
     let store = example_store(true);
-    assert_eq!(store.write_rows(Vec::new()).await, Ok(Vec::new()));
+    assert_eq!(store.write_rows(&[]).await, Ok(Vec::new()));
     let unknown = RowWrite {
         index: 7,
         key: RowKey {
@@ -52,7 +52,7 @@ async fn real_sdk_failures_are_classified() {
         version: model::Version::zero(),
     };
     assert!(store
-        .write_rows(vec![unknown])
+        .write_rows(&[unknown])
         .await
         .is_err_and(|e| e.class() == model::Class::Refused));
     assert!(store

@@ -55,13 +55,21 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
         entries.get(at).map(|(_, v)| v)
     }
 
-    /// Inserts or replaces; returns the value replaced.
-    pub(super) fn insert(&mut self, key: K, value: V) -> Option<V> {
-        let hash = self.hasher.hash_one(&key);
+    /// Inserts or replaces the value at the key `like` (given as for
+    /// [`DenseMap::get`]); the key is made (`make`) only when it is new.
+    /// Returns the value replaced.
+    pub(super) fn insert_by<Q: Hash>(
+        &mut self,
+        like: Q,
+        is: impl Fn(&K) -> bool,
+        make: impl FnOnce() -> K,
+        value: V,
+    ) -> Option<V> {
+        let hash = self.hasher.hash_one(like);
         let (entries, hashes) = (&mut self.entries, &mut self.hashes);
         let slot = self.slots.entry(
             hash,
-            |&i| hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| *k == key),
+            |&i| hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| is(k)),
             |&i| hashes.get(i).copied().unwrap_or(0),
         );
         match slot {
@@ -70,23 +78,21 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
                 .map(|(_, stored)| std::mem::replace(stored, value)),
             Entry::Vacant(slot) => {
                 slot.insert(entries.len());
-                entries.push((key, value));
+                entries.push((make(), value));
                 hashes.push(hash);
                 None
             }
         }
     }
 
-    /// Removes the entry at `key`; returns its value. The last entry takes
-    /// its place.
-    pub(super) fn remove(&mut self, key: &K) -> Option<V> {
-        let hash = self.hasher.hash_one(key);
+    /// Removes the entry at the key `like` (given as for [`DenseMap::get`]);
+    /// returns its value. The last entry takes its place.
+    pub(super) fn remove_by<Q: Hash>(&mut self, like: Q, is: impl Fn(&K) -> bool) -> Option<V> {
+        let hash = self.hasher.hash_one(like);
         let (entries, hashes) = (&self.entries, &self.hashes);
         let (at, _) = self
             .slots
-            .find_entry(hash, |&i| {
-                hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| k == key)
-            })
+            .find_entry(hash, |&i| hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| is(k)))
             .ok()?
             .remove();
         let last = self.entries.len().checked_sub(1)?;
@@ -99,6 +105,22 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
         }
         self.hashes.swap_remove(at);
         Some(self.entries.swap_remove(at).1)
+    }
+
+    /// Inserts or replaces; returns the value replaced.
+    #[cfg(test)]
+    fn insert(&mut self, key: K, value: V) -> Option<V>
+    where
+        K: Clone,
+    {
+        let like = &key;
+        self.insert_by(like, |k| k == like, || like.clone(), value)
+    }
+
+    /// Removes the entry at `key`; returns its value.
+    #[cfg(test)]
+    fn remove(&mut self, key: &K) -> Option<V> {
+        self.remove_by(key, |k| k == key)
     }
 
     #[cfg(test)]

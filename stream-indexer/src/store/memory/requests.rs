@@ -56,7 +56,7 @@ fn new_mark(stored: Option<&Value>, stamp: &SetStamp) -> Option<Value> {
 }
 
 impl Store for MemoryStore {
-    async fn write_rows(&self, writes: Vec<RowWrite>) -> Result<Vec<RowWrite>, StoreError> {
+    async fn write_rows(&self, writes: &[RowWrite]) -> Result<Vec<RowWrite>, StoreError> {
         let mut state = self.lock();
         state.requests.write_rows += 1;
         if writes.is_empty() || writes.len() > MAX_BATCH_WRITES {
@@ -66,7 +66,7 @@ impl Store for MemoryStore {
             )));
         }
         let mut seen = BTreeSet::new();
-        for write in &writes {
+        for write in writes {
             if write.index >= self.config.indexes.len() {
                 return Err(StoreError::deployment(format!(
                     "ResourceNotFoundException: no index table #{}",
@@ -105,7 +105,7 @@ impl Store for MemoryStore {
         if !holds {
             return Ok(RowOutcome::Stale);
         }
-        state.store_row(write, super::super::tombstone_expiry(&self.config));
+        state.store_row(&write, super::super::tombstone_expiry(&self.config));
         Ok(RowOutcome::Written)
     }
 
@@ -306,11 +306,12 @@ impl Store for MemoryStore {
 impl State {
     /// Stores one row write: the row; for a delete, its tombstone (expiring
     /// at `expires`), or nothing when the store keeps no tombstones.
-    fn store_row(&mut self, write: RowWrite, expires: u64) {
-        match write.put {
-            Some(attributes) => self.rows.put(write.index, write.key, attributes, write.version),
-            None if self.keep_tombstones => self.rows.delete(write.index, write.key, write.version, expires),
-            None => self.rows.remove(write.index, write.key),
+    fn store_row(&mut self, write: &RowWrite, expires: u64) {
+        let (index, key, version) = (write.index, &write.key, write.version.clone());
+        match &write.put {
+            Some(attributes) => self.rows.put(index, key, attributes.clone(), version),
+            None if self.keep_tombstones => self.rows.delete(index, key, version, expires),
+            None => self.rows.remove(index, key),
         }
     }
 }

@@ -43,32 +43,36 @@ pub(super) struct Rows {
 }
 
 impl Rows {
-    pub(super) fn put(&mut self, index: usize, key: RowKey, projection: Projection, version: Version) {
+    pub(super) fn put(&mut self, index: usize, key: &RowKey, projection: Projection, version: Version) {
         let stored = Stored {
             version,
             body: Some(projection),
             expires: 0,
         };
-        if self.map.insert((index, key), stored).is_none() {
-            self.order = None;
-        }
+        self.store(index, key, stored);
     }
 
     /// Replaces the row (if any) with a tombstone.
-    pub(super) fn delete(&mut self, index: usize, key: RowKey, version: Version, expires: u64) {
+    pub(super) fn delete(&mut self, index: usize, key: &RowKey, version: Version, expires: u64) {
         let stored = Stored {
             version,
             body: None,
             expires,
         };
-        if self.map.insert((index, key), stored).is_none() {
+        self.store(index, key, stored);
+    }
+
+    /// Stores a row or tombstone at `key`, copying the key only when it is new.
+    fn store(&mut self, index: usize, key: &RowKey, stored: Stored) {
+        let is = |(i, k): &(usize, RowKey)| *i == index && k == key;
+        if self.map.insert_by((index, key), is, || (index, key.clone()), stored).is_none() {
             self.order = None;
         }
     }
 
     /// Removes the row (if any), leaving no tombstone.
-    pub(super) fn remove(&mut self, index: usize, key: RowKey) {
-        if self.map.remove(&(index, key)).is_some() {
+    pub(super) fn remove(&mut self, index: usize, key: &RowKey) {
+        if self.map.remove_by((index, key), |(i, k)| *i == index && k == key).is_some() {
             self.order = None;
         }
     }
@@ -173,14 +177,14 @@ mod tests {
             (1, "b", "1"),
             (2, "a", "1"),
         ] {
-            rows.put(i, key(part, sort), p.clone(), Version::zero());
+            rows.put(i, &key(part, sort), p.clone(), Version::zero());
         }
         assert_eq!(keys(&mut rows, 1, None), ["a/9", "b/1", "b/2"]);
         assert_eq!(keys(&mut rows, 1, Some(&key("a", "9"))), ["b/1", "b/2"]);
         assert_eq!(keys(&mut rows, 1, Some(&key("b", "2"))), Vec::<String>::new());
         assert_eq!(keys(&mut rows, 3, None), Vec::<String>::new());
-        rows.delete(1, key("b", "1"), Version::zero(), 0);
-        rows.put(1, key("a", "0"), p.clone(), Version::zero());
+        rows.delete(1, &key("b", "1"), Version::zero(), 0);
+        rows.put(1, &key("a", "0"), p.clone(), Version::zero());
         assert_eq!(
             keys(&mut rows, 1, None),
             ["a/0", "a/9", "b/2"],
@@ -198,11 +202,11 @@ mod tests {
     fn a_removed_row_leaves_no_tombstone_and_the_order_follows() {
         let mut rows = Rows::default();
         let p = Projection::default();
-        rows.put(1, key("a", "1"), p.clone(), Version::zero());
-        rows.put(1, key("a", "2"), p.clone(), Version::zero());
+        rows.put(1, &key("a", "1"), p.clone(), Version::zero());
+        rows.put(1, &key("a", "2"), p.clone(), Version::zero());
         assert_eq!(keys(&mut rows, 1, None), ["a/1", "a/2"]);
-        rows.remove(1, key("a", "1"));
-        rows.remove(1, key("z", "9"));
+        rows.remove(1, &key("a", "1"));
+        rows.remove(1, &key("z", "9"));
         assert_eq!(keys(&mut rows, 1, None), ["a/2"], "the scan after the removal");
         assert_eq!(rows.tombstones(), 0);
         assert_eq!(rows.version(1, &key("a", "1")), None, "nothing stored");

@@ -116,18 +116,18 @@ fn rows_checks_and_queries() {
         version: model::Version::zero(),
     };
     assert_eq!(
-        block(store.write_rows(vec![put(key("a", "1")), put(key("b", "1"))])),
+        block(store.write_rows(&[put(key("a", "1")), put(key("b", "1"))])),
         Ok(vec![])
     );
-    assert!(block(store.write_rows(vec![put(key("a", "1")), put(key("a", "1"))]))
+    assert!(block(store.write_rows(&[put(key("a", "1")), put(key("a", "1"))]))
         .is_err_and(|e| e.class() == model::Class::Refused));
-    assert!(block(store.write_rows(vec![put(key("a", &"x".repeat(1025)))]))
+    assert!(block(store.write_rows(&[put(key("a", &"x".repeat(1025)))]))
         .is_err_and(|e| e.class() == model::Class::Refused));
     assert!(
-        block(store.write_rows((0..26).map(|i| put(key("a", &i.to_string()))).collect()))
+        block(store.write_rows(&(0..26).map(|i| put(key("a", &i.to_string()))).collect::<Vec<_>>()))
             .is_err_and(|e| e.class() == model::Class::Refused)
     );
-    assert!(block(store.write_rows(vec![RowWrite {
+    assert!(block(store.write_rows(&[RowWrite {
         index: 9,
         key: key("a", "1"),
         put: None,
