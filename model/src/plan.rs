@@ -144,6 +144,28 @@ impl<'c> Planner<'c> {
             .unwrap_or_else(|| self.plan(record))
     }
 
+    /// Plans a received record as [`Planner::plan_received`] does, its
+    /// mutations added to `mutations` (after those already there: one
+    /// vector can hold a whole batch's, in batch order); returns its problems.
+    pub fn plan_received_onto<I: Attrs>(
+        &self,
+        received: &Received<'_, I>,
+        record: &ChangeRecord<I>,
+        mutations: &mut Vec<Mutation>,
+    ) -> Vec<PlanError> {
+        if let Some(mut plan) = received.ahead.take_plan(self.config) {
+            mutations.append(&mut plan.mutations);
+            return plan.problems;
+        }
+        let mut plan = Plan {
+            mutations: std::mem::take(mutations),
+            problems: Vec::new(),
+        };
+        self.plan_onto(record, &mut plan);
+        *mutations = plan.mutations;
+        plan.problems
+    }
+
     /// Plans a received record ahead of the consumer that will ask
     /// [`Planner::plan_received`] for it (replay's reading thread does, while
     /// the handling thread is busy). Nothing for an unparsable record.
@@ -163,6 +185,11 @@ impl<'c> Planner<'c> {
     /// Plans `record` into `plan` (cleared first), reusing its allocations.
     pub fn plan_into<I: Attrs>(&self, record: &ChangeRecord<I>, plan: &mut Plan) {
         plan.clear();
+        self.plan_onto(record, plan);
+    }
+
+    /// Plans `record`, adding its mutations and problems to `plan`'s.
+    fn plan_onto<I: Attrs>(&self, record: &ChangeRecord<I>, plan: &mut Plan) {
         let table = match self.table_of(record) {
             Ok(table) => table,
             Err(e) => return plan.problems.push(e),

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use model::config::Config;
 use model::record::{self, CreationTime, ParseError, RawJson, Received};
 use model::value::Attrs;
-use model::{validate, Plan, Planner};
+use model::{validate, Mutation, PlanError, Planner};
 
 use crate::apply::{self, Applied, ApplyStats, Backoff, Guard, MutationCounts, Op, Stamping};
 use crate::store::{Store, StoreError};
@@ -165,7 +165,11 @@ struct Entry<'a> {
     sequence_number: String,
     table: Option<Arc<str>>,
     raw: RawJson<'a>,
-    plan: Plan,
+    /// How many of [`Admitted::mutations`] are this record's (the next
+    /// ones after the records' before it).
+    mutations: usize,
+    /// What its plan found wrong (poison once its mutations are applied).
+    problems: Vec<PlanError>,
 }
 
 /// The records of a batch as they are read: each one's plan (an
@@ -177,6 +181,8 @@ struct Admitted<'a> {
     stats: BatchStats,
     groups: Groups,
     entries: Vec<Entry<'a>>,
+    /// The plans' mutations, in batch order: each entry's in a row.
+    mutations: Vec<Mutation>,
     handled: Vec<Handled<'a>>,
 }
 
@@ -220,8 +226,10 @@ impl<'a> Admitted<'a> {
         if let Some(created) = record.created {
             stats.oldest_created = Some(stats.oldest_created.map_or(created, |o| o.min(created)));
         }
-        let plan = planner.plan_received(received, record);
-        for mutation in &plan.mutations {
+        let before = self.mutations.len();
+        let problems = planner.plan_received_onto(received, record, &mut self.mutations);
+        let planned = self.mutations.get(before..).unwrap_or_default();
+        for mutation in planned {
             stats.planned.count(mutation);
         }
         // A record of an unknown table plans no mutation: it stands alone.
@@ -235,7 +243,8 @@ impl<'a> Admitted<'a> {
             sequence_number: record.sequence_number.clone(),
             table,
             raw,
-            plan,
+            mutations: planned.len(),
+            problems,
         });
     }
 }
@@ -305,7 +314,8 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         let Admitted {
             mut stats,
             groups,
-            mut entries,
+            entries,
+            mutations,
             mut handled,
         } = admitted;
         stats.groups = groups.len() + entries.iter().filter(|e| e.group.is_none()).count();
@@ -317,14 +327,14 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             .map(|e| model::Version::of_sequence(&e.sequence_number).unwrap_or_else(|_| model::Version::zero()))
             .collect();
         let stamping = Stamping::new(versions, self.options.guard.clone());
-        let ops = entries.iter_mut().enumerate().flat_map(|(record, entry)| {
+        let owners = entries.iter().enumerate().flat_map(|(record, entry)| {
             // Lone records plan nothing; their lane number is never shared.
             let lane = entry.group.unwrap_or(usize::MAX - record);
-            let mutations = std::mem::take(&mut entry.plan.mutations);
-            mutations
-                .into_iter()
-                .map(move |mutation| (lane, Op { record, mutation }))
+            std::iter::repeat_n((lane, record), entry.mutations)
         });
+        let ops = owners
+            .zip(mutations)
+            .map(|((lane, record), mutation)| (lane, Op { record, mutation }));
         let concurrency = self.options.concurrency.max(1);
         let applied = apply::apply_batch(
             &self.store,
@@ -336,7 +346,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         )
         .await;
         stats.apply.add(&applied.stats);
-        handled.extend(reckon(entries, applied));
+        reckon(entries, applied, &mut handled);
 
         let settled = settle(&self.quarantine, &self.options.consumer, handled).await;
         stats.quarantined = settled.quarantined.len();
@@ -351,39 +361,40 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     }
 }
 
-/// Each parsed record as the executor left it: unfinished (with the error
-/// that left it so) and poison (plan problems and refused mutations).
-fn reckon<'a>(entries: Vec<Entry<'a>>, mut applied: Applied) -> Vec<Handled<'a>> {
+/// Each parsed record as the executor left it, added to `handled`:
+/// unfinished (with the error that left it so) and poison (plan problems
+/// and refused mutations).
+fn reckon<'a>(entries: Vec<Entry<'a>>, mut applied: Applied, handled: &mut Vec<Handled<'a>>) {
     let mut refusals: HashMap<usize, Vec<String>> = HashMap::new();
     for refusal in std::mem::take(&mut applied.refused) {
         refusals.entry(refusal.record).or_default().push(refusal.reason);
     }
-    entries
-        .into_iter()
-        .enumerate()
-        .map(|(i, entry)| {
-            let unfinished = (!applied.is_finished(i)).then(|| {
-                applied
-                    .errors
-                    .get(&i)
-                    .cloned()
-                    .unwrap_or_else(|| StoreError::transient("not applied"))
-            });
-            let mut reasons: Vec<String> = entry.plan.problems.iter().map(ToString::to_string).collect();
-            reasons.extend(refusals.remove(&i).unwrap_or_default());
-            let poison =
-                (!reasons.is_empty()).then(|| format!("record {}: {}", entry.sequence_number, reasons.join("; ")));
-            Handled {
-                position: entry.position,
-                sequence_number: Some(entry.sequence_number),
-                table: entry.table,
-                group: entry.group,
-                raw: entry.raw,
-                poison,
-                unfinished,
-            }
-        })
-        .collect()
+    handled.reserve(entries.len());
+    for (i, entry) in entries.into_iter().enumerate() {
+        let unfinished = (!applied.is_finished(i)).then(|| {
+            applied
+                .errors
+                .get(&i)
+                .cloned()
+                .unwrap_or_else(|| StoreError::transient("not applied"))
+        });
+        // Most records have no problem and no refusal: no lookup for them.
+        let refused = if refusals.is_empty() { None } else { refusals.remove(&i) };
+        let poison = (!entry.problems.is_empty() || refused.is_some()).then(|| {
+            let mut reasons: Vec<String> = entry.problems.iter().map(ToString::to_string).collect();
+            reasons.extend(refused.unwrap_or_default());
+            format!("record {}: {}", entry.sequence_number, reasons.join("; "))
+        });
+        handled.push(Handled {
+            position: entry.position,
+            sequence_number: Some(entry.sequence_number),
+            table: entry.table,
+            group: entry.group,
+            raw: entry.raw,
+            poison,
+            unfinished,
+        });
+    }
 }
 
 #[cfg(test)]

@@ -442,6 +442,17 @@ proptest! {
                 table.map(|t| crate::validate::check(owned, t))
             );
         }
+        // Planned onto one vector (as the indexer plans a batch), the
+        // records' mutations are their plans' one after another.
+        let (mut onto, mut expected) = (Vec::new(), Vec::new());
+        for (_, received) in borrowed.iter().flatten() {
+            let Ok(record) = &received.record else { continue };
+            let problems = planner.plan_received_onto(received, record, &mut onto);
+            let plan = planner.plan(record);
+            prop_assert_eq!(problems, plan.problems);
+            expected.extend(plan.mutations);
+        }
+        prop_assert_eq!(onto, expected);
     }
 }
 

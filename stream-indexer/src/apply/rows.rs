@@ -131,7 +131,11 @@ pub(super) async fn write_all<S: Store>(
     let (calls, mut writes) = rows.finish();
     let mut take = |call: &Packed| -> Batch {
         let mut taken = Batch::with_capacity(call.items.len());
-        for (record, write) in call.items.iter().filter_map(|&w| writes.get_mut(w).and_then(Option::take)) {
+        for (record, write) in call
+            .items
+            .iter()
+            .filter_map(|&w| writes.get_mut(w).and_then(Option::take))
+        {
             taken.push(record, write);
         }
         taken

@@ -92,7 +92,9 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
         let (entries, hashes) = (&self.entries, &self.hashes);
         let (at, _) = self
             .slots
-            .find_entry(hash, |&i| hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| is(k)))
+            .find_entry(hash, |&i| {
+                hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| is(k))
+            })
             .ok()?
             .remove();
         let last = self.entries.len().checked_sub(1)?;

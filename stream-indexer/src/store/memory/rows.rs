@@ -65,14 +65,22 @@ impl Rows {
     /// Stores a row or tombstone at `key`, copying the key only when it is new.
     fn store(&mut self, index: usize, key: &RowKey, stored: Stored) {
         let is = |(i, k): &(usize, RowKey)| *i == index && k == key;
-        if self.map.insert_by((index, key), is, || (index, key.clone()), stored).is_none() {
+        if self
+            .map
+            .insert_by((index, key), is, || (index, key.clone()), stored)
+            .is_none()
+        {
             self.order = None;
         }
     }
 
     /// Removes the row (if any), leaving no tombstone.
     pub(super) fn remove(&mut self, index: usize, key: &RowKey) {
-        if self.map.remove_by((index, key), |(i, k)| *i == index && k == key).is_some() {
+        if self
+            .map
+            .remove_by((index, key), |(i, k)| *i == index && k == key)
+            .is_some()
+        {
             self.order = None;
         }
     }

@@ -121,8 +121,9 @@ fn rows_checks_and_queries() {
     );
     assert!(block(store.write_rows(&[put(key("a", "1")), put(key("a", "1"))]))
         .is_err_and(|e| e.class() == model::Class::Refused));
-    assert!(block(store.write_rows(&[put(key("a", &"x".repeat(1025)))]))
-        .is_err_and(|e| e.class() == model::Class::Refused));
+    assert!(
+        block(store.write_rows(&[put(key("a", &"x".repeat(1025)))])).is_err_and(|e| e.class() == model::Class::Refused)
+    );
     assert!(
         block(store.write_rows(&(0..26).map(|i| put(key("a", &i.to_string()))).collect::<Vec<_>>()))
             .is_err_and(|e| e.class() == model::Class::Refused)
