@@ -32,6 +32,7 @@
 //! A payload that is not a batch at all is a [`BatchError`]: the Lambda
 //! returns a function error, and Lambda retries (or bisects) the batch.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -172,6 +173,17 @@ struct Entry<'a> {
     problems: Vec<PlanError>,
 }
 
+/// The largest mutations buffer kept for the next batch (about 5 MB); one
+/// grown larger is freed with its batch.
+const SPARE_MAX_MUTATIONS: usize = 1 << 16;
+
+thread_local! {
+    /// The emptied mutations buffer of the thread's last batch, for its
+    /// next (as `apply::rows` keeps its writes'): grown anew for each
+    /// batch, it was copied at every doubling, into fresh pages.
+    static SPARE_MUTATIONS: Cell<Vec<Mutation>> = const { Cell::new(Vec::new()) };
+}
+
 /// The records of a batch as they are read: each one's plan (an
 /// [`Entry`]), or why it is poison (a [`Handled`]), and the figures so far.
 /// What it keeps of a record outlives the record, so that a record can be
@@ -187,6 +199,13 @@ struct Admitted<'a> {
 }
 
 impl<'a> Admitted<'a> {
+    fn new() -> Admitted<'a> {
+        Admitted {
+            mutations: SPARE_MUTATIONS.take(),
+            ..Admitted::default()
+        }
+    }
+
     /// Admits the record at `position`, whose text is `raw`: plans it, or
     /// marks it poison.
     fn admit<I: Attrs>(&mut self, planner: &Planner, position: usize, received: &Received<'_, I>, raw: RawJson<'a>) {
@@ -291,7 +310,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// never copied. Nothing is carried out before the whole payload is read.
     pub async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
         let planner = Planner::new(&self.config);
-        let mut admitted = Admitted::default();
+        let mut admitted = Admitted::new();
         for (position, read) in record::read_batch_borrowed(payload)?.enumerate() {
             let (raw, received) = read?;
             admitted.admit(&planner, position, &received, raw);
@@ -302,7 +321,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// Handles parsed records, in stream order. See the module doc.
     pub async fn handle_received<I: Attrs>(&self, records: &[Received<'_, I>]) -> BatchOutcome {
         let planner = Planner::new(&self.config);
-        let mut admitted = Admitted::default();
+        let mut admitted = Admitted::new();
         for (position, received) in records.iter().enumerate() {
             admitted.admit(&planner, position, received, received.raw_json());
         }
@@ -315,7 +334,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             mut stats,
             groups,
             entries,
-            mutations,
+            mut mutations,
             mut handled,
         } = admitted;
         stats.groups = groups.len() + entries.iter().filter(|e| e.group.is_none()).count();
@@ -333,7 +352,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             std::iter::repeat_n((lane, record), entry.mutations)
         });
         let ops = owners
-            .zip(mutations)
+            .zip(mutations.drain(..))
             .map(|((lane, record), mutation)| (lane, Op { record, mutation }));
         let concurrency = self.options.concurrency.max(1);
         let applied = apply::apply_batch(
@@ -345,6 +364,9 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             ops,
         )
         .await;
+        if mutations.capacity() <= SPARE_MAX_MUTATIONS {
+            SPARE_MUTATIONS.set(mutations);
+        }
         stats.apply.add(&applied.stats);
         reckon(entries, applied, &mut handled);
 
