@@ -392,6 +392,12 @@ impl<S: Store> Call<'_, S> {
 
     /// Marks the writes not in `unprocessed` done; returns the others.
     fn keep_unprocessed(&mut self, batch: Batch, unprocessed: &[RowWrite]) -> Batch {
+        if unprocessed.is_empty() {
+            for (&record, write) in batch.records.iter().zip(&batch.writes) {
+                self.row_done(record, write);
+            }
+            return Batch::default();
+        }
         let left: HashSet<(usize, &RowKey)> = unprocessed.iter().map(|w| (w.index, &w.key)).collect();
         let mut kept = Batch::with_capacity(left.len());
         for (record, write) in batch.into_pairs() {
