@@ -122,7 +122,7 @@ pub(super) fn render_partition<'a, I: Attrs>(
     key_value: Option<Scalar<'a>>,
     label: &impl Fn() -> EntryLabel,
 ) -> Result<Option<String>, IndexError> {
-    let mut out = String::new();
+    let mut out = String::with_capacity(partition_capacity(index));
     for part in &index.partition.parts {
         match part {
             TemplatePart::Literal(text) => out.push_str(text),
@@ -169,6 +169,24 @@ pub(super) fn render_partition<'a, I: Attrs>(
         });
     }
     Ok(Some(out))
+}
+
+/// Room for a rendered partition key, so that it is not grown as it is
+/// rendered: the literals, a guess at each value (most are ids), and the
+/// shard suffix.
+fn partition_capacity(index: &IndexConfig) -> usize {
+    const VALUE_GUESS: usize = 32;
+    let parts: usize = index
+        .partition
+        .parts
+        .iter()
+        .map(|part| match part {
+            TemplatePart::Literal(text) => text.len(),
+            TemplatePart::Ref(_) => VALUE_GUESS,
+        })
+        .sum();
+    let shard = if index.shards > 1 { 1 + 10 } else { 0 };
+    parts + shard
 }
 
 /// The sort key's end that is the same for every entry of an item: the

@@ -16,6 +16,8 @@
 //! The suffix keeps partitions of different rendered values apart: the text
 //! after the last `#` is the shard, so `a#1` + `#0` and `a` + `#1` cannot meet.
 
+use std::fmt::Write;
+
 /// Between the rendered partition value and the shard number.
 pub const SEPARATOR: char = '#';
 
@@ -48,7 +50,7 @@ pub fn shard_of(source_key: &str, shards: u32) -> u32 {
 pub fn push_suffix(partition: &mut String, shard: u32, shards: u32) {
     if shards > 1 {
         partition.push(SEPARATOR);
-        partition.push_str(&shard.to_string());
+        let _ = write!(partition, "{shard}");
     }
 }
 
