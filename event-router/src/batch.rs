@@ -208,11 +208,12 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     pub async fn handle(&self, payload: &[u8]) -> Result<RouterOutcome, BatchError> {
         let mut stats = RouterStats::default();
         let mut classified = Classified::default();
-        for (position, read) in record::glance_batch_borrowed(payload)?.enumerate() {
-            let (raw, received) = read?;
+        let mut position = 0;
+        record::glance_batch_borrowed(payload)?.for_each_lent(|raw, received| {
             stats.records += 1;
-            self.classify(&mut classified, &mut stats, position, &received, raw);
-        }
+            self.classify(&mut classified, &mut stats, position, received, raw);
+            position += 1;
+        })?;
         Ok(self.publish_and_settle(classified, stats).await)
     }
 

@@ -311,10 +311,11 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     pub async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
         let planner = Planner::new(&self.config);
         let mut admitted = Admitted::new();
-        for (position, read) in record::read_batch_borrowed(payload)?.enumerate() {
-            let (raw, received) = read?;
-            admitted.admit(&planner, position, &received, raw);
-        }
+        let mut position = 0;
+        record::read_batch_borrowed(payload)?.for_each_lent(|raw, received| {
+            admitted.admit(&planner, position, received, raw);
+            position += 1;
+        })?;
         Ok(self.carry_out(admitted).await)
     }
 

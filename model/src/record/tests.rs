@@ -1236,6 +1236,16 @@ fn in_one_pass(bytes: &[u8]) -> Reading {
     reading(read_batch(bytes)?)
 }
 
+/// The one pass, each record lent to a closure (`for_each_lent`) instead of
+/// given by the iterator.
+fn lent_in_one_pass(bytes: &[u8]) -> Reading {
+    let mut reads = Vec::new();
+    read_batch(bytes)?.for_each_lent(|raw, r| {
+        reads.push((raw.text().into_owned(), r.sequence_number.clone(), r.record.clone()));
+    })?;
+    Ok(reads)
+}
+
 const BATCHES: [&str; 6] = [
     "lambda-issues.json",
     "lambda-records.json",
@@ -1260,12 +1270,14 @@ fn a_batch_is_read_in_one_pass_as_the_strict_way_reads_it() {
         }
         assert!(count > 0, "{name}");
         assert_eq!(in_one_pass(bytes), strictly(bytes), "{name}");
+        assert_eq!(lent_in_one_pass(bytes), strictly(bytes), "{name}");
     }
     // Every broken fixture, batch or not, reads (or fails) the same way.
     for entry in std::fs::read_dir(fixture_path("broken")).expect("fixtures") {
         let path = entry.expect("entry").path();
         let bytes = std::fs::read(&path).expect("fixture");
         assert_eq!(in_one_pass(&bytes), strictly(&bytes), "{}", path.display());
+        assert_eq!(lent_in_one_pass(&bytes), strictly(&bytes), "{}", path.display());
     }
 }
 
@@ -1290,6 +1302,7 @@ fn the_one_pass_reads_odd_elements_and_members_as_the_strict_way() {
     ];
     for case in &cases {
         assert_eq!(in_one_pass(case.as_bytes()), strictly(case.as_bytes()), "{case}");
+        assert_eq!(lent_in_one_pass(case.as_bytes()), strictly(case.as_bytes()), "{case}");
     }
 }
 
@@ -1459,6 +1472,7 @@ proptest! {
         let end = (start + len).min(bytes.len());
         bytes.splice(start..end, insert.bytes());
         prop_assert_eq!(in_one_pass(&bytes), strictly(&bytes));
+        prop_assert_eq!(lent_in_one_pass(&bytes), strictly(&bytes));
         prop_assert_eq!(borrowed_in_one_pass(&bytes), strictly(&bytes));
     }
 
@@ -1467,6 +1481,7 @@ proptest! {
         prop_assert_eq!(in_one_pass(text.as_bytes()), strictly(text.as_bytes()));
         let batch = format!("{{\"Records\":[{text}]}}");
         prop_assert_eq!(in_one_pass(batch.as_bytes()), strictly(batch.as_bytes()));
+        prop_assert_eq!(lent_in_one_pass(batch.as_bytes()), strictly(batch.as_bytes()));
         prop_assert_eq!(borrowed_in_one_pass(batch.as_bytes()), strictly(batch.as_bytes()));
     }
 }

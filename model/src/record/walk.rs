@@ -167,7 +167,49 @@ enum Reading<'a, I> {
     Done,
 }
 
-impl<I> BatchReader<'_, I> {
+impl<'a, I> BatchReader<'a, I> {
+    /// Hands each record, with its handle on its text, to `f`, as the
+    /// iterator would give them, but lent where they were read instead of
+    /// moved out (a record is about 300 bytes, and each layer of the
+    /// iterator's `Option<Result<...>>` moved it once more). Returns the
+    /// error the iterator would end with, after the records before it.
+    pub fn for_each_lent(mut self, mut f: impl FnMut(RawJson<'a>, &Received<'a, I>)) -> Result<(), ParseError> {
+        while let Reading::Walk(walk) = &mut self.reading {
+            match walk.next_record() {
+                Ok(Some((text, received))) => f(RawJson::Text(text), &received),
+                Ok(None) => return Ok(()),
+                Err(Unexpected) => {
+                    let read = walk.read();
+                    if let Some(error) = self.give_up_walking(read) {
+                        return Err(error);
+                    }
+                }
+            }
+        }
+        // What is left, the strict way.
+        for read in self {
+            let (raw, received) = read?;
+            f(raw, &received);
+        }
+        Ok(())
+    }
+
+    /// The walk met what it does not expect after `read` records: the
+    /// strict way says what is wrong (the error), or (were the walk ever
+    /// stricter than serde_json) goes on from the records read so far.
+    fn give_up_walking(&mut self, read: usize) -> Option<ParseError> {
+        match strict(self.text, self.bom) {
+            Ok(records) => {
+                self.reading = Reading::Found { records, next: read };
+                None
+            }
+            Err(error) => {
+                self.reading = Reading::Done;
+                Some(error)
+            }
+        }
+    }
+
     /// Whether the reader is reading the strict way.
     #[cfg(test)]
     pub(super) fn is_strict(&self) -> bool {
@@ -185,16 +227,9 @@ impl<'a, I> Iterator for BatchReader<'a, I> {
                     Ok(Some((text, received))) => return Some(Ok((RawJson::Text(text), received))),
                     Ok(None) => self.reading = Reading::Done,
                     Err(Unexpected) => {
-                        // The strict way says what is wrong, or (were the
-                        // walk ever stricter than serde_json) goes on from
-                        // the records read so far.
-                        let next = walk.read();
-                        match strict(self.text, self.bom) {
-                            Ok(records) => self.reading = Reading::Found { records, next },
-                            Err(error) => {
-                                self.reading = Reading::Done;
-                                return Some(Err(error));
-                            }
+                        let read = walk.read();
+                        if let Some(error) = self.give_up_walking(read) {
+                            return Some(Err(error));
                         }
                     }
                 },
