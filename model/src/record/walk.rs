@@ -175,8 +175,8 @@ impl<'a, I> BatchReader<'a, I> {
     /// error the iterator would end with, after the records before it.
     pub fn for_each_lent(mut self, mut f: impl FnMut(RawJson<'a>, &Received<'a, I>)) -> Result<(), ParseError> {
         while let Reading::Walk(walk) = &mut self.reading {
-            match walk.next_record() {
-                Ok(Some((text, received))) => f(RawJson::Text(text), &received),
+            match walk.next_record_with(|text, received| f(RawJson::Text(text), &received)) {
+                Ok(Some(())) => {}
                 Ok(None) => return Ok(()),
                 Err(Unexpected) => {
                     let read = walk.read();
@@ -298,6 +298,16 @@ impl<'a, I> Walk<'a, I> {
 
     /// The next record, with its text; `None` past the last one.
     pub(super) fn next_record(&mut self) -> Result<Option<(&'a str, Received<'a, I>)>, Unexpected> {
+        self.next_record_with(|text, received| (text, received))
+    }
+
+    /// The next record, with its text, handed to `hand` (and what it
+    /// returns returned); `None` past the last one.
+    #[inline(always)]
+    pub(super) fn next_record_with<R>(
+        &mut self,
+        hand: impl FnOnce(&'a str, Received<'a, I>) -> R,
+    ) -> Result<Option<R>, Unexpected> {
         if self.done {
             return Ok(None);
         }
@@ -322,7 +332,7 @@ impl<'a, I> Walk<'a, I> {
         // Counted once all around it is as expected: a record the walk
         // gives up at is read again by the strict way.
         self.index += 1;
-        Ok(Some((text, received)))
+        Ok(Some(hand(text, received)))
     }
 
     /// Past `Records`: the other members, then the end of the document.
