@@ -175,9 +175,9 @@ impl<'a, I> BatchReader<'a, I> {
     /// error the iterator would end with, after the records before it.
     pub fn for_each_lent(mut self, mut f: impl FnMut(RawJson<'a>, &Received<'a, I>)) -> Result<(), ParseError> {
         while let Reading::Walk(walk) = &mut self.reading {
-            match walk.next_record_with(|text, received| f(RawJson::Text(text), &received)) {
-                Ok(Some(())) => {}
-                Ok(None) => return Ok(()),
+            match walk.lend_next_record(|text, received| f(RawJson::Text(text), received)) {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
                 Err(Unexpected) => {
                     let read = walk.read();
                     if let Some(error) = self.give_up_walking(read) {
@@ -297,25 +297,11 @@ impl<'a, I> Walk<'a, I> {
     }
 
     /// The next record, with its text; `None` past the last one.
-    pub(super) fn next_record(&mut self) -> Result<Option<(&'a str, Received<'a, I>)>, Unexpected> {
-        self.next_record_with(|text, received| (text, received))
-    }
-
-    /// The next record, with its text, handed to `hand` (and what it
-    /// returns returned); `None` past the last one.
-    #[inline(always)]
-    pub(super) fn next_record_with<R>(
-        &mut self,
-        hand: impl FnOnce(&'a str, Received<'a, I>) -> R,
-    ) -> Result<Option<R>, Unexpected> {
-        if self.done {
+    pub(super) fn next_record(&mut self) -> Result<Option<Leading<'a, I>>, Unexpected> {
+        let Some((start, rest, position)) = self.record_start()? else {
             return Ok(None);
-        }
-        self.skip_whitespace();
-        let start = self.at;
-        let rest = self.text.get(start..).ok_or(Unexpected)?;
-        let position = RecordId::Index(self.index);
-        let (text, received) = match (self.form.leading)(rest, position.clone()) {
+        };
+        let read = match (self.form.leading)(rest, position.clone()) {
             Some(read) => read,
             None => {
                 // Not a record: read as the strict way reads it.
@@ -323,7 +309,47 @@ impl<'a, I> Walk<'a, I> {
                 (raw.get(), (self.form.strict)(raw, position))
             }
         };
-        self.at = start + text.len();
+        self.record_end(start, read.0.len())?;
+        Ok(Some(read))
+    }
+
+    /// The next record, with its text, lent to `f` where it was read (not
+    /// moved out first); false past the last one.
+    fn lend_next_record(&mut self, f: impl FnOnce(&'a str, &Received<'a, I>)) -> Result<bool, Unexpected> {
+        let Some((start, rest, position)) = self.record_start()? else {
+            return Ok(false);
+        };
+        let leading = (self.form.leading)(rest, position.clone());
+        let strict;
+        let (text, received) = match &leading {
+            Some((text, received)) => (*text, received),
+            None => {
+                // Not a record: read as the strict way reads it.
+                let raw: &'a RawValue = self.value()?;
+                strict = (self.form.strict)(raw, position);
+                (raw.get(), &strict)
+            }
+        };
+        self.record_end(start, text.len())?;
+        f(text, received);
+        Ok(true)
+    }
+
+    /// Where the next record starts, the text from there, and the
+    /// record's position; `None` past the last one.
+    fn record_start(&mut self) -> Result<Option<(usize, &'a str, RecordId)>, Unexpected> {
+        if self.done {
+            return Ok(None);
+        }
+        self.skip_whitespace();
+        let start = self.at;
+        let rest = self.text.get(start..).ok_or(Unexpected)?;
+        Ok(Some((start, rest, RecordId::Index(self.index))))
+    }
+
+    /// Steps past the record of `len` bytes at `start` and what follows it.
+    fn record_end(&mut self, start: usize, len: usize) -> Result<(), Unexpected> {
+        self.at = start + len;
         match self.next_byte() {
             Some(b',') => {}
             Some(b']') => self.finish()?,
@@ -332,7 +358,7 @@ impl<'a, I> Walk<'a, I> {
         // Counted once all around it is as expected: a record the walk
         // gives up at is read again by the strict way.
         self.index += 1;
-        Ok(Some(hand(text, received)))
+        Ok(())
     }
 
     /// Past `Records`: the other members, then the end of the document.
