@@ -57,17 +57,21 @@ struct Touches {
 }
 
 impl Touches {
-    fn get(&self, requests: &[SetRequest], member: &str) -> Option<Touch> {
-        let hash = self.hasher.hash_one(member);
+    /// `member`'s hash, for [`Touches::get`] and [`Touches::set`]: a
+    /// member looked up and then added is hashed once.
+    fn hash(&self, member: &str) -> u64 {
+        self.hasher.hash_one(member)
+    }
+
+    fn get(&self, requests: &[SetRequest], member: &str, hash: u64) -> Option<Touch> {
         self.places
             .find(hash, |&t| text_at(requests, t) == Some(member))
             .copied()
     }
 
     /// Sets `member`'s touch to `touch` (a new place of it in `requests`).
-    fn set(&mut self, requests: &[SetRequest], member: &str, touch: Touch) {
+    fn set(&mut self, requests: &[SetRequest], member: &str, hash: u64, touch: Touch) {
         let hasher = &self.hasher;
-        let hash = hasher.hash_one(member);
         match self.places.entry(
             hash,
             |&t| text_at(requests, t) == Some(member),
@@ -104,7 +108,8 @@ pub(super) struct SetQueue {
 
 impl SetQueue {
     pub(super) fn push(&mut self, kind: SetKind, member: String, record: usize) {
-        let touched = self.last_touch.get(&self.requests, &member);
+        let hash = self.last_touch.hash(&member);
+        let touched = self.last_touch.get(&self.requests, &member, hash);
         let member_floor = touched.map(|t| t.request);
         let record_floor = self.last_record.filter(|(r, _)| *r == record).map(|(_, at)| at);
         let floor = member_floor.max(record_floor);
@@ -125,7 +130,7 @@ impl SetQueue {
         self.last_record = Some((record, at));
         match touched {
             Some(t) if t.request == at => self.requests[at].members[t.place].records.push(record),
-            _ => self.add(at, member, Some(record)),
+            _ => self.add(at, member, hash, Some(record)),
         }
     }
 
@@ -137,16 +142,18 @@ impl SetQueue {
         self.requests.push(request);
         for member in members {
             // Found twice: once is enough.
-            if self.last_touch.get(&self.requests, &member).is_none() {
-                self.add(0, member, None);
+            let hash = self.last_touch.hash(&member);
+            if self.last_touch.get(&self.requests, &member, hash).is_none() {
+                self.add(0, member, hash, None);
             }
         }
         self.last_record = Some((record, 0));
     }
 
     /// Adds `member` to request `at`, where it has no place yet: asked for
-    /// by `record`, or (`None`) found by the request's restore.
-    fn add(&mut self, at: usize, member: String, record: Option<usize>) {
+    /// by `record`, or (`None`) found by the request's restore. `hash` is
+    /// the member's ([`Touches::hash`]).
+    fn add(&mut self, at: usize, member: String, hash: u64, record: Option<usize>) {
         let Some(request) = self.requests.get_mut(at) else {
             // `at` is always a request of the queue (the callers just made
             // or found it); dropping a member would lose a set change.
@@ -162,7 +169,7 @@ impl SetQueue {
         let touch = Touch { request: at, place };
         let requests = &self.requests;
         if let Some(text) = text_at(requests, touch) {
-            self.last_touch.set(requests, text, touch);
+            self.last_touch.set(requests, text, hash, touch);
         }
     }
 
