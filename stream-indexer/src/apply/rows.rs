@@ -130,15 +130,10 @@ pub(super) async fn write_all<S: Store>(
 ) -> Progress {
     let (calls, mut writes) = rows.finish();
     let mut take = |call: &Packed| -> Batch {
-        let mut taken = Batch::with_capacity(call.items.len());
-        for (record, write) in call
-            .items
+        call.items
             .iter()
             .filter_map(|&w| writes.get_mut(w).and_then(Option::take))
-        {
-            taken.push(record, write);
-        }
-        taken
+            .collect()
     };
     let results = dispatch(calls.iter().map(|c| c.after.as_slice()), concurrency, |i| {
         let call = calls.get(i).map(&mut take).unwrap_or_default();
@@ -257,6 +252,20 @@ impl Batch {
     }
 }
 
+impl FromIterator<(usize, RowWrite)> for Batch {
+    /// Made at the size the pairs may reach (a call's writes, at most 25),
+    /// not grown as they come.
+    fn from_iter<T: IntoIterator<Item = (usize, RowWrite)>>(pairs: T) -> Batch {
+        let pairs = pairs.into_iter();
+        let (least, most) = pairs.size_hint();
+        let mut batch = Batch::with_capacity(most.unwrap_or(least));
+        for (record, write) in pairs {
+            batch.push(record, write);
+        }
+        batch
+    }
+}
+
 impl<S: Store> Call<'_, S> {
     fn index_name(&self, index: usize) -> &str {
         self.config.indexes.get(index).map_or("?", |i| i.name.as_str())
@@ -322,11 +331,7 @@ impl<S: Store> Call<'_, S> {
                 Err(error) if error.is_refused() => self.row_refused(record, &write, &error),
                 Err(error) => {
                     batch.push_front((record, write));
-                    let mut left = Batch::with_capacity(batch.len());
-                    for (record, write) in batch {
-                        left.push(record, write);
-                    }
-                    self.queue.push_front(left);
+                    self.queue.push_front(batch.into_iter().collect());
                     return Err(error);
                 }
             }
