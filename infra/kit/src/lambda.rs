@@ -307,6 +307,25 @@ mod tests {
     }
 
     #[test]
+    fn the_allocator_is_tuned() {
+        tune_allocator();
+        // SAFETY: reads of process-wide options and policy; no pointers.
+        let (purge, thp) = unsafe {
+            (
+                libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY),
+                libmimalloc_sys::mi_option_get(MI_OPTION_ALLOW_THP),
+            )
+        };
+        assert_eq!((purge, thp), (1_000, 0));
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: as in `tune_allocator`: integers only.
+            let disabled = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
+            assert_eq!(disabled, 1, "transparent huge pages are still allowed for the process");
+        }
+    }
+
+    #[test]
     fn the_lambda_response_lists_the_failure() {
         let r = lambda_response(&BatchResponse::new(Some(&Failed::From("7".into()))));
         assert_eq!(r.batch_item_failures.len(), 1);
