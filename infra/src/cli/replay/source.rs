@@ -273,7 +273,7 @@ impl<R: BufRead> Input<R> {
     /// Reads one line (without its `\n`) onto the end of `lines`.
     fn read_line(&mut self, lines: &mut Lines) -> std::io::Result<Option<(usize, usize)>> {
         let start = lines.text.len();
-        let read = self.reader.read_until(b'\n', &mut lines.text)?;
+        let read = read_until_newline(&mut self.reader, &mut lines.text)?;
         if read == 0 {
             return Ok(None);
         }
@@ -299,6 +299,31 @@ impl<R: BufRead> Input<R> {
             consumed: self.consumed,
         });
         Ok(Some((start, end)))
+    }
+}
+
+/// Reads through the next `\n` (or to the end of the input) onto the end
+/// of `out`, as `BufRead::read_until` does; returns the bytes read. The
+/// newline is found with `memchr`'s vector search: std's word-at-a-time
+/// one was 2.4 % of a replay's instructions (callgrind, 100 K records).
+fn read_until_newline<R: BufRead>(reader: &mut R, out: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut read = 0;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let (used, done) = match memchr::memchr(b'\n', available) {
+            Some(at) => (at + 1, true),
+            None => (available.len(), available.is_empty()),
+        };
+        out.extend_from_slice(&available[..used]);
+        reader.consume(used);
+        read += used;
+        if done {
+            return Ok(read);
+        }
     }
 }
 

@@ -154,3 +154,25 @@ fn an_empty_file_has_no_batches_and_a_missing_one_is_a_read_error() {
     let missing = std::env::temp_dir().join("streamdex-source-no-such-file.jsonl");
     assert!(matches!(batches(&missing, 10), Err(SourceError::Read { .. })));
 }
+
+proptest::proptest! {
+    /// Line by line, the memchr reader reads what std's `read_until` reads,
+    /// over buffers small enough that lines cross their refills.
+    #[test]
+    fn lines_are_read_as_read_until_reads_them(
+        text in proptest::collection::vec(proptest::sample::select(b"ab\n{}\" \r".to_vec()), 0..300),
+        capacity in 1usize..40,
+    ) {
+        let mut ours = std::io::BufReader::with_capacity(capacity, text.as_slice());
+        let mut std = std::io::BufReader::with_capacity(capacity, text.as_slice());
+        loop {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let read = read_until_newline(&mut ours, &mut a).expect("a slice reads");
+            let expected = std.read_until(b'\n', &mut b).expect("a slice reads");
+            proptest::prop_assert_eq!((read, &a), (expected, &b));
+            if read == 0 {
+                break;
+            }
+        }
+    }
+}
