@@ -223,7 +223,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             records: records.len(),
             ..RouterStats::default()
         };
-        let mut classified = Classified::default();
+        let mut classified = Classified::with_capacity(records.len());
         for (position, received) in records.iter().enumerate() {
             self.classify(&mut classified, &mut stats, position, received, received.raw_json());
         }

@@ -269,6 +269,21 @@ pub struct Groups {
 }
 
 impl Groups {
+    /// Room for the groups of `records` records (a group has one record at
+    /// least), so that numbering a batch of that size never grows the
+    /// table: growing it from empty, batch after batch, rehashed every key
+    /// (about 1 % of a replay's instructions).
+    pub fn with_capacity(records: usize) -> Groups {
+        /// A guess at a group's key: a table name and an id.
+        const KEY_GUESS: usize = 48;
+        Groups {
+            keys: String::with_capacity(records.saturating_mul(KEY_GUESS)),
+            ends: Vec::with_capacity(records),
+            numbers: HashTable::with_capacity(records),
+            hasher: foldhash::fast::FixedState::default(),
+        }
+    }
+
     /// The group of a record of `table`: its table and partition key value
     /// (from its keys, else its images; `None` when it has none).
     pub fn of<I: Attrs>(&mut self, table: &TableConfig, record: &ChangeRecord<I>) -> usize {

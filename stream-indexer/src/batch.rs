@@ -199,8 +199,10 @@ struct Admitted<'a> {
 }
 
 impl<'a> Admitted<'a> {
-    fn new() -> Admitted<'a> {
+    /// Ready for a batch of `records` records (0 when not known).
+    fn new(records: usize) -> Admitted<'a> {
         Admitted {
+            groups: Groups::with_capacity(records),
             mutations: SPARE_MUTATIONS.take(),
             ..Admitted::default()
         }
@@ -310,7 +312,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// never copied. Nothing is carried out before the whole payload is read.
     pub async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
         let planner = Planner::new(&self.config);
-        let mut admitted = Admitted::new();
+        let mut admitted = Admitted::new(0);
         let mut position = 0;
         record::read_batch_borrowed(payload)?.for_each_lent(|raw, received| {
             admitted.admit(&planner, position, received, raw);
@@ -322,7 +324,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// Handles parsed records, in stream order. See the module doc.
     pub async fn handle_received<I: Attrs>(&self, records: &[Received<'_, I>]) -> BatchOutcome {
         let planner = Planner::new(&self.config);
-        let mut admitted = Admitted::new();
+        let mut admitted = Admitted::new(records.len());
         for (position, received) in records.iter().enumerate() {
             admitted.admit(&planner, position, received, received.raw_json());
         }

@@ -22,6 +22,16 @@ pub(super) struct Classified<'a> {
     pub(super) pending: Vec<Pending>,
 }
 
+impl Classified<'_> {
+    /// Ready for a batch of `records` records.
+    pub(super) fn with_capacity(records: usize) -> Self {
+        Classified {
+            groups: Groups::with_capacity(records),
+            ..Classified::default()
+        }
+    }
+}
+
 impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     /// Classifies the record at `position`, whose text is `raw`: as
     /// `Handled` (poison marked), and the events to send.
