@@ -203,6 +203,8 @@ impl<'a> Admitted<'a> {
     fn new(records: usize) -> Admitted<'a> {
         Admitted {
             groups: Groups::with_capacity(records),
+            // Every record that plans has an entry: nearly all do.
+            entries: Vec::with_capacity(records),
             mutations: SPARE_MUTATIONS.take(),
             ..Admitted::default()
         }

@@ -23,10 +23,11 @@ pub(super) struct Classified<'a> {
 }
 
 impl Classified<'_> {
-    /// Ready for a batch of `records` records.
+    /// Ready for a batch of `records` records (each is handled once).
     pub(super) fn with_capacity(records: usize) -> Self {
         Classified {
             groups: Groups::with_capacity(records),
+            handled: Vec::with_capacity(records),
             ..Classified::default()
         }
     }
