@@ -136,13 +136,9 @@ impl Store for MemoryStore {
                 "ValidationException: Input collection contains duplicates".to_owned(),
             ));
         }
-        let key = ItemKey {
-            partition: KeyValue::S(node.to_owned()),
-            sort: Some(KeyValue::S(node.to_owned())),
-        };
         let state = &mut *state;
         let recording = state.stream.is_some();
-        let Some(stored) = state.tables.get_mut(&set.table).and_then(|items| items.get_mut(&key)) else {
+        let Some(stored) = state.tables.get_mut(&set.table).and_then(|items| items.node_mut(node)) else {
             // ConditionalCheckFailed: no node, nothing created.
             return Ok(SetOutcome::NodeMissing);
         };
@@ -267,13 +263,9 @@ impl Store for MemoryStore {
             .table(&set.table)
             .filter(|t| t.sort_key.is_some())
             .ok_or_else(|| StoreError::deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
-        let key = ItemKey {
-            partition: KeyValue::S(node.to_owned()),
-            sort: Some(KeyValue::S(node.to_owned())),
-        };
         let state = &mut *state;
         let recording = state.stream.is_some();
-        let Some(stored) = state.tables.get_mut(&set.table).and_then(|items| items.get_mut(&key)) else {
+        let Some(stored) = state.tables.get_mut(&set.table).and_then(|items| items.node_mut(node)) else {
             return Ok(SetOutcome::NodeMissing);
         };
         let held = stored.get(EDGE_MARK_ATTRIBUTE);

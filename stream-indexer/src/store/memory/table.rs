@@ -6,10 +6,37 @@
 //! tree). Whole-table reads (Scan, dumps) sort the partition keys when they
 //! ask. Items are kept [`Packed`].
 
-use foldhash::HashMap;
+use hashbrown::{Equivalent, HashMap};
 
 use super::packed::Packed;
 use super::{ItemKey, KeyValue};
+
+/// A key value, borrowed: a point read by it makes no key (a set update
+/// reads its node by the node's text). Its variants and fields are
+/// [`KeyValue`]'s, in the same order, so it hashes and orders as the owned
+/// value does (a test checks both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum KeyRef<'a> {
+    S(&'a str),
+    N(&'a str),
+    B(&'a [u8]),
+}
+
+impl KeyValue {
+    fn as_key_ref(&self) -> KeyRef<'_> {
+        match self {
+            KeyValue::S(s) => KeyRef::S(s),
+            KeyValue::N(n) => KeyRef::N(n),
+            KeyValue::B(b) => KeyRef::B(b),
+        }
+    }
+}
+
+impl Equivalent<KeyValue> for KeyRef<'_> {
+    fn equivalent(&self, key: &KeyValue) -> bool {
+        *self == key.as_key_ref()
+    }
+}
 
 /// The items of one partition, sorted by sort key (`None` for a table
 /// without one).
@@ -39,7 +66,7 @@ fn find(items: &Partition, sort: &Option<KeyValue>) -> Result<usize, usize> {
 
 #[derive(Default)]
 pub(super) struct Table {
-    partitions: HashMap<KeyValue, Partition>,
+    partitions: HashMap<KeyValue, Partition, foldhash::fast::RandomState>,
 }
 
 impl Table {
@@ -51,9 +78,18 @@ impl Table {
             .map(|(_, item)| item)
     }
 
-    pub(super) fn get_mut(&mut self, key: &ItemKey) -> Option<&mut Packed> {
-        let items = self.partitions.get_mut(&key.partition)?;
-        let at = find(items, &key.sort).ok()?;
+    /// Node `node`: the item whose partition and sort keys are both the
+    /// string `node`.
+    pub(super) fn node_mut(&mut self, node: &str) -> Option<&mut Packed> {
+        self.get_mut_by(KeyRef::S(node), Some(KeyRef::S(node)))
+    }
+
+    /// The item at the key given borrowed.
+    fn get_mut_by(&mut self, partition: KeyRef<'_>, sort: Option<KeyRef<'_>>) -> Option<&mut Packed> {
+        let items = self.partitions.get_mut(&partition)?;
+        let at = items
+            .binary_search_by(|(s, _)| s.as_ref().map(KeyValue::as_key_ref).cmp(&sort))
+            .ok()?;
         items.get_mut(at).map(|(_, item)| item)
     }
 
@@ -173,5 +209,42 @@ mod tests {
         assert!(table.remove(&key("c", "1")).is_none());
         assert_eq!(names(table.values()), ["a/0", "a/9", "b/1", "b/2"]);
         assert!(table.get(&key("a", "0")).is_some() && table.get(&key("a", "1")).is_none());
+    }
+
+    #[test]
+    fn a_node_is_found_by_its_text_and_an_edge_is_not_a_node() {
+        let mut table = Table::default();
+        for (p, s) in [("n1", "n1"), ("n1", "n2"), ("n2", "n1")] {
+            if let Slot::Vacant(slot) = table.slot(key(p, s)) {
+                slot.insert(Packed::pack(&item(p, s)));
+            }
+        }
+        let found = |table: &mut Table, node: &str| table.node_mut(node).map(|p| p.unpack());
+        assert_eq!(found(&mut table, "n1"), Some(item("n1", "n1")));
+        // n2 has an edge in its partition, but no node.
+        assert_eq!(found(&mut table, "n2"), None);
+        assert_eq!(found(&mut table, "n3"), None);
+    }
+
+    fn key_value() -> impl proptest::strategy::Strategy<Value = KeyValue> {
+        use proptest::prelude::*;
+        prop_oneof![
+            "[a-c]{0,3}".prop_map(KeyValue::S),
+            "[0-9]{0,3}".prop_map(KeyValue::N),
+            proptest::collection::vec(0u8..3, 0..3).prop_map(KeyValue::B),
+        ]
+    }
+
+    proptest::proptest! {
+        /// A borrowed key hashes and orders as the owned one: the table
+        /// finds by it what it finds by the owned key.
+        #[test]
+        fn a_borrowed_key_hashes_and_orders_as_the_owned_one(a in key_value(), b in key_value()) {
+            use std::hash::BuildHasher;
+            let state = foldhash::fast::FixedState::with_seed(7);
+            proptest::prop_assert_eq!(state.hash_one(&a), state.hash_one(a.as_key_ref()));
+            proptest::prop_assert_eq!(a.cmp(&b), a.as_key_ref().cmp(&b.as_key_ref()));
+            proptest::prop_assert_eq!(a == b, a.as_key_ref().equivalent(&b));
+        }
     }
 }
