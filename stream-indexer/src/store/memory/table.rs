@@ -60,8 +60,14 @@ impl Vacant<'_> {
     }
 }
 
-fn find(items: &Partition, sort: &Option<KeyValue>) -> Result<usize, usize> {
-    items.binary_search_by(|(s, _)| s.cmp(sort))
+/// Where the item of sort key `sort` is in `items`, or would go.
+fn find(items: &Partition, sort: Option<KeyRef<'_>>) -> Result<usize, usize> {
+    items.binary_search_by(|(s, _)| s.as_ref().map(KeyValue::as_key_ref).cmp(&sort))
+}
+
+/// The sort key of `key`, borrowed.
+fn sort_of(key: &ItemKey) -> Option<KeyRef<'_>> {
+    key.sort.as_ref().map(KeyValue::as_key_ref)
 }
 
 #[derive(Default)]
@@ -72,7 +78,7 @@ pub(super) struct Table {
 impl Table {
     pub(super) fn get(&self, key: &ItemKey) -> Option<&Packed> {
         let items = self.partitions.get(&key.partition)?;
-        find(items, &key.sort)
+        find(items, sort_of(key))
             .ok()
             .and_then(|at| items.get(at))
             .map(|(_, item)| item)
@@ -81,15 +87,8 @@ impl Table {
     /// Node `node`: the item whose partition and sort keys are both the
     /// string `node`.
     pub(super) fn node_mut(&mut self, node: &str) -> Option<&mut Packed> {
-        self.get_mut_by(KeyRef::S(node), Some(KeyRef::S(node)))
-    }
-
-    /// The item at the key given borrowed.
-    fn get_mut_by(&mut self, partition: KeyRef<'_>, sort: Option<KeyRef<'_>>) -> Option<&mut Packed> {
-        let items = self.partitions.get_mut(&partition)?;
-        let at = items
-            .binary_search_by(|(s, _)| s.as_ref().map(KeyValue::as_key_ref).cmp(&sort))
-            .ok()?;
+        let items = self.partitions.get_mut(&KeyRef::S(node))?;
+        let at = find(items, Some(KeyRef::S(node))).ok()?;
         items.get_mut(at).map(|(_, item)| item)
     }
 
@@ -97,7 +96,7 @@ impl Table {
     /// left unfilled leaves an empty partition, which reads skip).
     pub(super) fn slot(&mut self, key: ItemKey) -> Slot<'_> {
         let items = self.partitions.entry(key.partition).or_default();
-        match find(items, &key.sort) {
+        match find(items, key.sort.as_ref().map(KeyValue::as_key_ref)) {
             Ok(at) => Slot::Occupied(&mut items[at].1), // found there
             Err(at) => Slot::Vacant(Vacant {
                 items,
@@ -109,7 +108,7 @@ impl Table {
 
     pub(super) fn remove(&mut self, key: &ItemKey) -> Option<Packed> {
         let items = self.partitions.get_mut(&key.partition)?;
-        let at = find(items, &key.sort).ok()?;
+        let at = find(items, sort_of(key)).ok()?;
         let (_, item) = items.remove(at);
         if items.is_empty() {
             self.partitions.remove(&key.partition);
