@@ -198,6 +198,7 @@ impl MemoryStore {
             .or_insert_with(|| SortIndex::of(items));
         index
             .partitions(&value)
+            .into_iter()
             .filter_map(|partition| {
                 items
                     .get(&ItemKey {
