@@ -103,13 +103,16 @@ pub fn check<I: Attrs>(record: &ChangeRecord<I>, table: &TableConfig) -> Result<
     checked_bytes(&record.keys, "Keys")?;
     let key_names: [Option<&str>; 2] = [Some(table.partition_key.as_str()), table.sort_key.as_deref()];
     let key_names = key_names.iter().flatten();
-    for name in key_names.clone() {
-        if !record.keys.contains_key(name) {
+    // Each key attribute's value in `Keys`, looked up once for both images.
+    let mut keys = [None, None];
+    for (name, slot) in key_names.clone().zip(&mut keys) {
+        let Some(value) = record.keys.get(name) else {
             return Err(Invalid::MissingKey {
                 table: table.name.clone(),
                 attribute: (*name).to_owned(),
             });
-        }
+        };
+        *slot = Some((*name, value));
     }
     if let Some((extra, _)) = record.keys.iter().find(|(k, _)| !key_names.clone().any(|n| n == k)) {
         return Err(Invalid::ExtraKey {
@@ -120,11 +123,8 @@ pub fn check<I: Attrs>(record: &ChangeRecord<I>, table: &TableConfig) -> Result<
     for (part, image) in [("NewImage", &record.new), ("OldImage", &record.old)] {
         let Some(image) = image else { continue };
         let bytes = checked_bytes(image, part)?;
-        for name in key_names.clone() {
-            let agrees = match (image.get(name), record.keys.get(name)) {
-                (Some(a), Some(b)) => same_key(a, b),
-                _ => false,
-            };
+        for (name, key) in keys.iter().flatten() {
+            let agrees = image.get(name).is_some_and(|value| same_key(value, *key));
             if !agrees {
                 return Err(Invalid::KeyMismatch {
                     image: part,
