@@ -59,21 +59,25 @@ struct Touches {
     /// Each member's touch, while there are at most [`SCANNED`] members.
     few: SmallVec<[Touch; 2]>,
     /// Past that, each member's touch by the hash of its text (`few` then
-    /// empty).
+    /// empty). Touches are never removed but all at once, so the table is
+    /// in use exactly when it is not empty.
     places: HashTable<Touch>,
-    /// Whether the touches are in `places`.
-    hashed: bool,
     /// foldhash (randomly seeded, as the memory store's maps), not SipHash:
     /// every set change of a large queue passes here.
     hasher: foldhash::fast::RandomState,
 }
 
 impl Touches {
+    /// Whether the touches are in `places` (see there).
+    fn hashed(&self) -> bool {
+        !self.places.is_empty()
+    }
+
     /// `member`'s hash, for [`Touches::get`] and [`Touches::set`] (a
     /// member looked up and then added is hashed once); `None` while the
     /// touches are few, and found by comparing texts.
     fn hash(&self, member: &str) -> Option<u64> {
-        self.hashed.then(|| self.hasher.hash_one(member))
+        self.hashed().then(|| self.hasher.hash_one(member))
     }
 
     fn get(&self, requests: &[SetRequest], member: &str, hash: Option<u64>) -> Option<Touch> {
@@ -87,7 +91,7 @@ impl Touches {
     /// Sets `member`'s touch to `touch` (a new place of it in `requests`).
     fn set(&mut self, requests: &[SetRequest], member: &str, hash: Option<u64>, touch: Touch) {
         let hasher = &self.hasher;
-        let hash = self.hashed.then(|| hash.unwrap_or_else(|| hasher.hash_one(member)));
+        let hash = self.hashed().then(|| hash.unwrap_or_else(|| hasher.hash_one(member)));
         let Some(hash) = hash else {
             match self.few.iter_mut().find(|t| text_at(requests, **t) == Some(member)) {
                 Some(at) => *at = touch,
@@ -99,7 +103,6 @@ impl Touches {
                     self.places
                         .insert_unique(hash, t, |&t| hasher.hash_one(text_at(requests, t).unwrap_or_default()));
                 }
-                self.hashed = true;
             }
             return;
         };
@@ -118,7 +121,6 @@ impl Touches {
     fn clear(&mut self) {
         self.few.clear();
         self.places.clear();
-        self.hashed = false;
     }
 }
 
