@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use model::config::Config;
-use model::record::{self, CreationTime, ParseError, RawJson, Received};
+use model::record::{CreationTime, ParseError, RawJson, Received};
 use model::value::Attrs;
 use model::{validate, Mutation, PlanError, Planner};
 
@@ -47,6 +47,9 @@ use aws_kit::quarantine::Quarantine;
 use aws_kit::settle::settle;
 use model::settlement::{table_name, BatchResponse, Groups, Handled};
 pub use model::settlement::{Failed, Failure, Quarantined};
+
+mod reader;
+use reader::Reading;
 
 /// The consumer name quarantine entries carry by default.
 pub const CONSUMER: &str = "stream-indexer";
@@ -65,7 +68,16 @@ pub struct Options {
     /// stream (Lambda, `run`); `Guard::Newer` for replay into tables and
     /// redrive (see `apply::guard`).
     pub guard: Guard,
+    /// Payloads of at least this many bytes are read on a second thread
+    /// while this one plans, where the process may use more than one core
+    /// (`None`: never). See `batch::reader`.
+    pub read_ahead_from: Option<usize>,
 }
+
+/// [`Options::read_ahead_from`] by default: a payload of about 180 records
+/// (a thread costs tens of microseconds; reading such a payload, a
+/// millisecond).
+pub const READ_AHEAD_FROM: usize = 128 * 1024;
 
 impl Default for Options {
     fn default() -> Options {
@@ -74,6 +86,7 @@ impl Default for Options {
             backoff: Backoff::default(),
             consumer: CONSUMER.to_owned(),
             guard: Guard::InOrder,
+            read_ahead_from: Some(READ_AHEAD_FROM),
         }
     }
 }
@@ -287,6 +300,8 @@ pub struct Indexer<S: Store, Q: Quarantine> {
     store: S,
     quarantine: Q,
     options: Options,
+    /// The cores this process may use (1 when not known).
+    cores: usize,
 }
 
 impl<S: Store, Q: Quarantine> Indexer<S, Q> {
@@ -296,6 +311,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             store,
             quarantine,
             options,
+            cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         }
     }
 
@@ -317,14 +333,20 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
 
     /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as
     /// bytes. Each record is read, its images borrowed from the payload,
-    /// planned and let go before the next ([`record::read_batch_borrowed`]):
-    /// the batch's images are never all held at once, and their strings are
-    /// never copied. Nothing is carried out before the whole payload is read.
+    /// planned and let go soon after ([`model::record::read_batch_borrowed`];
+    /// a long payload is read on a second thread, a few chunks of records
+    /// ahead, see [`Options::read_ahead_from`]): the batch's images are never
+    /// all held at once, and their strings are never copied. Nothing is
+    /// carried out before the whole payload is read.
     pub async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
         let planner = Planner::new(&self.config);
         let mut admitted = Admitted::new(payload.len() / RECORD_BYTES_GUESS);
         let mut position = 0;
-        record::read_batch_borrowed(payload)?.for_each_lent(|raw, received| {
+        let reading = match self.options.read_ahead_from {
+            Some(from) if payload.len() >= from && self.cores > 1 => Reading::Ahead,
+            _ => Reading::Here,
+        };
+        reader::read_each(payload, reading, |raw, received| {
             admitted.admit(&planner, position, received, raw);
             position += 1;
         })?;

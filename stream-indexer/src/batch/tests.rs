@@ -385,6 +385,30 @@ fn a_payload_read_record_by_record_is_handled_as_its_parsed_records_are() {
 }
 
 #[test]
+fn a_payload_read_ahead_is_handled_as_one_read_here() {
+    // Several of the reader's chunks of records (see `batch::reader`, whose
+    // tests compare the records handed over either way).
+    let (_, batches) = crate::workload::example_batches(example(), 400, 400, 5);
+    let payload = batches.first().cloned().unwrap_or_default();
+    let read = |from| {
+        indexer(
+            |_: &Call<'_>| Fault::None,
+            Options {
+                read_ahead_from: from,
+                ..quick()
+            },
+        )
+    };
+    let (here, ahead) = (read(None), read(Some(0)));
+    let expected = block(here.handle(&payload)).expect("a batch");
+    let outcome = block(ahead.handle(&payload)).expect("a batch");
+    assert_eq!(outcome, expected);
+    assert_eq!(left_behind(&ahead), left_behind(&here));
+    assert!(outcome.stats.records > 300, "{outcome:?}");
+    assert!(outcome.stats.apply.requests.total() > 0, "{outcome:?}");
+}
+
+#[test]
 fn the_handler_future_is_send() {
     fn assert_send<T: Send>(_: &T) {}
     let ix = indexer(|_: &Call<'_>| Fault::None, quick());

@@ -1,0 +1,76 @@
+//! A payload's records, read on a second thread while this one plans them.
+//!
+//! Reading a record (the payload's UTF-8 check, the scan, and the checks
+//! that make it a record) costs a little more than admitting it (the poison
+//! check and the plan). So where the process may use more than one core, a
+//! long payload is read on a second thread, which hands the records over in
+//! chunks, in order, and this thread admits them as they come. Every record
+//! is handed over exactly as when read on one thread (a test compares the
+//! two): only where the work is done changes. (With the poison check done
+//! ahead too, the reading thread was the slower of the two.)
+
+use std::sync::mpsc;
+
+use model::record::{self, BorrowedReceived, ParseError, RawJson};
+
+/// Records handed over at once (about 50 KB of payload).
+const CHUNK: usize = 64;
+
+/// Chunks read and not yet admitted, at most: the second thread waits for
+/// this one beyond that, so what is read ahead stays small.
+const CHUNKS_AHEAD: usize = 4;
+
+/// How a payload is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reading {
+    /// On this thread, each record admitted as soon as it is read.
+    Here,
+    /// On a second thread, ahead of this one.
+    Ahead,
+}
+
+/// Reads the records of `payload` ([`record::read_batch_borrowed`]) and
+/// hands each to `admit`, in order, read as `reading` says. Returns the
+/// error the payload ends with, if any (after the records before it).
+pub(super) fn read_each<'a>(
+    payload: &'a [u8],
+    reading: Reading,
+    mut admit: impl FnMut(RawJson<'a>, &BorrowedReceived<'a>),
+) -> Result<(), ParseError> {
+    if reading == Reading::Here {
+        return record::read_batch_borrowed(payload)?.for_each_lent(admit);
+    }
+    std::thread::scope(|scope| {
+        let (sender, chunks) = mpsc::sync_channel::<Vec<(RawJson<'a>, BorrowedReceived<'a>)>>(CHUNKS_AHEAD);
+        let reader = scope.spawn(move || {
+            let mut chunk = Vec::with_capacity(CHUNK);
+            for read in record::read_batch_borrowed(payload)? {
+                chunk.push(read?);
+                if chunk.len() == CHUNK {
+                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
+                    if sender.send(full).is_err() {
+                        // The admitting thread is gone (it panicked): its
+                        // panic is the one the scope passes on.
+                        return Ok(());
+                    }
+                }
+            }
+            if !chunk.is_empty() {
+                let _ = sender.send(chunk);
+            }
+            Ok(())
+        });
+        for chunk in chunks {
+            for (raw, received) in &chunk {
+                admit(*raw, received);
+            }
+        }
+        match reader.join() {
+            Ok(ended) => ended,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests;
