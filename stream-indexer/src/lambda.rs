@@ -4,7 +4,8 @@
 //!
 //! Environment: see `aws_kit::lambda` (`STREAMDEX_CONFIG` or
 //! `STREAMDEX_CONFIG_PATH`, `STREAMDEX_QUARANTINE_URL`, `STREAMDEX_CONCURRENCY`:
-//! BatchWriteItem calls and set lanes in flight, default 16).
+//! BatchWriteItem calls and set lanes in flight, default 16), and
+//! `STREAMDEX_READ_AHEAD` ([`ENV_READ_AHEAD`]).
 
 use std::time::Duration;
 
@@ -19,13 +20,40 @@ use crate::{metrics, BatchError, BatchOutcome, Indexer, Options};
 
 pub use aws_kit::lambda::invoke;
 
+/// From what payload size, in bytes, a payload is read on a second thread
+/// while the function plans ([`Options::read_ahead_from`]; default
+/// [`crate::batch::READ_AHEAD_FROM`]), or `off`. Off pays where the function
+/// has less than two cores' time but sees two (Lambda below 1,769 MB).
+pub const ENV_READ_AHEAD: &str = "STREAMDEX_READ_AHEAD";
+
+/// `STREAMDEX_READ_AHEAD` is set to something else than `off` or a size.
+#[derive(Debug, thiserror::Error)]
+#[error("{ENV_READ_AHEAD}={0:?} is neither `off` nor a whole number of bytes")]
+pub struct ReadAheadError(String);
+
+/// The indexer's options: `concurrency` (the kit's `STREAMDEX_CONCURRENCY`)
+/// and `STREAMDEX_READ_AHEAD` from the environment, when set.
+pub fn indexer_options(
+    concurrency: Option<usize>,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Options, ReadAheadError> {
+    let mut options = Options::default();
+    if let Some(concurrency) = concurrency {
+        options.concurrency = concurrency;
+    }
+    if let Some(text) = get(ENV_READ_AHEAD) {
+        options.read_ahead_from = match text.trim() {
+            "off" => None,
+            bytes => Some(bytes.parse().map_err(|_| ReadAheadError(text.clone()))?),
+        };
+    }
+    Ok(options)
+}
+
 /// Sets up and runs the function until the runtime stops it.
 pub async fn run() -> Result<(), lambda_runtime::Error> {
     let setup = lambda::setup(CONSUMER).await?;
-    let mut options = Options::default();
-    if let Some(concurrency) = setup.concurrency {
-        options.concurrency = concurrency;
-    }
+    let options = indexer_options(setup.concurrency, |name| std::env::var(name).ok())?;
     // DynamoDB without SDK retries (the executor owns them), SQS with them
     // (nothing retries the quarantine above the SDK); both with timeouts.
     let store = DynamoStore::new(dynamodb_client(&setup.aws), setup.config.clone());
@@ -87,6 +115,17 @@ mod tests {
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn read_ahead_comes_from_the_environment() {
+        let from = |pairs: &[(&str, &str)]| indexer_options(None, env(pairs)).map(|o| o.read_ahead_from);
+        assert_eq!(from(&[]).ok(), Some(Some(crate::batch::READ_AHEAD_FROM)));
+        assert_eq!(from(&[(ENV_READ_AHEAD, "off")]).ok(), Some(None));
+        assert_eq!(from(&[(ENV_READ_AHEAD, " 4096 ")]).ok(), Some(Some(4096)));
+        let err = from(&[(ENV_READ_AHEAD, "sometimes")]).unwrap_err();
+        assert!(err.to_string().contains("STREAMDEX_READ_AHEAD=\"sometimes\""), "{err}");
+        assert_eq!(indexer_options(Some(3), env(&[])).map(|o| o.concurrency).ok(), Some(3));
     }
 
     #[test]
