@@ -31,7 +31,9 @@ pub(super) enum Reading {
 
 /// Reads the records of `payload` ([`record::read_batch_borrowed`]) and
 /// hands each to `admit`, in order, read as `reading` says. Returns the
-/// error the payload ends with, if any (after the records before it).
+/// error the payload ends with, if any: after the records before it when
+/// read here, after those of the whole chunks before it when read ahead
+/// (the indexer then fails the whole batch either way).
 pub(super) fn read_each<'a>(
     payload: &'a [u8],
     reading: Reading,
