@@ -22,8 +22,9 @@ pub use aws_kit::lambda::invoke;
 
 /// From what payload size, in bytes, a payload is read on a second thread
 /// while the function plans ([`Options::read_ahead_from`]; default
-/// [`crate::batch::READ_AHEAD_FROM`]), or `off`. Off pays where the function
-/// has less than two cores' time but sees two (Lambda below 1,769 MB).
+/// [`crate::batch::READ_AHEAD_FROM`]), or `off`: for a function that sees
+/// two cores but has less than two cores' time (Lambda below 1,769 MB),
+/// where a second thread can only add its own cost (not measured there).
 pub const ENV_READ_AHEAD: &str = "STREAMDEX_READ_AHEAD";
 
 /// `STREAMDEX_READ_AHEAD` is set to something else than `off` or a size.
