@@ -14,7 +14,11 @@
 //! Run: `cargo run --release -p streamdex-tests --features testing --example batch_figures`
 //! (`... -- generate FILE` writes the payload; `... -- measure FILE [N]` has the
 //! indexer handle it once cold and N times warm (9), `... -- route FILE [N]`
-//! the router, `... -- floor FILE [N]` the parse floor.)
+//! the router, `... -- floor FILE [N]` the parse floor; `... -- versus-index
+//! FILE [N]` and `versus-route` alternate the parse floor and the consumer in
+//! one process for N rounds (41) and print the floor's median, the
+//! consumer's, and the median ratio: the figure this machine's drifting
+//! speed does not move.)
 
 #[path = "batch_figures/floor.rs"]
 mod floor;
@@ -134,6 +138,61 @@ fn measure(mode: &str, path: &str, warm_runs: usize) {
     println!("{cold:.2} {} {warm:.2}", peak_rss_kib());
 }
 
+/// Rounds of `versus`: each handles the payload once with the parse floor
+/// and once with the consumer.
+const VERSUS_ROUNDS: usize = 41;
+
+/// Each consumer against the parse floor in one process, in turn (floor,
+/// consumer; a round each time, after one to warm up), so that both meet
+/// the same machine: this machine's speed drifts by a factor of two between
+/// hours, so figures taken one after the other do not compare. The indexer
+/// and the router are measured apart, each in a process of its own, as each
+/// Lambda runs alone (run in the same rounds, the router's heap slowed the
+/// indexer by a third). Prints each consumer's median time, the floor's in
+/// its rounds, and the median of the rounds' ratios to the floor.
+fn versus(router: bool, path: &str, rounds: usize) {
+    aws_kit::lambda::tune_allocator();
+    let payload = std::fs::read(path).expect("payload file");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let rounds_of = |consumer: &mut dyn FnMut()| {
+        let timed = |work: &mut dyn FnMut()| {
+            let started = Instant::now();
+            work();
+            started.elapsed().as_secs_f64() * 1000.0
+        };
+        let (mut floors, mut times, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..=rounds {
+            let floor = timed(&mut || assert!(floor::parse(&payload) > 0, "no records in the payload"));
+            let time = timed(consumer);
+            if round > 0 {
+                floors.push(floor);
+                times.push(time);
+                ratios.push(time / floor);
+            }
+        }
+        (median(floors), median(times), median(ratios))
+    };
+    let (floor, time, ratio) = if router {
+        let router = Router::new(
+            config(),
+            MemoryPublisher::new(),
+            MemoryQuarantine::default(),
+            RouterOptions::default(),
+        );
+        rounds_of(&mut || {
+            drop(runtime.block_on(router.handle(&payload)).expect("routed"));
+            drop(router.publisher().take());
+        })
+    } else {
+        let indexer = Indexer::new(config(), CountingStore, MemoryQuarantine::default(), Options::default());
+        rounds_of(&mut || drop(runtime.block_on(indexer.handle(&payload)).expect("handled")))
+    };
+    println!("{floor:.2} {time:.2} {ratio:.3}");
+}
+
 /// `RUNS` fresh processes of `mode` on the payload at `path`: the median
 /// cold time in ms (each process's first handling), peak RSS in MB, and
 /// the median warm time in ms (the medians of each process's later ones).
@@ -197,6 +256,13 @@ fn main() {
         };
         match mode.as_str() {
             "measure" | "route" | "floor" => return measure(mode, path, warm_runs),
+            "versus-index" | "versus-route" => {
+                return versus(
+                    mode == "versus-route",
+                    path,
+                    rest.first().map_or(VERSUS_ROUNDS, |_| warm_runs),
+                )
+            }
             "generate" => {
                 let (_, payload, _) = example_payload_of_size(config(), SIX_MB, 7);
                 return std::fs::write(path, payload).expect("write payload");
@@ -223,12 +289,21 @@ fn main() {
         records as f64 / (warm / 1000.0),
     );
     let (ms, rss, warm) = in_fresh_processes("floor", &path);
-    let _ = std::fs::remove_file(&path);
     println!(
         "parse floor (serde_json into a borrowed typed struct, nothing else): cold median {ms:.1} ms over {RUNS} processes ({:.0} records/s); warm median {warm:.1} ms ({:.0} records/s); peak RSS median {rss:.1} MB",
         records as f64 / (ms / 1000.0),
         records as f64 / (warm / 1000.0),
     );
+    for (mode, name) in [("versus-index", "indexer"), ("versus-route", "router")] {
+        let text = child_output(mode, &path);
+        let mut it = text.split_whitespace();
+        let mut next = || it.next().and_then(|t| t.parse::<f64>().ok()).unwrap_or(f64::NAN);
+        let (floor, time, ratio) = (next(), next(), next());
+        println!(
+            "{name} and parse floor in turn ({VERSUS_ROUNDS} rounds in one process, medians; the ratio is the rounds' median): {name} {time:.1} ms, floor {floor:.1} ms, {ratio:.2}x the floor"
+        );
+    }
+    let _ = std::fs::remove_file(&path);
 
     // Requests against the minimum, on the in-memory store that holds the table.
     let planner = Planner::new(&config);
