@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The share of a replay's perf samples that are in the allocator: samples
-# with a mimalloc frame (`mi_*`, `_mi_*`) or a Rust allocation shim
-# (`__rust_alloc`, `__rust_dealloc`, `__rust_realloc`, the kit's
-# `Allocator`) anywhere on their stack, over all samples, and the same for
-# each thread (replay reads on one thread and handles batches on another).
+# with an allocator frame anywhere on their stack, over all samples, and
+# the same for each thread (replay reads on one thread and handles batches
+# on another). Allocator frames: jemalloc's (the `streamdex` command's
+# allocator: `_rjem_*`, and the internal functions and inlined helpers
+# that show without that prefix), mimalloc's (`mi_*`, `_mi_*`: the
+# functions' allocator, and the command's before it), and the Rust
+# allocation shims (`__rust_alloc`, `__rust_dealloc`, `__rust_realloc`,
+# the kit's `Allocator`, tikv-jemallocator's `Jemalloc`).
 # Not part of scripts/test.sh or CI.
 #
 #   scripts/alloc_share.sh [HISTORY.jsonl [RUNS]]
@@ -60,7 +64,10 @@ one_run() {
     # A frame: address, then the symbol (with +offset), then (dso).
     symbol = $2
     if (symbol ~ /^_?mi_/ || symbol ~ /^__rustc::__rust_(alloc|dealloc|realloc)/ ||
-        symbol ~ /^__rust_(alloc|dealloc|realloc)/ || symbol ~ /^<aws_kit::alloc::Allocator/)
+        symbol ~ /^__rust_(alloc|dealloc|realloc)/ || symbol ~ /^<aws_kit::alloc::Allocator/ ||
+        symbol ~ /^<tikv_jemallocator::/ || symbol ~ /^_rjem_/ ||
+        symbol ~ /^(je_|tcache_|cache_bin_|arena_|extent_|edata_|eset_|emap_|pac_|sec_|hpa_|san_)/ ||
+        symbol ~ /^(imalloc|ialloc|iralloc|idalloc|ifree|isfree|free_fastpath|do_rallocx|malloc_default)/)
       hit = 1
   }
   END {

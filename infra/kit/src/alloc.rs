@@ -1,5 +1,8 @@
-//! [`Allocator`]: the binaries' global allocator, mimalloc asked for plain
-//! blocks whenever a plain block is aligned enough.
+//! [`Allocator`]: the functions' global allocator, mimalloc asked for plain
+//! blocks whenever a plain block is aligned enough. (The `streamdex`
+//! command uses jemalloc instead: replay's reading thread allocates what
+//! its handling thread frees, which jemalloc's thread caches take better;
+//! see `infra/src/main.rs`.)
 //!
 //! Why not `mimalloc::MiMalloc` as it is: it asks for every block with
 //! `mi_malloc_aligned(size, align)`, even a `String`'s bytes (alignment 1).

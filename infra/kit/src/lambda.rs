@@ -79,8 +79,8 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// version built here; no constant in the bindings either).
 const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 
-/// Tunes mimalloc (the binaries' global allocator, in the functions and
-/// the `streamdex` command) and the process's memory:
+/// Tunes mimalloc (the functions' global allocator) and the process's
+/// memory:
 ///
 /// - Purge freed memory after a second instead of 10 ms. A batch frees what
 ///   the next record, or the next batch, allocates again; purged in
@@ -110,6 +110,14 @@ pub fn tune_allocator() {
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1_000);
         libmimalloc_sys::mi_option_set(MI_OPTION_ALLOW_THP, 0);
     }
+    no_huge_pages();
+}
+
+/// Turns transparent huge pages off for the process (see
+/// [`tune_allocator`]): whatever the allocator, a first touch of a 2 MB
+/// stretch would otherwise fault in and zero all of it. The `streamdex`
+/// command, whose allocator is not mimalloc, calls this alone.
+pub fn no_huge_pages() {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: `prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)` takes integers
