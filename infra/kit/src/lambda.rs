@@ -114,9 +114,10 @@ pub fn tune_allocator() {
 }
 
 /// Turns transparent huge pages off for the process (see
-/// [`tune_allocator`]): whatever the allocator, a first touch of a 2 MB
-/// stretch would otherwise fault in and zero all of it. The `streamdex`
-/// command, whose allocator is not mimalloc, calls this alone.
+/// [`tune_allocator`]): where the kernel grants them (`always`, or
+/// `madvise` to an allocator that asks), a first touch of a 2 MB stretch
+/// faults in and zeroes all of it. The `streamdex` command, whose allocator
+/// is not mimalloc, calls this alone.
 pub fn no_huge_pages() {
     #[cfg(target_os = "linux")]
     {
