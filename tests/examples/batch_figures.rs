@@ -91,15 +91,22 @@ fn config() -> Arc<model::Config> {
     Arc::new(config::parse(EXAMPLE_CONFIG, "streamdex.example.toml").expect("example config"))
 }
 
-/// Child: the indexer (`measure`) or the router (`route`) handles the
-/// payload in FILE once, as a Lambda would; prints "ms rss_kib".
-fn measure(mode: &str, path: &str, warm_runs: usize) {
+/// A child's start: the allocator tuned as the functions tune it, the
+/// payload in FILE read, and a runtime to handle it on.
+fn child_start(path: &str) -> (Vec<u8>, tokio::runtime::Runtime) {
     aws_kit::lambda::tune_allocator();
     let payload = std::fs::read(path).expect("payload file");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
+    (payload, runtime)
+}
+
+/// Child: the indexer (`measure`) or the router (`route`) handles the
+/// payload in FILE once, as a Lambda would; prints "ms rss_kib".
+fn measure(mode: &str, path: &str, warm_runs: usize) {
+    let (payload, runtime) = child_start(path);
     // The first handling is the cold one (every page touched for the first
     // time); the ones after it are a warm Lambda's, in the same process.
     let mut times = Vec::with_capacity(1 + warm_runs);
@@ -151,12 +158,7 @@ const VERSUS_ROUNDS: usize = 41;
 /// indexer by a third). Prints each consumer's median time, the floor's in
 /// its rounds, and the median of the rounds' ratios to the floor.
 fn versus(router: bool, path: &str, rounds: usize) {
-    aws_kit::lambda::tune_allocator();
-    let payload = std::fs::read(path).expect("payload file");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let (payload, runtime) = child_start(path);
     let rounds_of = |consumer: &mut dyn FnMut()| {
         let timed = |work: &mut dyn FnMut()| {
             let started = Instant::now();
