@@ -154,8 +154,8 @@ const VERSUS_ROUNDS: usize = 41;
 /// the same machine: this machine's speed drifts by a factor of two between
 /// hours, so figures taken one after the other do not compare. The indexer
 /// and the router are measured apart, each in a process of its own, as each
-/// Lambda runs alone (run in the same rounds, the router's heap slowed the
-/// indexer by a third). Prints each consumer's median time, the floor's in
+/// Lambda runs alone (run in the same rounds as the router, the indexer
+/// took about a third longer). Prints each consumer's median time, the floor's in
 /// its rounds, and the median of the rounds' ratios to the floor.
 fn versus(router: bool, path: &str, rounds: usize) {
     let (payload, runtime) = child_start(path);
