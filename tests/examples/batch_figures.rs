@@ -201,17 +201,24 @@ fn versus(router: bool, path: &str, rounds: usize) {
 fn in_fresh_processes(mode: &str, path: &std::path::Path) -> (f64, f64, f64) {
     let (mut times, mut rss, mut warm) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
-        let text = child_output(mode, path);
-        let mut it = text.split_whitespace();
-        let mut next = || it.next().and_then(|t| t.parse::<f64>().ok()).unwrap_or(f64::NAN);
-        times.push(next());
-        rss.push(next() / 1024.0);
-        warm.push(next());
+        let [cold, rss_kib, warm_ms] = child_figures(mode, path);
+        times.push(cold);
+        rss.push(rss_kib / 1024.0);
+        warm.push(warm_ms);
     }
     (median(times), median(rss), median(warm))
 }
 
-/// How long one child may take (one batch takes well under a second).
+/// The three figures a child `mode` process prints (NaN for any it did
+/// not print as a number).
+fn child_figures(mode: &str, path: &std::path::Path) -> [f64; 3] {
+    let text = child_output(mode, path);
+    let mut figures = text.split_whitespace().map(|t| t.parse::<f64>().unwrap_or(f64::NAN));
+    [(); 3].map(|()| figures.next().unwrap_or(f64::NAN))
+}
+
+/// How long one child may take (a batch takes well under a second; the
+/// `versus` children, 84 handlings, a few seconds).
 const CHILD_PATIENCE: Duration = Duration::from_secs(60);
 
 /// What a child `mode` process prints for the payload at `path`; it is
@@ -247,23 +254,19 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let [_, mode, path, rest @ ..] = args.as_slice() {
-        // `measure FILE [WARM_RUNS]`: more warm runs make a profile of them.
-        let warm_runs = match rest.first().map(|n| n.parse::<usize>()) {
-            None => WARM_RUNS,
-            Some(Ok(n)) => n,
+        // `measure FILE [N]`: more warm runs make a profile of them.
+        let count = match rest.first().map(|n| n.parse::<usize>()) {
+            None => None,
+            Some(Ok(n)) => Some(n),
             Some(Err(_)) => {
-                eprintln!("batch_figures {mode} FILE [N]: N, the warm handlings, must be a whole number");
+                eprintln!("batch_figures {mode} FILE [N]: N, the warm handlings or rounds, must be a whole number");
                 std::process::exit(2);
             }
         };
         match mode.as_str() {
-            "measure" | "route" | "floor" => return measure(mode, path, warm_runs),
+            "measure" | "route" | "floor" => return measure(mode, path, count.unwrap_or(WARM_RUNS)),
             "versus-index" | "versus-route" => {
-                return versus(
-                    mode == "versus-route",
-                    path,
-                    rest.first().map_or(VERSUS_ROUNDS, |_| warm_runs),
-                )
+                return versus(mode == "versus-route", path, count.unwrap_or(VERSUS_ROUNDS))
             }
             "generate" => {
                 let (_, payload, _) = example_payload_of_size(config(), SIX_MB, 7);
@@ -297,10 +300,7 @@ fn main() {
         records as f64 / (warm / 1000.0),
     );
     for (mode, name) in [("versus-index", "indexer"), ("versus-route", "router")] {
-        let text = child_output(mode, &path);
-        let mut it = text.split_whitespace();
-        let mut next = || it.next().and_then(|t| t.parse::<f64>().ok()).unwrap_or(f64::NAN);
-        let (floor, time, ratio) = (next(), next(), next());
+        let [floor, time, ratio] = child_figures(mode, &path);
         println!(
             "{name} and parse floor in turn ({VERSUS_ROUNDS} rounds in one process, medians; the ratio is the rounds' median): {name} {time:.1} ms, floor {floor:.1} ms, {ratio:.2}x the floor"
         );
