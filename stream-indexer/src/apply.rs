@@ -46,6 +46,8 @@
 //!   node's `complete_attribute` outright ([`Store::set_marker`]).
 //! - Row writes and set changes target different items, so their relative
 //!   order does not matter: the row calls and the set lanes run side by side.
+//!   For the same reason the row writes may be packed on a second thread
+//!   while the lanes start ([`apply_plans`], module `split`).
 //!
 //! # Failures
 //!
@@ -76,15 +78,18 @@
 mod guard;
 mod rows;
 mod sets;
+mod split;
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 use model::config::Config;
 use model::Mutation;
 
-use crate::store::{RowWrite, Store, StoreError, MAX_BATCH_WRITES};
-use sets::{SetKind, SetOp};
+use crate::store::{Store, StoreError, MAX_BATCH_WRITES};
+use split::{split, split_ahead, Lanes, Split};
 
 /// At most this many members go in one set UpdateItem.
 pub const MAX_MEMBERS_PER_UPDATE: usize = 1000;
@@ -95,6 +100,7 @@ pub const MAX_MEMBER_BYTES_PER_UPDATE: usize = 256 * 1024;
 pub use aws_kit::retry::pause;
 pub use guard::{Guard, ReadVersions, Stamping};
 pub use model::backoff::Backoff;
+pub use split::Plans;
 
 /// Mutations by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -286,81 +292,6 @@ pub struct GroupResult {
     pub stopped: Option<Stopped>,
 }
 
-/// A mutation sorted by where it goes.
-enum Work {
-    Row(RowWrite),
-    Set(SetOp),
-}
-
-fn work(record: usize, mutation: Mutation, stamping: &Stamping) -> Work {
-    match mutation {
-        Mutation::PutRow { index, key, attributes } => Work::Row(RowWrite {
-            version: stamping.row_version(record, index, &key),
-            index,
-            key,
-            put: Some(attributes),
-        }),
-        Mutation::DeleteRow { index, key } => Work::Row(RowWrite {
-            version: stamping.row_version(record, index, &key),
-            index,
-            key,
-            put: None,
-        }),
-        Mutation::AddMember { edge_set, node, member } => Work::Set(SetOp::Member {
-            record,
-            edge_set,
-            node,
-            kind: SetKind::Add,
-            member,
-        }),
-        Mutation::RemoveMember { edge_set, node, member } => Work::Set(SetOp::Member {
-            record,
-            edge_set,
-            node,
-            kind: SetKind::Remove,
-            member,
-        }),
-        Mutation::RestoreSet { edge_set, node } => Work::Set(SetOp::Restore { record, edge_set, node }),
-        Mutation::SetMarker {
-            edge_set,
-            node,
-            complete,
-        } => Work::Set(SetOp::Marker {
-            record,
-            edge_set,
-            node,
-            complete,
-        }),
-    }
-}
-
-/// A batch's mutations, sorted by where they go.
-#[derive(Default)]
-struct Split {
-    /// Per record number: how many mutations it has.
-    pending: Vec<usize>,
-    /// Every row write, packed into calls in batch order.
-    rows: rows::Rows,
-    /// Per group: its set mutations, in order.
-    lanes: BTreeMap<usize, Vec<SetOp>>,
-}
-
-fn split(ops: impl IntoIterator<Item = (usize, Op)>, stamping: &Stamping) -> Split {
-    let mut split = Split::default();
-    for (group, Op { record, mutation }) in ops {
-        debug_assert!(record + 1 >= split.pending.len(), "ops come in batch order");
-        if split.pending.len() <= record {
-            split.pending.resize(record + 1, 0);
-        }
-        split.pending[record] += 1;
-        match work(record, mutation, stamping) {
-            Work::Row(write) => split.rows.push(record, write),
-            Work::Set(op) => split.lanes.entry(group).or_default().push(op),
-        }
-    }
-    split
-}
-
 /// Carries out the mutations of a batch. `ops` holds `(group, op)` in batch
 /// order: records by increasing number (in stream order within a group),
 /// each record's mutations in plan order; `group` names the record's
@@ -375,9 +306,54 @@ pub async fn apply_batch<S: Store>(
     stamping: &Stamping,
     ops: impl IntoIterator<Item = (usize, Op)>,
 ) -> Applied {
-    let Split { pending, rows, lanes } = split(ops, stamping);
     let concurrency = concurrency.max(1);
-    let row_work = rows::write_all(store, config, backoff, concurrency, stamping, rows);
+    let Split { pending, rows, lanes } = split(ops, stamping);
+    let row_work = async { rows::write_all(store, config, backoff, concurrency, stamping, rows).await };
+    run(store, config, backoff, concurrency, stamping, pending, row_work, lanes).await
+}
+
+/// Carries out a batch's `plans` as [`apply_batch`] does. With `ahead`, the
+/// row writes are packed on a second thread while the set lanes start on
+/// this one (see `split`): for a process that may use a second core.
+/// Returns the plans' emptied buffer too, for the next batch.
+pub async fn apply_plans<S: Store>(
+    store: &S,
+    config: &Config,
+    backoff: &Backoff,
+    concurrency: usize,
+    stamping: Arc<Stamping>,
+    mut plans: Plans,
+    ahead: bool,
+) -> (Applied, Vec<Mutation>) {
+    if !ahead {
+        let applied = apply_batch(store, config, backoff, concurrency, &stamping, plans.drain_ops()).await;
+        return (applied, plans.mutations);
+    }
+    let concurrency = concurrency.max(1);
+    let (pending, lanes, packed) = split_ahead(plans, stamping.clone());
+    let mut spare = Vec::new();
+    let row_work = async {
+        let (rows, emptied) = packed.rows().await;
+        spare = emptied;
+        rows::write_all(store, config, backoff, concurrency, &stamping, rows).await
+    };
+    let applied = run(store, config, backoff, concurrency, &stamping, pending, row_work, lanes).await;
+    (applied, spare)
+}
+
+/// Runs the row calls (`row_work`) and the set lanes side by side, each at
+/// most `concurrency` (at least 1) at a time, and accounts for what they did.
+#[allow(clippy::too_many_arguments)]
+async fn run<S: Store>(
+    store: &S,
+    config: &Config,
+    backoff: &Backoff,
+    concurrency: usize,
+    stamping: &Stamping,
+    pending: Vec<usize>,
+    row_work: impl Future<Output = Progress>,
+    lanes: Lanes,
+) -> Applied {
     let set_work = stream::iter(lanes.into_values())
         // Boxed: a lane's future is about 2 KB (its requests' states nest
         // in it), which the buffer would otherwise copy three times over

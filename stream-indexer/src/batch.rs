@@ -8,7 +8,7 @@
 //! 2. Records are grouped by (table, partition key value). A group keeps
 //!    stream order. Every mutation's target belongs to exactly one partition
 //!    key, so groups never touch the same item (nor the same index row).
-//! 3. The plans of the whole batch are carried out by [`apply::apply_batch`]:
+//! 3. The plans of the whole batch are carried out by [`apply::apply_plans`]:
 //!    the index row writes of all groups share BatchWriteItem calls, filled in
 //!    batch order; each group's edge-set changes go through its own lane.
 //!    Row calls, and set lanes, are each in flight at most
@@ -41,7 +41,7 @@ use model::record::{CreationTime, ParseError, RawJson, Received};
 use model::value::Attrs;
 use model::{validate, Mutation, PlanError, Planner};
 
-use crate::apply::{self, Applied, ApplyStats, Backoff, Guard, MutationCounts, Op, Stamping};
+use crate::apply::{self, Applied, ApplyStats, Backoff, Guard, MutationCounts, Plans, Stamping};
 use crate::store::{Store, StoreError};
 use aws_kit::quarantine::Quarantine;
 use aws_kit::settle::settle;
@@ -69,8 +69,10 @@ pub struct Options {
     /// redrive (see `apply::guard`).
     pub guard: Guard,
     /// Payloads of at least this many bytes are read on a second thread
-    /// while this one plans, where the process may use more than one core
-    /// (`None`: never). See `batch::reader`.
+    /// while this one plans, and their row writes are packed on a second
+    /// thread while this one starts the set lanes, where the process may
+    /// use more than one core (`None`: never). See `batch::reader` and
+    /// `apply::split`.
     pub read_ahead_from: Option<usize>,
 }
 
@@ -337,7 +339,9 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// a long payload is read on a second thread, a few chunks of records
     /// ahead, see [`Options::read_ahead_from`]): the batch's images are never
     /// all held at once, and their strings are never copied. Nothing is
-    /// carried out before the whole payload is read.
+    /// carried out before the whole payload is read; then, for a payload
+    /// read ahead, the row writes are packed on a second thread while the
+    /// set lanes start on this one.
     pub async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
         let planner = Planner::new(&self.config);
         let mut admitted = Admitted::new(payload.len() / RECORD_BYTES_GUESS);
@@ -350,7 +354,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             admitted.admit(&planner, position, received, raw);
             position += 1;
         })?;
-        Ok(self.carry_out(admitted).await)
+        Ok(self.carry_out(admitted, reading == Reading::Ahead).await)
     }
 
     /// Handles parsed records, in stream order. See the module doc.
@@ -360,16 +364,18 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         for (position, received) in records.iter().enumerate() {
             admitted.admit(&planner, position, received, received.raw_json());
         }
-        self.carry_out(admitted).await
+        self.carry_out(admitted, false).await
     }
 
     /// Carries out the admitted records' plans, then settles the batch.
-    async fn carry_out(&self, admitted: Admitted<'_>) -> BatchOutcome {
+    /// `ahead`: the row writes are packed on a second thread while the set
+    /// lanes start (where the payload was read ahead, on the same terms).
+    async fn carry_out(&self, admitted: Admitted<'_>, ahead: bool) -> BatchOutcome {
         let Admitted {
             mut stats,
             groups,
             entries,
-            mut mutations,
+            mutations,
             mut handled,
         } = admitted;
         stats.groups = groups.len() + entries.iter().filter(|e| e.group.is_none()).count();
@@ -380,27 +386,26 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             .iter()
             .map(|e| model::Version::of_sequence(&e.sequence_number).unwrap_or_else(|_| model::Version::zero()))
             .collect();
-        let stamping = Stamping::new(versions, self.options.guard.clone());
-        let owners = entries.iter().enumerate().flat_map(|(record, entry)| {
-            // Lone records plan nothing; their lane number is never shared.
-            let lane = entry.group.unwrap_or(usize::MAX - record);
-            std::iter::repeat_n((lane, record), entry.mutations)
-        });
-        let ops = owners
-            .zip(mutations.drain(..))
-            .map(|((lane, record), mutation)| (lane, Op { record, mutation }));
-        let concurrency = self.options.concurrency.max(1);
-        let applied = apply::apply_batch(
+        let stamping = Arc::new(Stamping::new(versions, self.options.guard.clone()));
+        // Lone records plan nothing; their group number is never shared.
+        let records = entries
+            .iter()
+            .enumerate()
+            .map(|(record, entry)| (entry.group.unwrap_or(usize::MAX - record), entry.mutations))
+            .collect();
+        let plans = Plans { mutations, records };
+        let (applied, spare) = apply::apply_plans(
             &self.store,
             &self.config,
             &self.options.backoff,
-            concurrency,
-            &stamping,
-            ops,
+            self.options.concurrency,
+            stamping,
+            plans,
+            ahead,
         )
         .await;
-        if mutations.capacity() <= SPARE_MAX_MUTATIONS {
-            SPARE_MUTATIONS.set(mutations);
+        if spare.capacity() <= SPARE_MAX_MUTATIONS {
+            SPARE_MUTATIONS.set(spare);
         }
         stats.apply.add(&applied.stats);
         reckon(entries, applied, &mut handled);

@@ -21,7 +21,8 @@ use crate::{metrics, BatchError, BatchOutcome, Indexer, Options};
 pub use aws_kit::lambda::invoke;
 
 /// From what payload size, in bytes, a payload is read on a second thread
-/// while the function plans ([`Options::read_ahead_from`]; default
+/// while the function plans, and its row writes packed on a second thread
+/// while the set lanes start ([`Options::read_ahead_from`]; default
 /// [`crate::batch::READ_AHEAD_FROM`]), or `off`: for a function that sees
 /// two cores but has less than two cores' time (Lambda below 1,769 MB),
 /// where a second thread can only add its own cost (not measured there).

@@ -1,0 +1,300 @@
+//! A batch's mutations sorted by where they go: the row writes packed into
+//! calls (`rows`), the set mutations into one lane per group (`sets`).
+//!
+//! On one thread, [`split`] sorts them in one pass. Where a second core may
+//! be used, [`split_ahead`] takes the set mutations out first, so that the
+//! lanes can run on this thread while a second thread packs the row writes
+//! (the larger share of a batch's mutations, and the costlier to sort: each
+//! write's row key is hashed for the packer). Either way the calls and the
+//! lanes are the same (a test compares the two).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::channel::oneshot;
+use model::Mutation;
+
+use super::rows::Rows;
+use super::sets::{SetKind, SetOp};
+use super::Stamping;
+use crate::store::RowWrite;
+
+/// A mutation sorted by where it goes.
+enum Work {
+    Row(RowWrite),
+    Set(SetOp),
+}
+
+fn work(record: usize, mutation: Mutation, stamping: &Stamping) -> Work {
+    match mutation {
+        Mutation::PutRow { index, key, attributes } => Work::Row(RowWrite {
+            version: stamping.row_version(record, index, &key),
+            index,
+            key,
+            put: Some(attributes),
+        }),
+        Mutation::DeleteRow { index, key } => Work::Row(RowWrite {
+            version: stamping.row_version(record, index, &key),
+            index,
+            key,
+            put: None,
+        }),
+        Mutation::AddMember { edge_set, node, member } => Work::Set(SetOp::Member {
+            record,
+            edge_set,
+            node,
+            kind: SetKind::Add,
+            member,
+        }),
+        Mutation::RemoveMember { edge_set, node, member } => Work::Set(SetOp::Member {
+            record,
+            edge_set,
+            node,
+            kind: SetKind::Remove,
+            member,
+        }),
+        Mutation::RestoreSet { edge_set, node } => Work::Set(SetOp::Restore { record, edge_set, node }),
+        Mutation::SetMarker {
+            edge_set,
+            node,
+            complete,
+        } => Work::Set(SetOp::Marker {
+            record,
+            edge_set,
+            node,
+            complete,
+        }),
+    }
+}
+
+/// Whether a mutation is a row write (the rest are set mutations).
+fn is_row(mutation: &Mutation) -> bool {
+    matches!(mutation, Mutation::PutRow { .. } | Mutation::DeleteRow { .. })
+}
+
+/// Per group: its set mutations, in order.
+pub(super) type Lanes = BTreeMap<usize, Vec<SetOp>>;
+
+/// A batch's mutations, sorted by where they go.
+#[derive(Default)]
+pub(super) struct Split {
+    /// Per record number: how many mutations it has.
+    pub pending: Vec<usize>,
+    /// Every row write, packed into calls in batch order.
+    pub rows: Rows,
+    pub lanes: Lanes,
+}
+
+/// Sorts `ops` (`(group, op)` in batch order) on this thread.
+pub(super) fn split(ops: impl IntoIterator<Item = (usize, super::Op)>, stamping: &Stamping) -> Split {
+    let mut split = Split::default();
+    for (group, super::Op { record, mutation }) in ops {
+        debug_assert!(record + 1 >= split.pending.len(), "ops come in batch order");
+        if split.pending.len() <= record {
+            split.pending.resize(record + 1, 0);
+        }
+        split.pending[record] += 1;
+        match work(record, mutation, stamping) {
+            Work::Row(write) => split.rows.push(record, write),
+            Work::Set(op) => split.lanes.entry(group).or_default().push(op),
+        }
+    }
+    split
+}
+
+/// A batch's plans as the batch keeps them: every mutation in batch order,
+/// and per record (by number) its group and how many of the mutations are
+/// its (the next ones after the records' before it).
+#[derive(Debug, Clone, Default)]
+pub struct Plans {
+    pub mutations: Vec<Mutation>,
+    pub records: Vec<(usize, usize)>,
+}
+
+impl Plans {
+    /// The mutations as `(group, op)`, in batch order, drained (the buffer
+    /// stays, empty).
+    pub(super) fn drain_ops(&mut self) -> impl Iterator<Item = (usize, super::Op)> + '_ {
+        let owners = self
+            .records
+            .iter()
+            .enumerate()
+            .flat_map(|(record, &(group, n))| std::iter::repeat_n((group, record), n));
+        owners
+            .zip(self.mutations.drain(..))
+            .map(|((group, record), mutation)| (group, super::Op { record, mutation }))
+    }
+}
+
+/// The row writes being packed on a second thread: [`PackedRows::rows`]
+/// gives them, with the plans' emptied buffer (for the next batch).
+pub(super) struct PackedRows {
+    /// Sent (or dropped, by a panic) as the thread ends.
+    ended: oneshot::Receiver<()>,
+    packer: std::thread::JoinHandle<(Rows, Vec<Mutation>)>,
+}
+
+impl PackedRows {
+    /// The packed writes, once the second thread is done (waited for
+    /// without blocking the runtime). A panic there is passed on here.
+    pub async fn rows(self) -> (Rows, Vec<Mutation>) {
+        // Either way the thread is ending: joining it takes no longer.
+        let _ = self.ended.await;
+        match self.packer.join() {
+            Ok(packed) => packed,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+/// Takes the set mutations out of `plans` (into their lanes), and starts a
+/// second thread packing the row writes left. Returns each record's count
+/// of mutations, the lanes, and the rows to come.
+pub(super) fn split_ahead(plans: Plans, stamping: Arc<Stamping>) -> (Vec<usize>, Lanes, PackedRows) {
+    let Plans { mut mutations, records } = plans;
+    let mut pending = Vec::with_capacity(records.len());
+    let mut lanes = Lanes::new();
+    let mut next = mutations.iter_mut();
+    for (record, &(group, n)) in records.iter().enumerate() {
+        pending.push(n);
+        for mutation in next.by_ref().take(n) {
+            if !is_row(mutation) {
+                // A set mutation, left as a set mutation that holds nothing
+                // (the packer passes over every set mutation).
+                let taken = std::mem::replace(
+                    mutation,
+                    Mutation::RestoreSet {
+                        edge_set: usize::MAX,
+                        node: String::new(),
+                    },
+                );
+                if let Work::Set(op) = work(record, taken, &stamping) {
+                    lanes.entry(group).or_default().push(op);
+                }
+            }
+        }
+    }
+    // Made here: the writes buffer is this thread's to keep for the next batch.
+    let mut rows = Rows::default();
+    let (tell_ended, ended) = oneshot::channel();
+    let packer = std::thread::spawn(move || {
+        let mut next = mutations.drain(..);
+        for (record, &(_, n)) in records.iter().enumerate() {
+            for mutation in next.by_ref().take(n) {
+                if is_row(&mutation) {
+                    if let Work::Row(write) = work(record, mutation, &stamping) {
+                        rows.push(record, write);
+                    }
+                }
+            }
+        }
+        drop(next);
+        // The receiver is gone only if the batch was dropped: no one waits.
+        let _ = tell_ended.send(());
+        (rows, mutations)
+    });
+    (pending, lanes, PackedRows { ended, packer })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use model::index::RowKey;
+    use model::value::Projection;
+    use model::{Mutation, Version};
+    use proptest::prelude::*;
+
+    use super::{split, split_ahead, Plans};
+    use crate::apply::Stamping;
+    use crate::test_support::block;
+
+    /// A mutation of any kind, on few keys, nodes and members (so that
+    /// writes share keys and set changes share members).
+    fn mutation() -> impl Strategy<Value = Mutation> {
+        let key = (0usize..3, 0usize..4).prop_map(|(p, s)| RowKey {
+            partition: format!("P{p}"),
+            sort: format!("S{s}"),
+        });
+        let node = (0usize..2).prop_map(|n| format!("N{n}"));
+        prop_oneof![
+            (0usize..2, key.clone()).prop_map(|(index, key)| Mutation::PutRow {
+                index,
+                key,
+                attributes: Projection::default(),
+            }),
+            (0usize..2, key).prop_map(|(index, key)| Mutation::DeleteRow { index, key }),
+            (node.clone(), 0usize..3).prop_map(|(node, m)| Mutation::AddMember {
+                edge_set: 0,
+                node,
+                member: format!("M{m}"),
+            }),
+            (node.clone(), 0usize..3).prop_map(|(node, m)| Mutation::RemoveMember {
+                edge_set: 0,
+                node,
+                member: format!("M{m}"),
+            }),
+            node.clone().prop_map(|node| Mutation::RestoreSet { edge_set: 0, node }),
+            (node, any::<bool>()).prop_map(|(node, complete)| Mutation::SetMarker {
+                edge_set: 0,
+                node,
+                complete,
+            }),
+        ]
+    }
+
+    /// A batch's plans: each record in one of a few groups, with a few
+    /// mutations (or none).
+    fn plans() -> impl Strategy<Value = Plans> {
+        proptest::collection::vec((0usize..4, proptest::collection::vec(mutation(), 0..5)), 0..40).prop_map(|records| {
+            let mut plans = Plans::default();
+            for (group, mutations) in records {
+                plans.records.push((group, mutations.len()));
+                plans.mutations.extend(mutations);
+            }
+            plans
+        })
+    }
+
+    proptest! {
+        /// Sorted ahead (sets here, rows on a second thread), a batch's
+        /// mutations make the same calls, writes and lanes as sorted in
+        /// one pass, and every record counts the same mutations.
+        #[test]
+        fn sorting_ahead_sorts_as_one_pass_does(plans in plans()) {
+            let versions = (0..plans.records.len())
+                .map(|r| Version::of_sequence(&(100 + r).to_string()).unwrap_or_else(|_| Version::zero()))
+                .collect();
+            let stamping = Arc::new(Stamping::new(versions, Default::default()));
+            let mutations = plans.mutations.len();
+            let one = split(plans.clone().drain_ops(), &stamping);
+            let (mut pending, lanes, packed) = split_ahead(plans, stamping);
+            let (rows, spare) = block(packed.rows());
+            // One pass counts up to the last record with a mutation; the
+            // records after it have none either way.
+            while pending.last() == Some(&0) && pending.len() > one.pending.len() {
+                pending.pop();
+            }
+            prop_assert_eq!(pending, one.pending);
+            prop_assert_eq!(lanes, one.lanes);
+            prop_assert_eq!(rows.finish(), one.rows.finish());
+            // The plans' buffer comes back empty, for the next batch.
+            prop_assert!(spare.is_empty() && spare.capacity() >= mutations);
+        }
+    }
+
+    #[test]
+    fn a_panic_while_packing_reaches_the_caller() {
+        let (tell_ended, ended) = futures::channel::oneshot::channel::<()>();
+        let packer = std::thread::spawn(move || {
+            let _unsent = tell_ended;
+            panic!("packing failed");
+        });
+        let packed = super::PackedRows { ended, packer };
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block(packed.rows())));
+        let panic = caught
+            .err()
+            .and_then(|p| p.downcast_ref::<&str>().map(|s| s.to_string()));
+        assert_eq!(panic.as_deref(), Some("packing failed"));
+    }
+}
