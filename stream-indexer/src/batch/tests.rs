@@ -387,7 +387,9 @@ fn a_payload_read_record_by_record_is_handled_as_its_parsed_records_are() {
 #[test]
 fn a_payload_read_ahead_is_handled_as_one_read_here() {
     // Several of the reader's chunks of records (see `batch::reader`, whose
-    // tests compare the records handed over either way).
+    // tests compare the records handed over either way). Read ahead, the
+    // batch's row writes are packed on a second thread too (see
+    // `apply::split`, whose tests compare the calls and lanes either way).
     let (_, batches) = crate::workload::example_batches(example(), 400, 400, 5);
     let payload = batches.first().cloned().unwrap_or_default();
     let read = |from| {
