@@ -308,8 +308,9 @@ pub async fn apply_batch<S: Store>(
 ) -> Applied {
     let concurrency = concurrency.max(1);
     let Split { pending, rows, lanes } = split(ops, stamping);
-    let row_work = async { rows::write_all(store, config, backoff, concurrency, stamping, rows).await };
-    run(store, config, backoff, concurrency, stamping, pending, row_work, lanes).await
+    let row_work = rows::write_all(store, config, backoff, concurrency, stamping, rows);
+    let set_work = run_lanes(store, config, backoff, concurrency, stamping, lanes);
+    run(pending, row_work, set_work).await
 }
 
 /// Carries out a batch's `plans` as [`apply_batch`] does. With `ahead`, the
@@ -337,24 +338,21 @@ pub async fn apply_plans<S: Store>(
         spare = emptied;
         rows::write_all(store, config, backoff, concurrency, &stamping, rows).await
     };
-    let applied = run(store, config, backoff, concurrency, &stamping, pending, row_work, lanes).await;
+    let set_work = run_lanes(store, config, backoff, concurrency, &stamping, lanes);
+    let applied = run(pending, row_work, set_work).await;
     (applied, spare)
 }
 
-/// Runs the row calls (`row_work`) and the set lanes side by side, each at
-/// most `concurrency` (at least 1) at a time, and accounts for what they did.
-#[allow(clippy::too_many_arguments)]
-async fn run<S: Store>(
+/// Runs the set lanes, at most `concurrency` at a time.
+async fn run_lanes<S: Store>(
     store: &S,
     config: &Config,
     backoff: &Backoff,
     concurrency: usize,
     stamping: &Stamping,
-    pending: Vec<usize>,
-    row_work: impl Future<Output = Progress>,
     lanes: Lanes,
-) -> Applied {
-    let set_work = stream::iter(lanes.into_values())
+) -> Progress {
+    stream::iter(lanes.into_values())
         // Boxed: a lane's future is about 2 KB (its requests' states nest
         // in it), which the buffer would otherwise copy three times over
         // into each task it makes (1 % of a replay's instructions).
@@ -363,7 +361,17 @@ async fn run<S: Store>(
         .fold(Progress::default(), |mut all, lane| async move {
             all.absorb(lane);
             all
-        });
+        })
+        .await
+}
+
+/// Runs the row calls and the set lanes side by side, and accounts for
+/// what they did.
+async fn run(
+    pending: Vec<usize>,
+    row_work: impl Future<Output = Progress>,
+    set_work: impl Future<Output = Progress>,
+) -> Applied {
     let (row_progress, lane_progress) = futures::join!(row_work, set_work);
     account(pending, row_progress, lane_progress)
 }
