@@ -115,15 +115,19 @@ impl Plans {
     /// The mutations as `(group, op)`, in batch order, drained (the buffer
     /// stays, empty).
     pub(super) fn drain_ops(&mut self) -> impl Iterator<Item = (usize, super::Op)> + '_ {
-        let owners = self
-            .records
-            .iter()
-            .enumerate()
-            .flat_map(|(record, &(group, n))| std::iter::repeat_n((group, record), n));
-        owners
+        owners(&self.records)
             .zip(self.mutations.drain(..))
             .map(|((group, record), mutation)| (group, super::Op { record, mutation }))
     }
+}
+
+/// `(group, record)` for each mutation of `records` (as [`Plans::records`]
+/// holds them), in batch order: to be zipped with the mutations.
+fn owners(records: &[(usize, usize)]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    records
+        .iter()
+        .enumerate()
+        .flat_map(|(record, &(group, n))| std::iter::repeat_n((group, record), n))
 }
 
 /// The row writes being packed on a second thread: [`PackedRows::rows`]
@@ -152,43 +156,37 @@ impl PackedRows {
 /// of mutations, the lanes, and the rows to come.
 pub(super) fn split_ahead(plans: Plans, stamping: Arc<Stamping>) -> (Vec<usize>, Lanes, PackedRows) {
     let Plans { mut mutations, records } = plans;
-    let mut pending = Vec::with_capacity(records.len());
+    let pending = records.iter().map(|&(_, n)| n).collect();
     let mut lanes = Lanes::new();
-    let mut next = mutations.iter_mut();
-    for (record, &(group, n)) in records.iter().enumerate() {
-        pending.push(n);
-        for mutation in next.by_ref().take(n) {
-            if !is_row(mutation) {
-                // A set mutation, left as a set mutation that holds nothing
-                // (the packer passes over every set mutation).
-                let taken = std::mem::replace(
-                    mutation,
-                    Mutation::RestoreSet {
-                        edge_set: usize::MAX,
-                        node: String::new(),
-                    },
-                );
-                if let Work::Set(op) = work(record, taken, &stamping) {
-                    lanes.entry(group).or_default().push(op);
-                }
-            }
+    for ((group, record), mutation) in owners(&records).zip(mutations.iter_mut()) {
+        if is_row(mutation) {
+            continue;
+        }
+        // A set mutation, left as a set mutation that holds nothing (the
+        // packer passes over every set mutation).
+        let taken = std::mem::replace(
+            mutation,
+            Mutation::RestoreSet {
+                edge_set: usize::MAX,
+                node: String::new(),
+            },
+        );
+        if let Work::Set(op) = work(record, taken, &stamping) {
+            lanes.entry(group).or_default().push(op);
         }
     }
     // Made here: the writes buffer is this thread's to keep for the next batch.
     let mut rows = Rows::default();
     let (tell_ended, ended) = oneshot::channel();
     let packer = std::thread::spawn(move || {
-        let mut next = mutations.drain(..);
-        for (record, &(_, n)) in records.iter().enumerate() {
-            for mutation in next.by_ref().take(n) {
-                if is_row(&mutation) {
-                    if let Work::Row(write) = work(record, mutation, &stamping) {
-                        rows.push(record, write);
-                    }
-                }
+        for ((_, record), mutation) in owners(&records).zip(mutations.drain(..)) {
+            if !is_row(&mutation) {
+                continue;
+            }
+            if let Work::Row(write) = work(record, mutation, &stamping) {
+                rows.push(record, write);
             }
         }
-        drop(next);
         // The receiver is gone only if the batch was dropped: no one waits.
         let _ = tell_ended.send(());
         (rows, mutations)
