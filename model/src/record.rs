@@ -61,19 +61,20 @@ mod one;
 mod parse;
 mod raw;
 mod scan;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod time;
 mod walk;
 
 use std::fmt;
-use std::sync::Arc;
 
 use crate::value::{borrowed, Attrs, Image};
 
 pub use parse::{
     parse_any, parse_batch, parse_json_line, parse_json_line_borrowed, parse_json_lines, parse_record, table_from_arn,
 };
+pub use shared::SharedText;
 pub use walk::{glance_batch, glance_batch_borrowed, read_batch, read_batch_borrowed, BatchReader};
 
 /// What happened to the item.
@@ -124,10 +125,10 @@ pub struct ChangeRecord<I = Image> {
     /// The source table's name, from `eventSourceARN` when present
     /// (`arn:aws:dynamodb:REGION:ACCOUNT:table/NAME/stream/LABEL`).
     /// Shared: a batch's records come from one stream.
-    pub table: Option<Arc<str>>,
+    pub table: Option<SharedText>,
     /// `eventSourceARN` as delivered (the Lambda shape only). Shared, as
     /// `table` is.
-    pub source_arn: Option<Arc<str>>,
+    pub source_arn: Option<SharedText>,
     /// The item's primary key (`dynamodb.Keys`); never empty.
     pub keys: I,
     /// `OldImage`: present for MODIFY and REMOVE under NEW_AND_OLD_IMAGES

@@ -20,11 +20,10 @@
 
 use std::cmp::Ordering;
 use std::hash::BuildHasher;
-use std::sync::Arc;
 
 use hashbrown::HashTable;
 
-use crate::record::RawJson;
+use crate::record::{RawJson, SharedText};
 use serde::{Deserialize, Serialize};
 
 use crate::config::TableConfig;
@@ -104,7 +103,7 @@ pub struct Handled<'a> {
     pub sequence_number: Option<String>,
     /// Its source table, when known (shared with the record's, see
     /// [`table_name`]).
-    pub table: Option<Arc<str>>,
+    pub table: Option<SharedText>,
     /// Its partition-key group ([`Groups`]); `None`: the record stands alone.
     pub group: Option<usize>,
     /// The record exactly as delivered, for the quarantine.
@@ -242,10 +241,10 @@ pub fn decide(mut records: Vec<Handled<'_>>) -> Decision<'_> {
 
 /// The name of `table`, the source table of `record`: the record's own
 /// (shared by every record of its batch, no copy) when it names one.
-pub fn table_name<I>(record: &ChangeRecord<I>, table: &TableConfig) -> Arc<str> {
+pub fn table_name<I>(record: &ChangeRecord<I>, table: &TableConfig) -> SharedText {
     match &record.table {
         Some(name) if **name == *table.name => name.clone(),
-        _ => table.name.as_str().into(),
+        _ => SharedText::kept(&table.name),
     }
 }
 

@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use model::config::Config;
-use model::record::{CreationTime, ParseError, RawJson, Received};
+use model::record::{CreationTime, ParseError, RawJson, Received, SharedText};
 use model::value::Attrs;
 use model::{validate, Mutation, PlanError, Planner};
 
@@ -179,7 +179,7 @@ struct Entry<'a> {
     position: usize,
     group: Option<usize>,
     sequence_number: String,
-    table: Option<Arc<str>>,
+    table: Option<SharedText>,
     raw: RawJson<'a>,
     /// How many of [`Admitted::mutations`] are this record's (the next
     /// ones after the records' before it).

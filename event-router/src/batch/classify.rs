@@ -123,7 +123,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
 fn lone(
     position: usize,
     sequence_number: Option<String>,
-    table: Option<std::sync::Arc<str>>,
+    table: Option<model::record::SharedText>,
     raw: RawJson<'_>,
     reason: String,
 ) -> Handled<'_> {

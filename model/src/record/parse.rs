@@ -3,7 +3,6 @@
 
 use std::cell::RefCell;
 use std::fmt;
-use std::sync::Arc;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -11,7 +10,7 @@ use serde_json::value::RawValue;
 use super::attr::Text;
 use super::one::{clip, received};
 use super::walk::{read_batch, Form};
-use super::{BorrowedReceived, ParseError, Received, RecordId};
+use super::{BorrowedReceived, ParseError, Received, RecordId, SharedText};
 
 // ---------------------------------------------------------------------------
 // Public entry points
@@ -135,7 +134,7 @@ pub fn table_from_arn(arn: &str) -> Option<&str> {
 }
 
 /// A stream ARN and the name of its table, if it names one.
-pub(super) type SharedArn = (Arc<str>, Option<Arc<str>>);
+pub(super) type SharedArn = (SharedText, Option<SharedText>);
 
 /// How many ARNs [`shared_arn`] keeps: a Lambda batch comes from one
 /// stream, a replayed file from a few.
@@ -155,7 +154,7 @@ pub(super) fn shared_arn(arn: &str) -> SharedArn {
         if kept.len() == SHARED_ARNS {
             kept.remove(0);
         }
-        let shared = (Arc::from(arn), table_from_arn(arn).map(Arc::from));
+        let shared = (SharedText::kept(arn), table_from_arn(arn).map(SharedText::kept));
         kept.push(shared.clone());
         shared
     })

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use model::config::{Config, TableConfig};
 use model::edge::{self, GraphItem};
 use model::index::{self, RowKey, MAX_PARTITION_BYTES};
-use model::record::{ChangeRecord, EventKind, ViewType};
+use model::record::{ChangeRecord, EventKind, SharedText, ViewType};
 use model::sortkey::{self, MAX_KEY_BYTES};
 use model::value::{Attr, Attrs, Scalar};
 use model::{Image, Projection, Value};
@@ -135,7 +135,7 @@ struct State {
     keep_tombstones: bool,
     /// Per table: its name and stream ARN, shared by the stream records
     /// the store emits for it.
-    arns: BTreeMap<String, (Arc<str>, Arc<str>)>,
+    arns: BTreeMap<String, (SharedText, SharedText)>,
 }
 
 /// An in-memory DynamoDB for the tables of one config. See the module doc.
@@ -264,7 +264,7 @@ impl State {
             next
         };
         let shared = table_entry_with(&mut self.arns, table, || {
-            (Arc::from(table), Arc::from(stream_arn(table)))
+            (SharedText::kept(table), SharedText::kept(&stream_arn(table)))
         });
         let record = ChangeRecord {
             event_id: Some(format!("memory-{sequence_number}")),
