@@ -15,8 +15,8 @@ use std::sync::mpsc;
 
 use model::record::{self, BorrowedReceived, ParseError, RawJson};
 
-/// Records handed over at once (about 50 KB of payload).
-const CHUNK: usize = 64;
+/// Records handed over at once (about 100 KB of payload).
+const CHUNK: usize = 128;
 
 /// Chunks read and not yet admitted, at most: the second thread waits for
 /// this one beyond that, so what is read ahead stays small.

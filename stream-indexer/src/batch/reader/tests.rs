@@ -71,7 +71,7 @@ fn payload(records: usize) -> Vec<u8> {
 
 #[test]
 fn records_read_ahead_are_handed_over_as_records_read_here() {
-    let payload = payload(300);
+    let payload = payload(5 * CHUNK);
     let (here, here_ended) = read(&payload, Reading::Here);
     let (ahead, ahead_ended) = read(&payload, Reading::Ahead);
     assert_eq!(here_ended, Ok(()));
@@ -84,7 +84,7 @@ fn records_read_ahead_are_handed_over_as_records_read_here() {
 
 #[test]
 fn a_payload_broken_part_way_ends_with_the_same_error_either_way() {
-    let mut payload = payload(300);
+    let mut payload = payload(5 * CHUNK);
     // Cut inside a record well into the payload: the records before it are
     // read, then the payload is not JSON.
     let cut = payload.len() * 2 / 3;
@@ -102,7 +102,7 @@ fn a_payload_broken_part_way_ends_with_the_same_error_either_way() {
 
 #[test]
 fn a_panic_while_admitting_reaches_the_caller_and_the_reader_stops() {
-    let payload = payload(300);
+    let payload = payload(5 * CHUNK);
     let (done, finished) = mpsc::channel();
     std::thread::spawn(move || {
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
