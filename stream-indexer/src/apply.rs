@@ -100,7 +100,7 @@ pub const MAX_MEMBER_BYTES_PER_UPDATE: usize = 256 * 1024;
 pub use aws_kit::retry::pause;
 pub use guard::{Guard, ReadVersions, Stamping};
 pub use model::backoff::Backoff;
-pub use split::Plans;
+pub use split::{Plans, SetsTaken};
 
 /// Mutations by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -313,9 +313,11 @@ pub async fn apply_batch<S: Store>(
     run(pending, row_work, set_work).await
 }
 
-/// Carries out a batch's `plans` as [`apply_batch`] does. With `ahead`, the
-/// row writes are packed on a second thread while the set lanes start on
-/// this one (see `split`): for a process that may use a second core.
+/// Carries out a batch's `plans` as [`apply_batch`] does. With `ahead`
+/// (the set mutations, taken out into their lanes as the records were
+/// planned), the row writes are packed on a second thread while the set
+/// lanes start on this one (see `split`): for a process that may use a
+/// second core.
 /// Returns the plans' emptied buffer too, for the next batch.
 pub async fn apply_plans<S: Store>(
     store: &S,
@@ -324,14 +326,14 @@ pub async fn apply_plans<S: Store>(
     concurrency: usize,
     stamping: Arc<Stamping>,
     mut plans: Plans,
-    ahead: bool,
+    ahead: Option<SetsTaken>,
 ) -> (Applied, Vec<Mutation>) {
-    if !ahead {
+    let Some(sets) = ahead else {
         let applied = apply_batch(store, config, backoff, concurrency, &stamping, plans.drain_ops()).await;
         return (applied, plans.mutations);
-    }
+    };
     let concurrency = concurrency.max(1);
-    let (pending, lanes, packed) = split_ahead(plans, stamping.clone());
+    let (pending, lanes, packed) = split_ahead(plans, sets, stamping.clone());
     let mut spare = Vec::new();
     let row_work = async {
         let (rows, emptied) = packed.rows().await;

@@ -41,7 +41,7 @@ use model::record::{CreationTime, ParseError, RawJson, Received, SharedText};
 use model::value::Attrs;
 use model::{validate, Mutation, PlanError, Planner};
 
-use crate::apply::{self, Applied, ApplyStats, Backoff, Guard, MutationCounts, Plans, Stamping};
+use crate::apply::{self, Applied, ApplyStats, Backoff, Guard, MutationCounts, Plans, SetsTaken, Stamping};
 use crate::store::{Store, StoreError};
 use aws_kit::quarantine::Quarantine;
 use aws_kit::settle::settle;
@@ -218,6 +218,9 @@ struct Admitted<'a> {
     entries: Vec<Entry<'a>>,
     /// The plans' mutations, in batch order: each entry's in a row.
     mutations: Vec<Mutation>,
+    /// For a payload read ahead: the set mutations, taken out into their
+    /// lanes as each record is planned (left in `mutations` otherwise).
+    sets: Option<SetsTaken>,
     handled: Vec<Handled<'a>>,
 }
 
@@ -283,13 +286,24 @@ impl<'a> Admitted<'a> {
             Some(table) => (Some(self.groups.of(table, record)), Some(table_name(record, table))),
             None => (None, record.table.clone()),
         };
+        let mutations = self.mutations.len() - before;
+        if let Some(sets) = &mut self.sets {
+            // Read ahead, this thread would otherwise wait on the reading
+            // one here. The group as `carry_out` numbers it.
+            let lane = group.unwrap_or(usize::MAX - self.entries.len());
+            sets.take(
+                lane,
+                self.entries.len(),
+                self.mutations.get_mut(before..).unwrap_or_default(),
+            );
+        }
         self.entries.push(Entry {
             position,
             group,
             sequence_number: record.sequence_number.clone(),
             table,
             raw,
-            mutations: planned.len(),
+            mutations,
             problems,
         });
     }
@@ -350,11 +364,14 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             Some(from) if payload.len() >= from && self.cores > 1 => Reading::Ahead,
             _ => Reading::Here,
         };
+        if reading == Reading::Ahead {
+            admitted.sets = Some(SetsTaken::default());
+        }
         reader::read_each(payload, reading, |raw, received| {
             admitted.admit(&planner, position, received, raw);
             position += 1;
         })?;
-        Ok(self.carry_out(admitted, reading == Reading::Ahead).await)
+        Ok(self.carry_out(admitted).await)
     }
 
     /// Handles parsed records, in stream order. See the module doc.
@@ -364,18 +381,20 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         for (position, received) in records.iter().enumerate() {
             admitted.admit(&planner, position, received, received.raw_json());
         }
-        self.carry_out(admitted, false).await
+        self.carry_out(admitted).await
     }
 
     /// Carries out the admitted records' plans, then settles the batch.
-    /// `ahead`: the row writes are packed on a second thread while the set
-    /// lanes start (where the payload was read ahead, on the same terms).
-    async fn carry_out(&self, admitted: Admitted<'_>, ahead: bool) -> BatchOutcome {
+    /// Where the set mutations were taken out as the records were planned
+    /// (a payload read ahead), the row writes are packed on a second thread
+    /// while the set lanes start.
+    async fn carry_out(&self, admitted: Admitted<'_>) -> BatchOutcome {
         let Admitted {
             mut stats,
             groups,
             entries,
             mutations,
+            sets,
             mut handled,
         } = admitted;
         stats.groups = groups.len() + entries.iter().filter(|e| e.group.is_none()).count();
@@ -401,7 +420,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             self.options.concurrency,
             stamping,
             plans,
-            ahead,
+            sets,
         )
         .await;
         if spare.capacity() <= SPARE_MAX_MUTATIONS {

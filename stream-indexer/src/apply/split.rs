@@ -2,16 +2,20 @@
 //! calls (`rows`), the set mutations into one lane per group (`sets`).
 //!
 //! On one thread, [`split`] sorts them in one pass. Where a second core may
-//! be used, [`split_ahead`] takes the set mutations out first, so that the
-//! lanes can run on this thread while a second thread packs the row writes
-//! (the larger share of a batch's mutations, and the costlier to sort: each
-//! write's row key is hashed for the packer). Either way the calls and the
-//! lanes are the same (a test compares the two).
+//! be used, the set mutations are taken out into their lanes as each record
+//! is planned ([`SetsTaken`], while the handling thread would otherwise wait
+//! on the reading one), and [`split_ahead`] then has a second thread pack
+//! the row writes (the larger share of a batch's mutations, and the
+//! costlier to sort: each write's row key is hashed for the packer) while
+//! the lanes run on this thread. Either way the calls and the lanes are the
+//! same (a test compares the two).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::channel::oneshot;
+use model::index::RowKey;
+use model::value::Projection;
 use model::Mutation;
 
 use super::rows::Rows;
@@ -26,45 +30,62 @@ enum Work {
 }
 
 fn work(record: usize, mutation: Mutation, stamping: &Stamping) -> Work {
-    match mutation {
-        Mutation::PutRow { index, key, attributes } => Work::Row(RowWrite {
+    match sort(record, mutation) {
+        Ok(op) => Work::Set(op),
+        Err(RowChange { index, key, put }) => Work::Row(RowWrite {
             version: stamping.row_version(record, index, &key),
             index,
             key,
-            put: Some(attributes),
+            put,
         }),
-        Mutation::DeleteRow { index, key } => Work::Row(RowWrite {
-            version: stamping.row_version(record, index, &key),
-            index,
-            key,
-            put: None,
-        }),
-        Mutation::AddMember { edge_set, node, member } => Work::Set(SetOp::Member {
+    }
+}
+
+/// A row write's parts: its index, its key, its projection (`None`: a
+/// delete).
+struct RowChange {
+    index: usize,
+    key: RowKey,
+    put: Option<Projection>,
+}
+
+/// The lane op of record `record`'s mutation, or the parts of a row write.
+fn sort(record: usize, mutation: Mutation) -> Result<SetOp, RowChange> {
+    Ok(match mutation {
+        Mutation::PutRow { index, key, attributes } => {
+            return Err(RowChange {
+                index,
+                key,
+                put: Some(attributes),
+            })
+        }
+        Mutation::DeleteRow { index, key } => return Err(RowChange { index, key, put: None }),
+        Mutation::AddMember { edge_set, node, member } => SetOp::Member {
             record,
             edge_set,
             node,
             kind: SetKind::Add,
             member,
-        }),
-        Mutation::RemoveMember { edge_set, node, member } => Work::Set(SetOp::Member {
+        },
+        Mutation::RemoveMember { edge_set, node, member } => SetOp::Member {
             record,
             edge_set,
             node,
             kind: SetKind::Remove,
             member,
-        }),
-        Mutation::RestoreSet { edge_set, node } => Work::Set(SetOp::Restore { record, edge_set, node }),
+        },
+        Mutation::RestoreSet { edge_set, node } => SetOp::Restore { record, edge_set, node },
         Mutation::SetMarker {
             edge_set,
             node,
             complete,
-        } => Work::Set(SetOp::Marker {
+        } => SetOp::Marker {
             record,
             edge_set,
             node,
             complete,
-        }),
-    }
+        },
+    })
 }
 
 /// Whether a mutation is a row write (the rest are set mutations).
@@ -151,30 +172,44 @@ impl PackedRows {
     }
 }
 
-/// Takes the set mutations out of `plans` (into their lanes), and starts a
-/// second thread packing the row writes left. Returns each record's count
-/// of mutations, the lanes, and the rows to come.
-pub(super) fn split_ahead(plans: Plans, stamping: Arc<Stamping>) -> (Vec<usize>, Lanes, PackedRows) {
-    let Plans { mut mutations, records } = plans;
-    let pending = records.iter().map(|&(_, n)| n).collect();
-    let mut lanes = Lanes::new();
-    for ((group, record), mutation) in owners(&records).zip(mutations.iter_mut()) {
-        if is_row(mutation) {
-            continue;
-        }
-        // A set mutation, left as a set mutation that holds nothing (the
-        // packer passes over every set mutation).
-        let taken = std::mem::replace(
-            mutation,
-            Mutation::RestoreSet {
-                edge_set: usize::MAX,
-                node: String::new(),
-            },
-        );
-        if let Work::Set(op) = work(record, taken, &stamping) {
-            lanes.entry(group).or_default().push(op);
+/// The set mutations of a batch's records, taken out into their lanes as
+/// each record is planned ([`SetsTaken::take`]), while the payload is
+/// still being read: the handling thread waits on the reading thread then,
+/// so the work is done in time it would spend waiting.
+#[derive(Debug, Default)]
+pub struct SetsTaken {
+    lanes: Lanes,
+}
+
+impl SetsTaken {
+    /// Takes the set mutations out of `mutations` (record `record`'s, of
+    /// group `group`) into their lanes, each left as a set mutation that
+    /// holds nothing (the packer passes over every set mutation). Called
+    /// for each record in batch order.
+    pub fn take(&mut self, group: usize, record: usize, mutations: &mut [Mutation]) {
+        for mutation in mutations.iter_mut().filter(|mutation| !is_row(mutation)) {
+            let taken = std::mem::replace(
+                mutation,
+                Mutation::RestoreSet {
+                    edge_set: usize::MAX,
+                    node: String::new(),
+                },
+            );
+            if let Ok(op) = sort(record, taken) {
+                self.lanes.entry(group).or_default().push(op);
+            }
         }
     }
+}
+
+/// Starts a second thread packing the row writes of `plans`, whose set
+/// mutations were taken out into `sets` as the records were planned.
+/// Returns each record's count of mutations, the lanes, and the rows to
+/// come.
+pub(super) fn split_ahead(plans: Plans, sets: SetsTaken, stamping: Arc<Stamping>) -> (Vec<usize>, Lanes, PackedRows) {
+    let Plans { mut mutations, records } = plans;
+    let pending = records.iter().map(|&(_, n)| n).collect();
+    let lanes = sets.lanes;
     // Made here: the writes buffer is this thread's to keep for the next batch.
     let mut rows = Rows::default();
     let (tell_ended, ended) = oneshot::channel();
@@ -203,7 +238,7 @@ mod tests {
     use model::{Mutation, Version};
     use proptest::prelude::*;
 
-    use super::{split, split_ahead, Plans};
+    use super::{split, split_ahead, Plans, SetsTaken};
     use crate::apply::Stamping;
     use crate::test_support::block;
 
@@ -255,18 +290,26 @@ mod tests {
     }
 
     proptest! {
-        /// Sorted ahead (sets here, rows on a second thread), a batch's
-        /// mutations make the same calls, writes and lanes as sorted in
-        /// one pass, and every record counts the same mutations.
+        /// Sorted ahead (sets taken out record by record, as each is
+        /// planned; rows on a second thread), a batch's mutations make the
+        /// same calls, writes and lanes as sorted in one pass, and every
+        /// record counts the same mutations.
         #[test]
-        fn sorting_ahead_sorts_as_one_pass_does(plans in plans()) {
+        fn sorting_ahead_sorts_as_one_pass_does(mut plans in plans()) {
             let versions = (0..plans.records.len())
                 .map(|r| Version::of_sequence(&(100 + r).to_string()).unwrap_or_else(|_| Version::zero()))
                 .collect();
             let stamping = Arc::new(Stamping::new(versions, Default::default()));
             let mutations = plans.mutations.len();
             let one = split(plans.clone().drain_ops(), &stamping);
-            let (mut pending, lanes, packed) = split_ahead(plans, stamping);
+            let mut sets = SetsTaken::default();
+            let mut start = 0;
+            for (record, &(group, count)) in plans.records.iter().enumerate() {
+                let end = start + count;
+                sets.take(group, record, &mut plans.mutations[start..end]);
+                start = end;
+            }
+            let (mut pending, lanes, packed) = split_ahead(plans, sets, stamping);
             let (rows, spare) = block(packed.rows());
             // One pass counts up to the last record with a mutation; the
             // records after it have none either way.
