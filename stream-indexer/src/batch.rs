@@ -221,11 +221,6 @@ struct Admitted<'a> {
     /// For a payload read ahead: the set mutations, taken out into their
     /// lanes as each record is planned (left in `mutations` otherwise).
     sets: Option<SetsTaken>,
-    /// Each entry's version: its sequence number (DynamoDB's have at most
-    /// 40 digits; one that cannot be a version is the lowest). Worked out
-    /// as the record is admitted, in time the handling thread would
-    /// otherwise wait on a reading one.
-    versions: Vec<model::Version>,
     handled: Vec<Handled<'a>>,
 }
 
@@ -236,7 +231,6 @@ impl<'a> Admitted<'a> {
             groups: Groups::with_capacity(records),
             // Every record that plans has an entry: nearly all do.
             entries: Vec::with_capacity(records),
-            versions: Vec::with_capacity(records),
             mutations: SPARE_MUTATIONS.take(),
             ..Admitted::default()
         }
@@ -303,8 +297,6 @@ impl<'a> Admitted<'a> {
                 self.mutations.get_mut(before..).unwrap_or_default(),
             );
         }
-        self.versions
-            .push(model::Version::of_sequence(&record.sequence_number).unwrap_or_else(|_| model::Version::zero()));
         self.entries.push(Entry {
             position,
             group,
@@ -403,11 +395,16 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             entries,
             mutations,
             sets,
-            versions,
             mut handled,
         } = admitted;
         stats.groups = groups.len() + entries.iter().filter(|e| e.group.is_none()).count();
 
+        // Each record's version: its sequence number (DynamoDB's have at
+        // most 40 digits; one that cannot be a version is the lowest).
+        let versions = entries
+            .iter()
+            .map(|e| model::Version::of_sequence(&e.sequence_number).unwrap_or_else(|_| model::Version::zero()))
+            .collect();
         let stamping = Arc::new(Stamping::new(versions, self.options.guard.clone()));
         // Lone records plan nothing; their group number is never shared.
         let records = entries
