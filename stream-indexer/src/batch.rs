@@ -289,13 +289,10 @@ impl<'a> Admitted<'a> {
         let mutations = self.mutations.len() - before;
         if let Some(sets) = &mut self.sets {
             // Read ahead, this thread would otherwise wait on the reading
-            // one here. The group as `carry_out` numbers it.
-            let lane = group.unwrap_or(usize::MAX - self.entries.len());
-            sets.take(
-                lane,
-                self.entries.len(),
-                self.mutations.get_mut(before..).unwrap_or_default(),
-            );
+            // one here.
+            let record = self.entries.len();
+            let mutations = self.mutations.get_mut(before..).unwrap_or_default();
+            sets.take(lane(group, record), record, mutations);
         }
         self.entries.push(Entry {
             position,
@@ -406,11 +403,10 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             .map(|e| model::Version::of_sequence(&e.sequence_number).unwrap_or_else(|_| model::Version::zero()))
             .collect();
         let stamping = Arc::new(Stamping::new(versions, self.options.guard.clone()));
-        // Lone records plan nothing; their group number is never shared.
         let records = entries
             .iter()
             .enumerate()
-            .map(|(record, entry)| (entry.group.unwrap_or(usize::MAX - record), entry.mutations))
+            .map(|(record, entry)| (lane(entry.group, record), entry.mutations))
             .collect();
         let plans = Plans { mutations, records };
         let (applied, spare) = apply::apply_plans(
@@ -440,6 +436,13 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             failures: settled.failures,
         }
     }
+}
+
+/// The group number record `record` (of group `group`) is carried out
+/// under: its group's, or for a lone record (which plans nothing) one no
+/// other record shares.
+fn lane(group: Option<usize>, record: usize) -> usize {
+    group.unwrap_or(usize::MAX - record)
 }
 
 /// Each parsed record as the executor left it, added to `handled`:
