@@ -331,6 +331,7 @@ mod dense;
 mod derived;
 mod items;
 mod packed;
+mod projections;
 mod ready;
 mod requests;
 mod rows;

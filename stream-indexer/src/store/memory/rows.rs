@@ -9,6 +9,7 @@
 //! stored images a scan returns (as DynamoDB returns them).
 
 use super::dense::DenseMap;
+use super::projections::Projections;
 
 use model::index::RowKey;
 use model::version::{TOMBSTONE_ATTRIBUTE, VERSION_ATTRIBUTE};
@@ -40,13 +41,15 @@ pub(super) struct Rows {
     map: DenseMap<(usize, RowKey), Stored>,
     /// Every key, sorted; `None` after a write.
     order: Option<Vec<(usize, RowKey)>>,
+    /// The live rows' projections, each distinct one once.
+    projections: Projections,
 }
 
 impl Rows {
     pub(super) fn put(&mut self, index: usize, key: &RowKey, projection: Projection, version: Version) {
         let stored = Stored {
             version,
-            body: Some(projection),
+            body: Some(self.projections.keep(projection)),
             expires: 0,
         };
         self.store(index, key, stored);
@@ -65,23 +68,24 @@ impl Rows {
     /// Stores a row or tombstone at `key`, copying the key only when it is new.
     fn store(&mut self, index: usize, key: &RowKey, stored: Stored) {
         let is = |(i, k): &(usize, RowKey)| *i == index && k == key;
-        if self
-            .map
-            .insert_by((index, key), is, || (index, key.clone()), stored)
-            .is_none()
-        {
-            self.order = None;
+        match self.map.insert_by((index, key), is, || (index, key.clone()), stored) {
+            None => self.order = None,
+            Some(old) => self.let_go(old),
+        }
+    }
+
+    /// A row or tombstone no longer stored: its projection may go.
+    fn let_go(&mut self, old: Stored) {
+        if let Some(body) = old.body {
+            self.projections.release(body);
         }
     }
 
     /// Removes the row (if any), leaving no tombstone.
     pub(super) fn remove(&mut self, index: usize, key: &RowKey) {
-        if self
-            .map
-            .remove_by((index, key), |(i, k)| *i == index && k == key)
-            .is_some()
-        {
+        if let Some(old) = self.map.remove_by((index, key), |(i, k)| *i == index && k == key) {
             self.order = None;
+            self.let_go(old);
         }
     }
 
