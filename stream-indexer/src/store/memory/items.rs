@@ -65,9 +65,8 @@ impl MemoryStore {
         let recording = state.stream.is_some();
         // Kept for the sort-key index, where the table has one.
         let indexed = key.sort.is_some() && state.by_sort.contains_key(table);
-        let full_key = indexed.then(|| key.clone());
         // One lookup: the entry, whether the item is new or replaced.
-        let old = match table_entry(&mut state.tables, table).slot(key) {
+        let old = match table_entry(&mut state.tables, table).slot(&key) {
             table::Slot::Occupied(stored) => {
                 let kept: Vec<&str> = keep.iter().copied().filter(|name| !item.contains_key(name)).collect();
                 let entries: Vec<&[u8]> = kept.iter().filter_map(|name| stored.entry(name)).collect();
@@ -97,12 +96,13 @@ impl MemoryStore {
                 // A new item: the sort-key index learns it (a replaced one
                 // is there already).
                 if let (
-                    Some(ItemKey {
+                    true,
+                    ItemKey {
                         partition,
                         sort: Some(sort),
-                    }),
+                    },
                     Some(index),
-                ) = (full_key, state.by_sort.get_mut(table))
+                ) = (indexed, key, state.by_sort.get_mut(table))
                 {
                     index.insert(sort, partition);
                 }

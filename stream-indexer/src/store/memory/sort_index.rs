@@ -34,7 +34,7 @@ impl SortIndex {
     pub(super) fn of(table: &Table) -> SortIndex {
         let mut index = SortIndex::default();
         for (partition, sort) in table.sorted_keys() {
-            index.insert(sort.clone(), partition.clone());
+            index.insert(sort, partition);
         }
         index
     }
