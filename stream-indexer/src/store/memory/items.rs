@@ -63,8 +63,6 @@ impl MemoryStore {
         let mut state = self.lock();
         let state = &mut *state;
         let recording = state.stream.is_some();
-        // Kept for the sort-key index, where the table has one.
-        let indexed = key.sort.is_some() && state.by_sort.contains_key(table);
         // One lookup: the entry, whether the item is new or replaced.
         let old = match table_entry(&mut state.tables, table).slot(&key) {
             table::Slot::Occupied(stored) => {
@@ -96,13 +94,12 @@ impl MemoryStore {
                 // A new item: the sort-key index learns it (a replaced one
                 // is there already).
                 if let (
-                    true,
                     ItemKey {
                         partition,
                         sort: Some(sort),
                     },
                     Some(index),
-                ) = (indexed, key, state.by_sort.get_mut(table))
+                ) = (key, state.by_sort.get_mut(table))
                 {
                     index.insert(sort, partition);
                 }

@@ -11,8 +11,7 @@
 //! edges' sort keys 56), not as strings elsewhere: finding an item compares
 //! keys in lines the lookup reads anyway. As strings, each compare loaded a
 //! line of its own (the `memcmp` under the replay's item writes was 40 % of
-//! their samples at 400 K records, and grew 3.2x from 200 K, the partitions
-//! growing with the edges in them).
+//! their samples at 400 K records, and grew 3.2x from 200 K).
 
 use std::hash::{Hash, Hasher};
 
