@@ -31,8 +31,10 @@ use crate::record::{ChangeRecord, EventKind, Received};
 use crate::value::{Attrs, Image, Projection};
 
 mod mutation;
+mod shared;
 
 pub use mutation::{Mutation, Target};
+pub use shared::SharedProjections;
 
 /// Why (part of) a record could not be planned. The record is quarantined
 /// after its plan's mutations are applied.
@@ -170,8 +172,17 @@ impl<'c> Planner<'c> {
     /// [`Planner::plan_received`] for it (replay's reading thread does, while
     /// the handling thread is busy). Nothing for an unparsable record.
     pub fn plan_ahead<I: Attrs>(&self, received: &Received<'_, I>) {
+        self.plan_ahead_with(received, |_| {});
+    }
+
+    /// [`Planner::plan_ahead`], with `finish` given the plan before it is
+    /// kept (replay shares its rows' projections there:
+    /// [`SharedProjections::share`]).
+    pub fn plan_ahead_with<I: Attrs>(&self, received: &Received<'_, I>, finish: impl FnOnce(&mut Plan)) {
         if let Ok(record) = &received.record {
-            received.ahead.keep_plan(self.config, self.plan(record));
+            let mut plan = self.plan(record);
+            finish(&mut plan);
+            received.ahead.keep_plan(self.config, plan);
         }
     }
 

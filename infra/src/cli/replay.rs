@@ -14,13 +14,14 @@ use std::io::{IsTerminal, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use clap::{Args, ValueEnum};
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::{Entry, Router};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use model::config::{self, Config};
+use model::plan::SharedProjections;
 use model::record::BorrowedReceived;
 use model::validate;
 use serde_json::{json, Value as Json};
@@ -276,8 +277,18 @@ enum Ahead {
     InMemory,
 }
 
+/// What the reading thread plans with: the planner, and for
+/// [`Ahead::InMemory`] the projections the in-memory rows will share.
+struct Planning<'a> {
+    planner: model::Planner<'a>,
+    /// One thread prepares a file's records (the reading thread, or the
+    /// calling one for a file read whole), so the lock is never waited on.
+    shared: Mutex<SharedProjections>,
+}
+
 /// Does `ahead`'s work on a record; the item made ready, for [`Ahead::InMemory`].
-fn prepare_ahead(received: &BorrowedReceived<'_>, planner: &model::Planner<'_>, ahead: Ahead) -> Option<ReadyItem> {
+fn prepare_ahead(received: &BorrowedReceived<'_>, planning: &Planning<'_>, ahead: Ahead) -> Option<ReadyItem> {
+    let planner = &planning.planner;
     let config = planner.config();
     let Ok(record) = &received.record else {
         return None;
@@ -292,7 +303,15 @@ fn prepare_ahead(received: &BorrowedReceived<'_>, planner: &model::Planner<'_>, 
             return ready;
         }
     }
-    if ahead != Ahead::Check {
+    if ahead == Ahead::InMemory {
+        // Equal projections become one copy before the rows keep them
+        // (`model::plan::SharedProjections`).
+        planner.plan_ahead_with(received, |plan| {
+            let mut shared = planning.shared.lock().unwrap_or_else(PoisonError::into_inner);
+            shared.share(plan);
+        });
+        model::event::classify_ahead(config, received);
+    } else if ahead != Ahead::Check {
         planner.plan_ahead(received);
         model::event::classify_ahead(config, received);
     }
@@ -329,13 +348,16 @@ fn each_file(
     } = reading;
     let mut tally = Tally::default();
     let mut done = 0;
-    let planner = model::Planner::new(config);
+    let planning = Planning {
+        planner: model::Planner::new(config),
+        shared: Mutex::new(SharedProjections::default()),
+    };
     for path in files {
         let mut file = Tally::default();
         let read = each_batch(
             path,
             batch_size,
-            &|received| prepare_ahead(received, &planner, ahead),
+            &|received| prepare_ahead(received, &planning, ahead),
             |batch, ready, bytes| {
                 file.count(batch, config);
                 handle(batch, ready, summary);

@@ -331,7 +331,6 @@ mod dense;
 mod derived;
 mod items;
 mod packed;
-mod projections;
 mod ready;
 mod requests;
 mod rows;

@@ -11,7 +11,6 @@
 use smallvec::SmallVec;
 
 use super::dense::DenseMap;
-use super::projections::Projections;
 
 use model::index::RowKey;
 use model::version::{TOMBSTONE_ATTRIBUTE, VERSION_ATTRIBUTE};
@@ -89,15 +88,13 @@ pub(super) struct Rows {
     map: DenseMap<Key, Stored>,
     /// Every key, sorted; `None` after a write.
     order: Option<Vec<(usize, RowKey)>>,
-    /// The live rows' projections, each distinct one once.
-    projections: Projections,
 }
 
 impl Rows {
     pub(super) fn put(&mut self, index: usize, key: &RowKey, projection: Projection, version: Version) {
         let stored = Stored {
             version,
-            body: Some(self.projections.keep(projection)),
+            body: Some(projection),
             expires: 0,
         };
         self.store(index, key, stored);
@@ -116,24 +113,19 @@ impl Rows {
     /// Stores a row or tombstone at `key`, copying the key only when it is new.
     fn store(&mut self, index: usize, key: &RowKey, stored: Stored) {
         let is = |k: &Key| k.is(index, key);
-        match self.map.insert_by((index, key), is, || Key::new(index, key), stored) {
-            None => self.order = None,
-            Some(old) => self.let_go(old),
-        }
-    }
-
-    /// A row or tombstone no longer stored: its projection may go.
-    fn let_go(&mut self, old: Stored) {
-        if let Some(body) = old.body {
-            self.projections.release(body);
+        if self
+            .map
+            .insert_by((index, key), is, || Key::new(index, key), stored)
+            .is_none()
+        {
+            self.order = None;
         }
     }
 
     /// Removes the row (if any), leaving no tombstone.
     pub(super) fn remove(&mut self, index: usize, key: &RowKey) {
-        if let Some(old) = self.map.remove_by((index, key), |k| k.is(index, key)) {
+        if self.map.remove_by((index, key), |k| k.is(index, key)).is_some() {
             self.order = None;
-            self.let_go(old);
         }
     }
 
