@@ -272,8 +272,9 @@ enum Ahead {
     Check,
     /// Checks it, plans it for the indexer and classifies it for the router.
     Consumers,
-    /// All that, and makes ready the item it puts into an in-memory source
-    /// table.
+    /// All that, makes ready the item it puts into an in-memory source
+    /// table, and gives the rows it plans the one copy kept of each
+    /// projection (`model::plan::SharedProjections`).
     InMemory,
 }
 
@@ -303,18 +304,16 @@ fn prepare_ahead(received: &BorrowedReceived<'_>, planning: &Planning<'_>, ahead
             return ready;
         }
     }
-    if ahead == Ahead::InMemory {
-        // Equal projections become one copy before the rows keep them
-        // (`model::plan::SharedProjections`).
-        planner.plan_ahead_with(received, |plan| {
+    match ahead {
+        Ahead::Check => return ready,
+        Ahead::Consumers => planner.plan_ahead(received),
+        // Equal projections become one copy before the rows keep them.
+        Ahead::InMemory => planner.plan_ahead_with(received, |plan| {
             let mut shared = planning.shared.lock().unwrap_or_else(PoisonError::into_inner);
             shared.share(plan);
-        });
-        model::event::classify_ahead(config, received);
-    } else if ahead != Ahead::Check {
-        planner.plan_ahead(received);
-        model::event::classify_ahead(config, received);
+        }),
     }
+    model::event::classify_ahead(config, received);
     ready
 }
 
