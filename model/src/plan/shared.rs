@@ -70,12 +70,9 @@ impl SharedProjections {
     }
 
     /// How many distinct projections are kept.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.kept.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.kept.is_empty()
     }
 
     /// Drops what only the set holds, once it has doubled since the last

@@ -96,7 +96,8 @@ impl AsRef<str> for SharedText {
     }
 }
 
-/// Counted (not kept): what tests and the in-memory store make.
+/// Counted (not kept): what tests make (the parsers and the in-memory
+/// store use [`SharedText::kept`]).
 impl From<&str> for SharedText {
     fn from(text: &str) -> SharedText {
         SharedText(Repr::Counted(Arc::from(text)))
