@@ -3,7 +3,7 @@
 //! reads it back. Used by the in-memory store's stream, the local runner and
 //! the tests, wherever a record has to travel as Lambda would send it.
 
-use crate::record::ViewType;
+use crate::record::{Typed, ViewType};
 use crate::value::Attrs;
 use crate::ChangeRecord;
 
@@ -64,4 +64,11 @@ pub fn lambda_record<I: Attrs>(record: &ChangeRecord<I>) -> serde_json::Value {
 pub fn lambda_event<'a>(records: impl IntoIterator<Item = &'a ChangeRecord>) -> Vec<u8> {
     let records: Vec<serde_json::Value> = records.into_iter().map(lambda_record).collect();
     serde_json::json!({ "Records": records }).to_string().into_bytes()
+}
+
+/// A record made in process renders its JSON in the Lambda shape.
+impl<I: Attrs> Typed for ChangeRecord<I> {
+    fn lambda_json(&self) -> String {
+        lambda_record(self).to_string()
+    }
 }

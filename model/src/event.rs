@@ -151,6 +151,10 @@ pub fn route_event<I>(record: &ChangeRecord<I>) -> RouteEvent {
     }
 }
 
+/// A record's events, or why it could not be classified: what
+/// [`classify_ahead`] keeps for [`classify_received`].
+type Classified = Result<Vec<Event>, EventError>;
+
 /// [`classify`]s a received record of `table`: takes the events
 /// [`classify_ahead`] found for it with this config, if it did, else
 /// classifies `record` (the received record's own).
@@ -160,7 +164,7 @@ pub fn classify_received<I: Attrs>(
     received: &Received<'_, I>,
     record: &ChangeRecord<I>,
 ) -> Result<Vec<Event>, EventError> {
-    if let Some(events) = received.ahead.take_events(config) {
+    if let Some(events) = received.ahead.take::<_, Classified>(config) {
         return events;
     }
     if !received.has_whole_images() && needs_images(config, table, record) {
@@ -207,7 +211,9 @@ fn routes_taking<'a>(
 pub fn classify_ahead<I: Attrs>(config: &Config, received: &Received<'_, I>) {
     let Ok(record) = &received.record else { return };
     if let Ok(table) = table_of(config, record) {
-        received.ahead.keep_events(config, classify(config, table, record));
+        received
+            .ahead
+            .keep::<_, Classified>(config, classify(config, table, record));
     }
 }
 

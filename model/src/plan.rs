@@ -142,7 +142,7 @@ impl<'c> Planner<'c> {
     pub fn plan_received<I: Attrs>(&self, received: &Received<'_, I>, record: &ChangeRecord<I>) -> Plan {
         received
             .ahead
-            .take_plan(self.config)
+            .take::<_, Plan>(self.config)
             .unwrap_or_else(|| self.plan(record))
     }
 
@@ -155,7 +155,7 @@ impl<'c> Planner<'c> {
         record: &ChangeRecord<I>,
         mutations: &mut Vec<Mutation>,
     ) -> Vec<PlanError> {
-        if let Some(mut plan) = received.ahead.take_plan(self.config) {
+        if let Some(mut plan) = received.ahead.take::<_, Plan>(self.config) {
             mutations.append(&mut plan.mutations);
             return plan.problems;
         }
@@ -182,7 +182,7 @@ impl<'c> Planner<'c> {
         if let Ok(record) = &received.record {
             let mut plan = self.plan(record);
             finish(&mut plan);
-            received.ahead.keep_plan(self.config, plan);
+            received.ahead.keep(self.config, plan);
         }
     }
 

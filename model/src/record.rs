@@ -54,6 +54,7 @@
 
 mod ahead;
 mod attr;
+mod document;
 mod glance;
 #[cfg(feature = "lambda-events")]
 mod lambda;
@@ -71,10 +72,8 @@ use std::fmt;
 
 use crate::value::{borrowed, Attrs, Image};
 
-pub use parse::{
-    parse_any, parse_batch, parse_json_line, parse_json_line_borrowed, parse_json_lines, parse_record, table_from_arn,
-};
-pub use shared::SharedText;
+pub use parse::{parse_any, parse_batch, parse_json_line, parse_json_line_borrowed, parse_json_lines, parse_record};
+pub use shared::{table_from_arn, SharedText};
 pub use walk::{glance_batch, glance_batch_borrowed, read_batch, read_batch_borrowed, BatchReader};
 
 /// What happened to the item.
@@ -338,16 +337,10 @@ impl<'a> RawJson<'a> {
 }
 
 /// A record made in process, as [`RawJson::Record`] holds it: its JSON is
-/// rendered only when asked for.
+/// rendered only when asked for (`crate::delivery` renders a [`ChangeRecord`]).
 pub trait Typed: fmt::Debug + Sync {
     /// The record in the Lambda shape ([`crate::delivery::lambda_record`]).
     fn lambda_json(&self) -> String;
-}
-
-impl<I: Attrs> Typed for ChangeRecord<I> {
-    fn lambda_json(&self) -> String {
-        crate::delivery::lambda_record(self).to_string()
-    }
 }
 
 /// Which part of `dynamodb` an error is about.

@@ -25,8 +25,7 @@ use crate::value::{Attr, Attrs, Shape};
 pub const MIN_CREATION_SECONDS: i64 = 1_388_534_400;
 /// 2100-01-01T00:00:00Z.
 pub const MAX_CREATION_SECONDS: i64 = 4_102_444_800;
-/// DynamoDB's item size limit.
-pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+pub use crate::value::MAX_ITEM_BYTES;
 
 /// Why a record cannot be what DynamoDB streamed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -11,6 +11,9 @@ mod view;
 pub use image::{Image, Name};
 pub use view::{Attr, Attrs, Scalar, Shape};
 
+/// DynamoDB's item size limit.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+
 /// One DynamoDB attribute value. Numbers are kept as their exact decimal text.
 pub type Value = serde_dynamo::AttributeValue;
 

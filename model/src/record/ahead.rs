@@ -7,65 +7,70 @@
 //! Each result is kept with the address of the config it was made with and
 //! taken (not copied) by the consumer that asks with that same config; a
 //! consumer with another config, or one asking again (a retried batch),
-//! works it out afresh.
+//! works it out afresh. The slot knows neither plans nor events: it keeps
+//! one value of each type (`crate::plan` and `crate::event` put theirs).
 
+use std::any::Any;
+use std::fmt;
 use std::sync::Mutex;
 
-use crate::config::Config;
-use crate::event::{Event, EventError};
-use crate::plan::Plan;
-
-/// What was worked out ahead for one record (see the module doc), in one
-/// box for both results: only replay works ahead, and every record, in
+/// What was worked out ahead for one record (see the module doc). Empty,
+/// it allocates nothing: only replay works ahead, and every record, in
 /// every consumer, is moved from reader to consumer with its empty slot.
 #[derive(Debug, Default)]
 pub(crate) struct Ahead {
-    worked: Mutex<Option<Box<Worked>>>,
+    worked: Mutex<Vec<Worked>>,
 }
 
-/// Each result with the config it was made with (see [`key`]).
-#[derive(Debug, Default)]
+/// One result, with the address of what it was made with (see [`key`]).
 struct Worked {
-    plan: Option<(usize, Plan)>,
-    events: Option<(usize, Classified)>,
+    made_with: usize,
+    value: Box<dyn Any + Send>,
 }
 
-/// A record's events, or why it could not be classified.
-pub(crate) type Classified = Result<Vec<Event>, EventError>;
-
-/// Which config a result was made with.
-fn key(config: &Config) -> usize {
-    std::ptr::from_ref(config) as usize
-}
-
-/// Takes what was stored for `config`'s consumer, if anything.
-fn take<T>(slot: &mut Option<(usize, T)>, config: &Config) -> Option<T> {
-    match slot.take() {
-        Some((made_with, value)) if made_with == key(config) => Some(value),
-        _ => None,
+impl fmt::Debug for Worked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worked")
+            .field("made_with", &self.made_with)
+            .finish_non_exhaustive()
     }
+}
+
+/// Which config (or other context) a result was made with.
+fn key<K: ?Sized>(made_with: &K) -> usize {
+    std::ptr::from_ref(made_with).cast::<()>() as usize
 }
 
 impl Ahead {
     /// The results, to store or take one.
-    fn worked<T>(&self, with: impl FnOnce(&mut Option<Box<Worked>>) -> T) -> T {
+    fn worked<T>(&self, with: impl FnOnce(&mut Vec<Worked>) -> T) -> T {
         with(&mut self.worked.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
-    pub(crate) fn keep_plan(&self, config: &Config, plan: Plan) {
-        self.worked(|w| w.get_or_insert_default().plan = Some((key(config), plan)));
+    /// Keeps `value`, made with `made_with`, in place of any earlier value of its type.
+    pub(crate) fn keep<K: ?Sized, T: Any + Send>(&self, made_with: &K, value: T) {
+        let made_with = key(made_with);
+        self.worked(|worked| {
+            worked.retain(|w| !w.value.is::<T>());
+            worked.push(Worked {
+                made_with,
+                value: Box::new(value),
+            });
+        });
     }
 
-    pub(crate) fn take_plan(&self, config: &Config) -> Option<Plan> {
-        self.worked(|w| take(&mut w.as_mut()?.plan, config))
-    }
-
-    pub(crate) fn keep_events(&self, config: &Config, events: Classified) {
-        self.worked(|w| w.get_or_insert_default().events = Some((key(config), events)));
-    }
-
-    pub(crate) fn take_events(&self, config: &Config) -> Option<Classified> {
-        self.worked(|w| take(&mut w.as_mut()?.events, config))
+    /// Takes the value of type `T`, if it was made with `made_with`; any
+    /// other value of that type is dropped (asked again, it is worked out afresh).
+    pub(crate) fn take<K: ?Sized, T: Any + Send>(&self, made_with: &K) -> Option<T> {
+        let made_with = key(made_with);
+        let worked = self.worked(|worked| {
+            let at = worked.iter().position(|w| w.value.is::<T>())?;
+            Some(worked.swap_remove(at))
+        })?;
+        if worked.made_with != made_with {
+            return None;
+        }
+        worked.value.downcast::<T>().ok().map(|value| *value)
     }
 }
 

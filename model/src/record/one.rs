@@ -9,9 +9,10 @@ use serde::Deserialize as DeriveDeserialize;
 use serde_json::value::RawValue;
 
 use super::attr::{bad_key_type, AttrProblem, BorrowedField, ImageField, ImageProblem, KeysField};
-use super::parse::{json_message, shared_arn};
+use super::document::{clip, json_message};
 use super::raw::RawRecord;
 use super::scan;
+use super::shared::shared_arn;
 use super::time::parse_creation_time;
 use super::{
     BorrowedReceived, ChangeRecord, CreationTime, EventKind, ImagePart, KeyProblem, Received, RecordError, RecordId,
@@ -421,13 +422,5 @@ fn image<J>(
             attribute: clip(&name, 100),
             reason: problem.to_string(),
         }),
-    }
-}
-
-/// `text`, cut to at most `max` characters (marked with `…`).
-pub(super) fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some((cut, _)) => format!("{}…", &text[..cut]),
     }
 }

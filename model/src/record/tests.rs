@@ -1221,8 +1221,8 @@ fn reading<'a>(records: impl IntoIterator<Item = Result<(RawJson<'a>, Received<'
 
 /// The strict way: every record's text found by serde_json first, then each read.
 fn strictly(bytes: &[u8]) -> Reading {
-    let (text, bom) = super::parse::decode(bytes)?;
-    let records = super::parse::strict(text, bom)?;
+    let (text, bom) = super::document::decode(bytes)?;
+    let records = super::document::strict(text, bom)?;
     reading(
         records
             .into_iter()

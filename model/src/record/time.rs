@@ -15,7 +15,7 @@ use crate::time::{self, Grammar};
 /// Parses the raw JSON text of `ApproximateCreationDateTime`. The error says
 /// what is wrong (it repeats the value, clipped: a time is not item contents).
 pub(super) fn parse_creation_time(raw_json: &str) -> Result<CreationTime, String> {
-    let shown = || super::one::clip(raw_json, 40);
+    let shown = || super::document::clip(raw_json, 40);
     match raw_json.as_bytes().first() {
         Some(b'"') => {
             let text: String =

@@ -20,9 +20,9 @@ use serde::de::{Deserialize, IgnoredAny};
 use serde_json::value::RawValue;
 
 use super::attr::Text;
+use super::document::{decode, strict};
 use super::glance::{glance_leading, glance_leading_borrowed};
 use super::one::{read_leading, read_leading_borrowed, received, received_borrowed};
-use super::parse::{decode, strict};
 use super::{ParseError, RawJson, Received, RecordId};
 use crate::value::{borrowed, Image};
 

@@ -2,7 +2,7 @@
 //! bit first, last group zero-filled, no padding. Byte order of the text
 //! equals the order of the byte strings (given a terminator below `-`).
 
-use super::encode::Sink;
+use super::sink::Sink;
 
 const ALPHABET: &[u8; 64] = b"-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";
 

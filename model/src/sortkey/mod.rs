@@ -24,6 +24,7 @@ mod encode;
 pub(crate) mod number;
 mod range;
 mod schema;
+mod sink;
 mod time;
 
 #[cfg(test)]

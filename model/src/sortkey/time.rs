@@ -2,7 +2,7 @@
 //! validation and conversion to UTC, in exact integer arithmetic (the
 //! calendar and the RFC 3339 grammar are `model::time`'s).
 
-use super::encode::Sink;
+use super::sink::Sink;
 
 pub(crate) use crate::time::check_date;
 use crate::time::{parse_rfc3339, Grammar};

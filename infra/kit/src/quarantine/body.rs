@@ -64,14 +64,6 @@ impl Stored {
     }
 }
 
-/// Names an entry in an error (never its contents).
-pub fn describe(entry: &QuarantineEntry) -> String {
-    match &entry.sequence_number {
-        Some(seq) => format!("record {seq}"),
-        None => "record without sequence number".to_owned(),
-    }
-}
-
 fn render(entry: &QuarantineEntry, raw: &str, truncated: bool, claim: Option<&Claim>) -> Result<String, Fault> {
     let body = Body {
         consumer: &entry.consumer,
@@ -84,7 +76,7 @@ fn render(entry: &QuarantineEntry, raw: &str, truncated: bool, claim: Option<&Cl
         raw_claim: claim,
     };
     let json = serde_json::to_string(&body)
-        .map_err(|e| Fault::refused(format!("{}: cannot serialize the entry: {e}", describe(entry))))?;
+        .map_err(|e| Fault::refused(format!("{}: cannot serialize the entry: {e}", entry.describe())))?;
     Ok(escape_for_sqs(json))
 }
 
@@ -124,7 +116,7 @@ pub fn message_body(entry: &QuarantineEntry, max_bytes: usize) -> Result<String,
     let Some(mut best) = fits(0)? else {
         return Err(Fault::refused(format!(
             "{}: the entry is over {max_bytes} bytes even without its raw record",
-            describe(entry)
+            entry.describe()
         )));
     };
     // The longest prefix that fits: escaping makes the size grow unevenly.

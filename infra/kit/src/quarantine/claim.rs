@@ -14,7 +14,6 @@ use aws_sdk_s3::Client;
 use model::fault::Fault;
 use serde::{Deserialize, Serialize};
 
-use super::body::describe;
 use super::QuarantineEntry;
 use crate::error::sdk_fault;
 
@@ -71,7 +70,7 @@ impl ClaimBucket {
             .await
             .map_err(|e| {
                 sdk_fault(
-                    &format!("PutObject of {} to s3://{}/{key}", describe(entry), self.bucket),
+                    &format!("PutObject of {} to s3://{}/{key}", entry.describe(), self.bucket),
                     e,
                 )
             })?;

@@ -26,6 +26,16 @@ pub struct QuarantineEntry {
     pub raw: String,
 }
 
+impl QuarantineEntry {
+    /// How log lines and errors name the entry's record: by sequence number.
+    pub fn describe(&self) -> String {
+        match &self.sequence_number {
+            Some(seq) => format!("record {seq}"),
+            None => "record without sequence number".to_owned(),
+        }
+    }
+}
+
 /// A durable place for poison records.
 pub trait Quarantine: Send + Sync {
     /// Keeps every entry, or fails (the records then count as failed and

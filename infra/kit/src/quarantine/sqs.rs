@@ -15,7 +15,7 @@ use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use aws_sdk_sqs::Client;
 use model::fault::Fault;
 
-use super::body::{claimed_body, describe, message_body, whole_body};
+use super::body::{claimed_body, message_body, whole_body};
 use super::claim::ClaimBucket;
 use super::{Quarantine, QuarantineEntry};
 use crate::error::sdk_fault;
@@ -60,7 +60,7 @@ impl SqsQuarantine {
             Some(bucket) => claimed_body(entry, &bucket.put(entry).await?),
             None => {
                 tracing::warn!(
-                    record = %describe(entry),
+                    record = %entry.describe(),
                     bytes = entry.raw.len(),
                     "quarantined record cut short: no claim-check bucket is set up"
                 );
@@ -105,7 +105,7 @@ impl SqsQuarantine {
             match output.failed.iter().find(|f| f.id == id) {
                 Some(failed) => problems.push(format!(
                     "{}: {} ({}): {}",
-                    describe(entry),
+                    entry.describe(),
                     failed.code,
                     if failed.sender_fault {
                         "sender's fault"
@@ -116,7 +116,7 @@ impl SqsQuarantine {
                 )),
                 None => problems.push(format!(
                     "{}: SendMessageBatch reported no result for it",
-                    describe(entry)
+                    entry.describe()
                 )),
             }
         }

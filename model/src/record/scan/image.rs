@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use super::token::Scan;
 use crate::record::attr::{is_number, BorrowedField, ImageField};
-use crate::record::glance::{distinct_sorted, sure_number, ImageGlance, Scalar, GLANCE_CAPACITY};
+use crate::record::glance::image::{distinct_sorted, sure_number, ImageGlance, Scalar, GLANCE_CAPACITY};
 use crate::value::{borrowed, Image, Name, Value};
 
 /// Up to this many names, a nested map's names are checked for repeats

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 
 use super::{record, Scanned, ScannedKeys};
 use crate::record::attr::{BorrowedField, ImageField};
-use crate::record::glance::ImageGlance;
+use crate::record::glance::image::ImageGlance;
 use crate::record::one::leading_serde;
 use crate::record::raw::RawRecord;
 use crate::testing::attribute_value;

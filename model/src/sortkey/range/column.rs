@@ -2,7 +2,8 @@
 //! band of keys, and string prefixes in both directions (see the parent
 //! module for the rules).
 
-use super::super::encode::{escape, Sink};
+use super::super::encode::escape;
+use super::super::sink::Sink;
 use super::super::{b64s, encode_sort_value, succ, Column, ColumnType, Direction, SortValue};
 use super::{Op, RangeError};
 

@@ -1,0 +1,514 @@
+//! The import graph between a crate's source files, and its cycles.
+//!
+//! The rule the workspace keeps: **no import cycles between source files**.
+//! A file imports another when it names an item of the other's module: in a
+//! `use` (`crate::a::b`, `super::x`, `self::c`, or a child module declared
+//! in the file) or inline in code (`crate::a::f()`). One kind of import is
+//! not counted: naming a module that encloses the file's own (`super::X`
+//! from a child, `crate::X` from anywhere, for an item of the crate root).
+//! A child lives inside its ancestors; what it must not do is reach a
+//! sibling, or a parent reach its child, by a path that leads back.
+//!
+//! Test code is left out: files named `tests.rs` or under a `tests/`
+//! folder, and `#[cfg(test)] mod … { … }` blocks. A module declaration
+//! (`mod x;`) is ownership, not an import.
+//!
+//! The reading is textual (comments and string literals are blanked first),
+//! which is enough for the paths the workspace writes; a path it cannot
+//! resolve to a file of the crate (another crate's, `std`'s) is no edge.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A module of a crate, as its path from the crate root (`["record", "walk"]`).
+type ModPath = Vec<String>;
+
+/// One import that is an edge of the graph: where it is written, and the
+/// path as written.
+#[derive(Debug, Clone)]
+pub struct Import {
+    pub line: usize,
+    pub path: String,
+}
+
+/// One cycle: the files in order, each importing the next (and the last the
+/// first), with the import that makes each step.
+#[derive(Debug, Clone)]
+pub struct Cycle {
+    pub steps: Vec<(PathBuf, PathBuf, Import)>,
+}
+
+impl fmt::Display for Cycle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "an import cycle of {} files:", self.steps.len())?;
+        for (from, to, import) in &self.steps {
+            writeln!(
+                f,
+                "  {}:{} imports {} (`{}`)",
+                from.display(),
+                import.line,
+                to.display(),
+                import.path
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The cycles among the source files under `src` (a crate's `src/`), one
+/// per strongly connected set of files, each shown as one loop through it.
+pub fn cycles(src: &Path) -> std::io::Result<Vec<Cycle>> {
+    let mut files = BTreeMap::new();
+    collect(src, src, &mut files)?;
+    let mut edges: BTreeMap<ModPath, BTreeMap<ModPath, Import>> = BTreeMap::new();
+    for (module, file) in &files {
+        if is_test_file(src, file) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file)?;
+        for (target, import) in imports(module, &text, &files) {
+            if target != *module && !target.iter().eq(module.iter().take(target.len())) {
+                edges.entry(module.clone()).or_default().entry(target).or_insert(import);
+            }
+        }
+    }
+    let components = strongly_connected(&files.keys().cloned().collect::<Vec<_>>(), &edges);
+    Ok(components
+        .into_iter()
+        .filter_map(|component| one_loop(&component, &edges))
+        .map(|steps| Cycle {
+            steps: steps
+                .into_iter()
+                .map(|(from, to, import)| (files[&from].clone(), files[&to].clone(), import))
+                .collect(),
+        })
+        .collect())
+}
+
+/// Every `.rs` file under `dir`, by module path.
+fn collect(root: &Path, dir: &Path, files: &mut BTreeMap<ModPath, PathBuf>) -> std::io::Result<()> {
+    let mut entries = std::fs::read_dir(dir)?.collect::<Result<Vec<_>, _>>()?;
+    entries.sort_by_key(|e| e.path());
+    for entry in entries {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(root, &path, files)?;
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.insert(module_of(root, &path), path);
+        }
+    }
+    Ok(())
+}
+
+/// `src/a/b.rs` and `src/a/b/mod.rs` are `a::b`; `src/lib.rs` and `src/main.rs` the root.
+fn module_of(root: &Path, file: &Path) -> ModPath {
+    let relative = file.strip_prefix(root).unwrap_or(file).with_extension("");
+    let mut parts: ModPath = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") || (parts.len() == 1 && (parts[0] == "lib" || parts[0] == "main")) {
+        parts.pop();
+    }
+    parts
+}
+
+fn is_test_file(root: &Path, file: &Path) -> bool {
+    let relative = file.strip_prefix(root).unwrap_or(file);
+    relative.file_name().is_some_and(|n| n == "tests.rs") || relative.components().any(|c| c.as_os_str() == "tests")
+}
+
+/// The files `text` (the file of `module`) imports, with the first import of each.
+fn imports(module: &ModPath, text: &str, files: &BTreeMap<ModPath, PathBuf>) -> Vec<(ModPath, Import)> {
+    let code = without_test_blocks(&blank_comments_and_strings(text));
+    let local_mods = declared_mods(&code);
+    let mut found = Vec::new();
+    let mut add = |offset: usize, path: Vec<String>| {
+        if let Some(target) = resolve(module, &path, &local_mods, files) {
+            let line = 1 + code[..offset].matches('\n').count();
+            found.push((
+                target,
+                Import {
+                    line,
+                    path: path.join("::"),
+                },
+            ));
+        }
+    };
+    // `use` trees.
+    let mut rest = 0;
+    while let Some(at) = find_word(&code[rest..], "use") {
+        let start = rest + at + "use".len();
+        let Some(end) = code[start..].find(';').map(|e| start + e) else {
+            break;
+        };
+        for path in expand(&code[start..end]) {
+            add(start, path);
+        }
+        rest = end;
+    }
+    // Inline paths: `crate::…`, `super::…`, `self::…`, `child::…`.
+    for (offset, path) in inline_paths(&code) {
+        let first = path[0].as_str();
+        if matches!(first, "crate" | "super" | "self") || local_mods.contains(first) {
+            add(offset, path);
+        }
+    }
+    found
+}
+
+/// `text` with comments and the contents of string and char literals blanked
+/// (newlines kept, so offsets still give lines).
+fn blank_comments_and_strings(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let keep_newlines = |s: &str| {
+        s.chars()
+            .map(|c| if c == '\n' { '\n' } else { ' ' })
+            .collect::<String>()
+    };
+    while i < bytes.len() {
+        let rest = &text[i..];
+        let skip = if rest.starts_with("//") {
+            rest.find('\n').unwrap_or(rest.len())
+        } else if rest.starts_with("/*") {
+            rest.find("*/").map_or(rest.len(), |e| e + 2)
+        } else if let Some(len) = raw_string_len(rest) {
+            len
+        } else if rest.starts_with('"') {
+            let mut j = 1;
+            while j < rest.len() {
+                match rest.as_bytes()[j] {
+                    b'\\' => j += 2,
+                    b'"' => break,
+                    _ => j += 1,
+                }
+            }
+            (j + 1).min(rest.len())
+        } else if let Some(len) = char_literal_len(rest) {
+            len
+        } else {
+            0
+        };
+        if skip > 0 {
+            out.push_str(&keep_newlines(&rest[..skip]));
+            i += skip;
+        } else {
+            let c = rest.chars().next().unwrap_or(' ');
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// The length of a raw string literal (`r"…"`, `r#"…"#`) that `text` starts with.
+fn raw_string_len(text: &str) -> Option<usize> {
+    let after_r = text.strip_prefix('r').or_else(|| text.strip_prefix("br"))?;
+    let hashes = after_r.len() - after_r.trim_start_matches('#').len();
+    let body = after_r[hashes..].strip_prefix('"')?;
+    let close = format!("\"{}", "#".repeat(hashes));
+    let end = body.find(&close)?;
+    Some(text.len() - body.len() + end + close.len())
+}
+
+/// The length of a char literal (`'a'`, `'\n'`, `'\''`) that `text` starts
+/// with; `None` for a lifetime (`'a`).
+fn char_literal_len(text: &str) -> Option<usize> {
+    let body = text.strip_prefix('\'')?;
+    let mut chars = body.char_indices();
+    let (_, first) = chars.next()?;
+    let after = if first == '\\' {
+        2 + body.get(2..)?.find('\'')?
+    } else {
+        first.len_utf8()
+    };
+    (body[after..].starts_with('\'')).then_some(1 + after + 1)
+}
+
+/// `code` without `#[cfg(test)] mod name { … }` blocks.
+fn without_test_blocks(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "#[cfg(test)]".len()..];
+        let head = after.trim_start();
+        let head = head.strip_prefix("pub ").unwrap_or(head).trim_start();
+        let is_inline_mod = head.starts_with("mod ")
+            && head
+                .find(['{', ';'])
+                .is_some_and(|i| head.as_bytes().get(i) == Some(&b'{'));
+        if !is_inline_mod {
+            out.push_str("#[cfg(test)]");
+            rest = after;
+            continue;
+        }
+        let open = after.find('{').unwrap_or(after.len());
+        let mut depth = 0usize;
+        let mut end = after.len();
+        for (i, c) in after[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = open + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push_str(&after[..end].chars().filter(|&c| c == '\n').collect::<String>());
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The names of the modules `code` declares with `mod name;`.
+fn declared_mods(code: &str) -> BTreeSet<String> {
+    let mut mods = BTreeSet::new();
+    let mut rest = code;
+    while let Some(at) = find_word(rest, "mod") {
+        let after = rest[at + 3..].trim_start();
+        let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if !name.is_empty() && after[name.len()..].trim_start().starts_with(';') {
+            mods.insert(name);
+        }
+        rest = &rest[at + 3..];
+    }
+    mods
+}
+
+/// Where `word` stands in `text` as a whole word.
+fn find_word(text: &str, word: &str) -> Option<usize> {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(at) = text[from..].find(word).map(|a| from + a) {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        if !before.is_some_and(is_ident) && !after.is_some_and(is_ident) {
+            return Some(at);
+        }
+        from = at + word.len();
+    }
+    None
+}
+
+/// Every path of a `use` tree (`a::{b, c::{d as e, self}}` → `a::b`, `a::c::d`, `a::c`).
+fn expand(tree: &str) -> Vec<Vec<String>> {
+    let tree: String = tree.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = Vec::new();
+    expand_into(&[], &tree, &mut out);
+    out
+}
+
+fn expand_into(prefix: &[String], tree: &str, out: &mut Vec<Vec<String>>) {
+    for part in split_top_level(tree) {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        if let Some(open) = part.find('{') {
+            let close = part.rfind('}').unwrap_or(part.len());
+            let head = segments(&part[..open]);
+            let inner = &part[open + 1..close.max(open + 1)];
+            let mut next = prefix.to_vec();
+            next.extend(head);
+            expand_into(&next, inner, out);
+        } else {
+            let without_alias = part.split(" as ").next().unwrap_or(part);
+            let mut path = prefix.to_vec();
+            path.extend(segments(without_alias).into_iter().filter(|s| s != "self"));
+            if !path.is_empty() {
+                out.push(path);
+            }
+        }
+    }
+}
+
+fn split_top_level(tree: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in tree.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&tree[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&tree[start..]);
+    parts
+}
+
+fn segments(path: &str) -> Vec<String> {
+    path.split("::")
+        .map(|s| s.trim().trim_start_matches("pub").trim().to_owned())
+        .filter(|s| !s.is_empty() && s != "*")
+        .collect()
+}
+
+/// Paths written in code (`a::b::c`), with where each starts; a path that
+/// continues one before it (`x::crate`) is not one.
+fn inline_paths(code: &str) -> Vec<(usize, Vec<String>)> {
+    let mut found = Vec::new();
+    let bytes = code.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_ident(bytes[i]) || (i > 0 && (is_ident(bytes[i - 1]) || bytes[i - 1] == b':')) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut path = Vec::new();
+        loop {
+            let word_start = i;
+            while i < bytes.len() && is_ident(bytes[i]) {
+                i += 1;
+            }
+            path.push(code[word_start..i].to_owned());
+            if code[i..].starts_with("::") && bytes.get(i + 2).is_some_and(|&b| is_ident(b)) {
+                i += 2;
+            } else {
+                break;
+            }
+        }
+        if path.len() > 1 {
+            found.push((start, path));
+        }
+    }
+    found
+}
+
+/// The file a path written in `module` names an item of, if one of the crate's.
+fn resolve(
+    module: &ModPath,
+    path: &[String],
+    local_mods: &BTreeSet<String>,
+    files: &BTreeMap<ModPath, PathBuf>,
+) -> Option<ModPath> {
+    let first = path.first()?;
+    let (mut full, rest): (ModPath, &[String]) = match first.as_str() {
+        "crate" => (Vec::new(), &path[1..]),
+        "self" => (module.clone(), &path[1..]),
+        "super" => {
+            let supers = path.iter().take_while(|s| *s == "super").count();
+            (module[..module.len().saturating_sub(supers)].to_vec(), &path[supers..])
+        }
+        name if local_mods.contains(name) => (module.clone(), path),
+        _ => return None,
+    };
+    full.extend(rest.iter().cloned());
+    (0..=full.len())
+        .rev()
+        .map(|n| full[..n].to_vec())
+        .find(|m| files.contains_key(m))
+}
+
+/// Tarjan's strongly connected components with more than one member.
+fn strongly_connected(nodes: &[ModPath], edges: &BTreeMap<ModPath, BTreeMap<ModPath, Import>>) -> Vec<Vec<ModPath>> {
+    struct State<'a> {
+        edges: &'a BTreeMap<ModPath, BTreeMap<ModPath, Import>>,
+        index: BTreeMap<ModPath, usize>,
+        low: BTreeMap<ModPath, usize>,
+        stack: Vec<ModPath>,
+        on_stack: BTreeSet<ModPath>,
+        components: Vec<Vec<ModPath>>,
+    }
+    fn visit(state: &mut State<'_>, node: &ModPath) {
+        let n = state.index.len();
+        state.index.insert(node.clone(), n);
+        state.low.insert(node.clone(), n);
+        state.stack.push(node.clone());
+        state.on_stack.insert(node.clone());
+        let targets: Vec<ModPath> = state
+            .edges
+            .get(node)
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default();
+        for target in targets {
+            if !state.index.contains_key(&target) {
+                visit(state, &target);
+                let low = state.low[node].min(state.low[&target]);
+                state.low.insert(node.clone(), low);
+            } else if state.on_stack.contains(&target) {
+                let low = state.low[node].min(state.index[&target]);
+                state.low.insert(node.clone(), low);
+            }
+        }
+        if state.low[node] == state.index[node] {
+            let mut component = Vec::new();
+            while let Some(member) = state.stack.pop() {
+                state.on_stack.remove(&member);
+                let done = member == *node;
+                component.push(member);
+                if done {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                state.components.push(component);
+            }
+        }
+    }
+    let mut state = State {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        components: Vec::new(),
+    };
+    for node in nodes {
+        if !state.index.contains_key(node) {
+            visit(&mut state, node);
+        }
+    }
+    state.components
+}
+
+/// One loop through a strongly connected `component`: from its first member,
+/// the shortest way back to it.
+fn one_loop(
+    component: &[ModPath],
+    edges: &BTreeMap<ModPath, BTreeMap<ModPath, Import>>,
+) -> Option<Vec<(ModPath, ModPath, Import)>> {
+    let members: BTreeSet<&ModPath> = component.iter().collect();
+    let start = component.iter().min()?;
+    let mut came_from: BTreeMap<ModPath, ModPath> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([start.clone()]);
+    while let Some(node) = queue.pop_front() {
+        for target in edges.get(&node).into_iter().flat_map(|t| t.keys()) {
+            if !members.contains(target) {
+                continue;
+            }
+            if target == start {
+                let mut path = vec![node.clone()];
+                while let Some(previous) = came_from.get(path.last()?) {
+                    path.push(previous.clone());
+                }
+                path.reverse();
+                path.push(start.clone());
+                return Some(
+                    path.windows(2)
+                        .map(|w| (w[0].clone(), w[1].clone(), edges[&w[0]][&w[1]].clone()))
+                        .collect(),
+                );
+            }
+            if !came_from.contains_key(target) && target != start {
+                came_from.insert(target.clone(), node.clone());
+                queue.push_back(target.clone());
+            }
+        }
+    }
+    None
+}
