@@ -12,12 +12,12 @@
 #
 #   scripts/alloc_share.sh [HISTORY.jsonl [RUNS]]
 #
-# Without a file it writes the README's 200 K example-mix history
+# Without a file it writes the 200 K example-mix history of docs/PERFORMANCE.md
 # (`make_history -- 215000`) to a temporary file first. One run has about
 # 1,500 samples at 499 Hz and single runs scatter over 5 points or more, so
 # it records RUNS replays (5 by default), prints each, and then the median
-# of their overall shares: the README's figure. A run takes about a minute
-# and a half here, most of it `perf script` unwinding the stacks.
+# of their overall shares: the figure docs/PERFORMANCE.md quotes. A run takes about a minute
+# and a half, most of it `perf script` unwinding the stacks.
 # Needs perf (Debian: `apt-get install linux-perf`).
 set -euo pipefail
 cd "$(dirname "$0")/.."

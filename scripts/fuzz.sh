@@ -17,8 +17,8 @@
 # `rustup toolchain install nightly`, `cargo install cargo-fuzz --locked`).
 # Corpora start from the project's own fixtures and config and grow under
 # fuzz/corpus/TARGET; a crash is saved under fuzz/artifacts/TARGET and makes
-# the script exit 1. The last line of each run is the figures quoted in the
-# README (executions, seconds, crashes).
+# the script exit 1. The last line of each run gives its figures
+# (executions, seconds, crashes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +46,7 @@ seed() {
       head -n 1 tests/fixtures/router-history.jsonl >"$dir/router-line.json" ;;
     sortkey)
       # a count byte (columns - 1), one spec byte per column (0x06: ANY
-      # ascending), then keys from the vectors in shared/css1.md
+      # ascending), then keys from the vectors in docs/css1.md
       printf '\x00\x06>13042!' >"$dir/n"; printf '\x00\x06<12457~' >"$dir/neg"
       printf '\x00\x06Sabc\x01' >"$dir/s"; printf '\x00\x06D2024-01-02' >"$dir/date"
       printf '\x02\x06\x06\x06=1!' >"$dir/three" ;;

@@ -5,10 +5,9 @@ use clap::Parser;
 // what the first allocated. jemalloc keeps a freed block in the freeing
 // thread's cache and hands it out again from there, still in that core's
 // cache; mimalloc sends it back to the allocating thread's page, whose next
-// allocation then loads a line the other core wrote last. On the 200 K
-// replay the allocator's share of the samples went from about 23 % to 12 %
-// and the replay took 0.87 to 0.93 of the time (`docs/PERFORMANCE.md`,
-// "The allocator of the `streamdex` command").
+// allocation then loads a line the other core wrote last. So jemalloc
+// spends less time allocating on replay, and replay runs faster (see
+// `docs/PERFORMANCE.md`, "The allocator of the `streamdex` command").
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -17,9 +16,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// to eight slabs' worth of a small size class (2,048 blocks at most, not
 /// two slabs' worth and 200) and, when full, gives back an eighth of it,
 /// not half; so the blocks the handling thread frees stay in its cache
-/// until it allocates again. The allocator's share of the 200 K replay:
-/// 12.9 % against 14.7 % with jemalloc's defaults (medians of 6 and 10
-/// runs, one profile each), at the same peak RSS.
+/// until it allocates again. That takes less of replay's time in the
+/// allocator than jemalloc's defaults, at the same peak RSS (see
+/// `docs/PERFORMANCE.md`).
 #[export_name = "_rjem_malloc_conf"]
 static MALLOC_CONF: Conf =
     Conf(c"lg_tcache_nslots_mul:3,tcache_nslots_small_max:2048,lg_tcache_flush_small_div:3".as_ptr());

@@ -58,8 +58,8 @@ pub const CODE_DIR: &str = "../target/lambda";
 /// Days the functions' logs are kept.
 pub const LOG_RETENTION_DAYS: u32 = 30;
 
-/// Memory of every function, in MB (CPU grows with it; the indexer's 6 MB
-/// batch peaks near 52 MB of RSS).
+/// Memory of every function, in MB (CPU grows with it; the indexer's peak
+/// RSS on a 6 MB batch is a small part of it: see `docs/PERFORMANCE.md`).
 pub const MEMORY_MB: u32 = 512;
 
 /// Seconds an invocation may take.

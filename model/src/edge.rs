@@ -98,7 +98,7 @@ pub fn classify<'a, I: Attrs>(
 /// missing (or NULL): such an edge is not replicated.
 pub fn member<I: Attrs>(set: &EdgeSetConfig, item: &I) -> Result<Option<String>, EdgeError> {
     // The parts first, then the member in a string of their size: built
-    // part by part, it grew two or three times per member.
+    // part by part, it would grow two or three times per member.
     let mut parts: SmallVec<[Cow<'_, str>; 4]> = SmallVec::new();
     for attribute in &set.member {
         match item.get(attribute).map(Attr::scalar) {

@@ -270,8 +270,8 @@ pub struct Groups {
 impl Groups {
     /// Room for the groups of `records` records (a group has one record at
     /// least), so that numbering a batch of that size never grows the
-    /// table: growing it from empty, batch after batch, rehashed every key
-    /// (about 1 % of a replay's instructions).
+    /// table: growing it from empty, batch after batch, would rehash every
+    /// key.
     pub fn with_capacity(records: usize) -> Groups {
         /// A guess at a group's key: a table name and an id.
         const KEY_GUESS: usize = 48;

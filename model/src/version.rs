@@ -45,7 +45,7 @@ pub enum VersionError {
 /// A source version: a sequence number, padded to [`WIDTH`] digits. Its
 /// `Ord` (the digits', byte by byte) is the numbers' order. Held inline:
 /// every write of a record carries a copy, made without an allocation or
-/// a shared count to touch (it was an `Arc<str>`: one allocation per
+/// a shared count to touch (an `Arc<str>` would cost one allocation per
 /// record, and two atomic operations per write).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version([u8; WIDTH]);

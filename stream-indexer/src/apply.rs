@@ -357,7 +357,7 @@ async fn run_lanes<S: Store>(
     stream::iter(lanes.into_values())
         // Boxed: a lane's future is about 2 KB (its requests' states nest
         // in it), which the buffer would otherwise copy three times over
-        // into each task it makes (1 % of a replay's instructions).
+        // into each task it makes.
         .map(|lane| Box::pin(sets::run_lane(store, config, backoff, stamping, lane)))
         .buffer_unordered(concurrency)
         .fold(Progress::default(), |mut all, lane| async move {

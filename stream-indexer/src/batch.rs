@@ -77,8 +77,7 @@ pub struct Options {
 }
 
 /// [`Options::read_ahead_from`] by default: a payload of about 180 records
-/// (a thread costs tens of microseconds; reading such a payload, a
-/// millisecond).
+/// (starting a thread costs little against reading such a payload).
 pub const READ_AHEAD_FROM: usize = 128 * 1024;
 
 impl Default for Options {
@@ -190,10 +189,10 @@ struct Entry<'a> {
 
 /// The fewest bytes a record takes in a payload, for a guess at how many a
 /// payload holds (a stream record in Lambda's JSON, envelope and keys, is
-/// longer: 544 bytes at the least in the example mix, 686 the median).
-/// Room made for that many at once numbers a batch without rehashing its
-/// groups and without copying its entries as they grow, which read each
-/// group's key again and wrote every entry anew, cold.
+/// longer, even the shortest of the example mix). Room made for that many
+/// at once numbers a batch without rehashing its groups and without copying
+/// its entries as they grow, which would read each group's key again and
+/// write every entry anew, cold.
 const RECORD_BYTES_GUESS: usize = 512;
 
 /// The largest mutations buffer kept for the next batch (about 5 MB); one
@@ -203,7 +202,7 @@ const SPARE_MAX_MUTATIONS: usize = 1 << 16;
 thread_local! {
     /// The emptied mutations buffer of the thread's last batch, for its
     /// next (as `apply::rows` keeps its writes'): grown anew for each
-    /// batch, it was copied at every doubling, into fresh pages.
+    /// batch, it would be copied at every doubling, into fresh pages.
     static SPARE_MUTATIONS: Cell<Vec<Mutation>> = const { Cell::new(Vec::new()) };
 }
 
@@ -224,8 +223,8 @@ struct Admitted<'a> {
     /// Each entry's version: its sequence number (DynamoDB's have at most
     /// 40 digits; one that cannot be a version is the lowest). Worked out
     /// as the record is admitted, not collected from the entries once all
-    /// are in: that collection, made at the batch's peak, put the 6 MB
-    /// event's peak RSS at about 48 MB against 36 MB this way.
+    /// are in: that collection, made at the batch's peak, would raise the
+    /// peak RSS (see `docs/PERFORMANCE.md`).
     versions: Vec<model::Version>,
     handled: Vec<Handled<'a>>,
 }

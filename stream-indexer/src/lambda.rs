@@ -25,7 +25,7 @@ pub use aws_kit::lambda::invoke;
 /// while the set lanes start ([`Options::read_ahead_from`]; default
 /// [`crate::batch::READ_AHEAD_FROM`]), or `off`: for a function that sees
 /// two cores but has less than two cores' time (Lambda below 1,769 MB),
-/// where a second thread can only add its own cost (not measured there).
+/// where a second thread can only add its own cost.
 pub const ENV_READ_AHEAD: &str = "STREAMDEX_READ_AHEAD";
 
 /// `STREAMDEX_READ_AHEAD` is set to something else than `off` or a size.

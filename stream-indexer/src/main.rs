@@ -4,7 +4,7 @@
 #![recursion_limit = "256"]
 
 // Freeing a large batch's images costs as much as parsing them with the
-// system allocator; mimalloc cuts both (see the README's performance section).
+// system allocator; mimalloc cuts both (see `docs/PERFORMANCE.md`, "The allocator").
 #[global_allocator]
 static ALLOCATOR: aws_kit::alloc::Allocator = aws_kit::alloc::Allocator;
 

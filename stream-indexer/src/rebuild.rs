@@ -24,7 +24,7 @@
 //! backoff and full jitter, `UnprocessedItems` and `UnprocessedKeys` resent).
 //!
 //! Why the result converges while the stream consumers are live: see the
-//! README section "Verify and rebuild".
+//! `docs/operations.md`, "With the consumers live".
 //!
 //! Memory: [`verify`] holds the rows the scanned source items produce (key,
 //! projection, source key) until their stored row is scanned, and every

@@ -11,9 +11,8 @@
 //! power of two (24, 40, 48 bytes: most names, values and vectors here), it
 //! allocates `size + align - 1` bytes from a larger size class and marks the
 //! page as holding interior pointers, which every later free on that page
-//! pays for. On the 6 MB Lambda event that was 168,100 over-allocations per
-//! handling; plain blocks cut the indexer's instructions by 3.6 % and its
-//! peak RSS from 51.7 to 43.6 MB (`docs/PERFORMANCE.md`, "The allocator").
+//! pays for. Plain blocks avoid both the over-allocation and that cost, in
+//! instructions and in peak RSS (`docs/PERFORMANCE.md`, "The allocator").
 //!
 //! A plain mimalloc block is a whole number of 8-byte words and a page's
 //! first block starts 16-byte aligned, so every plain block is 8-byte

@@ -82,27 +82,19 @@ const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 /// Tunes mimalloc (the functions' global allocator) and the process's
 /// memory:
 ///
-/// - Purge freed memory after a second instead of 10 ms. A batch frees what
-///   the next record, or the next batch, allocates again; purged in
-///   between, it comes back as fresh pages the kernel faults in and zeroes
-///   again. Measured (`docs/PERFORMANCE.md`, "The allocator"): a 6 MB
-///   Lambda batch, read record by record, takes 44.2 ms and peaks at 41 MB,
-///   against 48.5 ms and 33 MB purging at once (median of 7 alternating
-///   fresh processes); on the 200 K replay the page faults ranged from about
-///   800 to 46,000 from run to run with 10 ms (as the kernel's huge pages
-///   came and went), and at 46,000 the replay took 2.47 s; with a second
-///   they stay near 1,100 and it takes 2.05 s, at the same peak RSS.
+/// - Purge freed memory after a second instead of mimalloc's 10 ms. A batch
+///   frees what the next record, or the next batch, allocates again; purged
+///   in between, it comes back as fresh pages the kernel faults in and zeroes
+///   again, which costs time and makes page faults swing from run to run.
 /// - No transparent huge pages. mimalloc asks for them on its arenas
 ///   (`madvise`), and where the kernel grants them (`madvise` or `always`
 ///   in `/sys/kernel/mm/transparent_hugepage/enabled`) every first touch of
 ///   a 2 MB stretch faults in and zeroes all of it, however little of it
-///   is used. Measured (`docs/PERFORMANCE.md`, "2026-11-27, night"): the
-///   6 MB batch peaks at 30.5 MB instead of 45.7 MB, in about the same
-///   time; the 200 K replay peaks at about 112 MB instead of 126 MB, and
-///   the allocator's share of its samples fell from 29.1 % to 21.0 %
-///   (medians of 3 alternating runs; page zeroing was 9 % of all samples).
+///   is used, which raises the peak RSS and the time spent zeroing pages.
 ///   The process-wide switch (`PR_SET_THP_DISABLE`) also covers the arena
 ///   mimalloc reserved before `main`.
+///
+/// The figures behind both choices are in `docs/PERFORMANCE.md`.
 pub fn tune_allocator() {
     // SAFETY: each call sets a process-wide allocator option; it takes no
     // pointers and is safe at any time, from any thread.

@@ -221,9 +221,9 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             Some(Dump::Json) => Some(runtime.block_on(derived_json(local.store(), &config))?),
             None => None,
         };
-        // Freeing the tables item by item took 3.6 % of a 200 K replay's
-        // samples; a thread does it while the summary prints (the process
-        // may exit first, and the OS reclaims it all at once).
+        // Freeing the tables item by item takes a noticeable share of a
+        // replay's time; a thread does it while the summary prints (the
+        // process may exit first, and the OS reclaims it all at once).
         std::thread::spawn(move || drop(local));
         derived
     };

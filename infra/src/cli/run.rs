@@ -62,9 +62,8 @@ pub struct RunArgs {
     pub discover_every: u64,
     /// Overrides every mapping's batching window, in milliseconds (0: invoke
     /// with whatever each poll read). Default: the mappings' own, 0 as in
-    /// the AWS template (a lone write reaches the index after about 50 ms
-    /// against moto, at the median); a larger window trades that latency
-    /// for fuller batches.
+    /// the AWS template (a lone write is handled as soon as a poll reads
+    /// it); a larger window trades that latency for fuller batches.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=300_000))]
     pub batching_window_ms: Option<u64>,
     /// Do not poll the reap rules' queues (the reaper then gets nothing).

@@ -19,7 +19,7 @@ use crate::template;
     streamdex template streamdex.toml -o infra/template.json\n  \
     streamdex template streamdex.example.toml -o infra/streamdex.template.json   # the committed example\n\n\
     Build the functions with `cargo lambda build --release --arm64`, then deploy with `sam deploy` \
-    (README, \"Deploying to AWS\": the commands and the parameters).")]
+    (docs/deploying.md: the commands and the parameters).")]
 pub struct TemplateArgs {
     /// The pipeline config (TOML). Its file name (not its folder) appears in the template's description.
     #[arg(value_name = "CONFIG")]

@@ -5,12 +5,11 @@
 //! entries puts one row, with a projection of its own equal to the one its
 //! nine siblings hold. Where the rows are kept in memory for a long run
 //! (replay), an item's rows so come to hold several equal copies, and the
-//! copies grow with the history, not with the table (heaptrack, the example
-//! mix over a 215 K key space: 13.1 MB of projections for 149,730 rows after
-//! 200 K records, 20.5 MB for 192,120 rows after 400 K, when the rows held
-//! 14,973 and 19,212 distinct ones). [`SharedProjections::share`] gives a
-//! plan's row puts the copy kept for an equal projection instead, on the
-//! thread that plans, so the thread that stores the rows does no lookup.
+//! copies grow with the history, not with the table, to many times the
+//! distinct projections (see `docs/PERFORMANCE.md`).
+//! [`SharedProjections::share`] gives a plan's row puts the copy kept for an
+//! equal projection instead, on the thread that plans, so the thread that
+//! stores the rows does no lookup.
 //!
 //! A kept projection stays while anything else holds it: when the set has
 //! doubled since its last sweep, it drops every projection only it holds.

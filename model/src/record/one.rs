@@ -128,8 +128,7 @@ pub(super) fn received_borrowed(raw: &RawValue, position: RecordId) -> BorrowedR
 /// reads them, and its text; `None` when it does not read as a record
 /// object. Read by hand where the record has the common shape
 /// ([`scan`]), else by serde_json ([`leading_serde`]). Inlined: called out
-/// of line, the router's reading of the 6 MB event was about 4 % slower
-/// (23.7 against 22.8 ms, 11 alternating runs).
+/// of line, the router's reading is measurably slower (see `docs/PERFORMANCE.md`).
 #[inline(always)]
 pub(super) fn leading<'a, I, K>(text: &'a str) -> Option<(&'a str, RawRecord<'a, I, K>)>
 where

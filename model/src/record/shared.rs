@@ -7,7 +7,7 @@
 //! matters where one thread reads records and another drops them (the
 //! indexer's read-ahead): a shared count (`Arc<str>`) costs two atomic
 //! updates per record on a cache line the two cores hand back and forth,
-//! which was about 6 % of the reading thread's time on the 6 MB event.
+//! a noticeable share of the reading thread's time on a large batch.
 //! What is kept is bounded ([`KEPT_TEXTS`] texts of at most
 //! [`KEPT_LEN`] bytes); past that a text is counted as before.
 

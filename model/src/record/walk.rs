@@ -33,8 +33,7 @@ use crate::value::{borrowed, Image};
 ///
 /// A consumer that works out each record and lets it go before the next
 /// holds one record's images at a time instead of the whole batch's: on a
-/// 6 MB batch that is the difference between about 40 and 22 MB touched,
-/// and the kernel faults in (and zeroes) every page touched the first time.
+/// 6 MB batch that roughly halves the memory touched, and the kernel faults in (and zeroes) every page touched the first time.
 ///
 /// Errors are [`parse_batch`](super::parse_batch)'s: at once when the
 /// payload does not start as a batch, else from the iterator when it meets

@@ -1,6 +1,6 @@
 //! CSS1 composite sort strings: typed tuples packed into one String whose
 //! UTF-8 byte order equals the tuples' order. The format is specified in
-//! `shared/css1.md` (copied to `docs/css1.md`).
+//! `docs/css1.md`.
 //!
 //! - Encoding: [`encode_value`] appends one element, [`encode`] builds a whole
 //!   key (and checks its length), [`encode_sort_value`] / [`encode_sort_values`]

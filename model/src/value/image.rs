@@ -236,7 +236,7 @@ const LINEAR: usize = 16;
 
 /// Whether two attribute names are the same, compared in place: most names
 /// are under 16 bytes, and for those a call to `memcmp` per entry scanned
-/// cost more than the comparison (two overlapping words, or two halves, or
+/// costs more than the comparison (two overlapping words, or two halves, or
 /// the three bytes of a name of three or fewer).
 #[inline]
 pub(super) fn same_name(a: &str, b: &str) -> bool {

@@ -81,8 +81,8 @@ const SPARE_MAX_WRITES: usize = 1 << 16;
 
 thread_local! {
     /// The emptied writes buffer of the thread's last batch, for its next:
-    /// made anew for each batch, it came from fresh pages that the kernel
-    /// faulted in and zeroed (2 % of a 200 K replay's samples).
+    /// made anew for each batch, it would come from fresh pages that the
+    /// kernel faults in and zeroes.
     static SPARE: Cell<Vec<Option<(usize, RowWrite)>>> = const { Cell::new(Vec::new()) };
 }
 

@@ -6,10 +6,11 @@
 //! long payload is read on a second thread, which hands the records over in
 //! chunks, in order, and this thread admits them as they come. Every record
 //! is handed over exactly as when read on one thread (a test compares the
-//! two): only where the work is done changes. (With the poison check done
-//! ahead too, the reading thread was the slower of the two.) Each chunk,
-//! once admitted, is handed back and dropped on the reading thread, where
-//! its records were allocated, and its room used for a later chunk.
+//! two): only where the work is done changes. (The poison check stays on
+//! this thread: done ahead too, it would make the reading thread the slower
+//! of the two.) Each chunk, once admitted, is handed back and dropped on the
+//! reading thread, where its records were allocated, and its room used for a
+//! later chunk.
 
 use std::sync::mpsc;
 
@@ -97,9 +98,9 @@ type Chunk<'a> = Vec<(RawJson<'a>, BorrowedReceived<'a>)>;
 
 /// Drops the chunks handed back: on the reading thread, which allocated
 /// their records, a free is a local one. Dropped on the admitting thread,
-/// each of a record's blocks went back to the reading thread's pages
-/// through an atomic list, which the reading thread then had to collect
-/// (about an eighth of its time on the 6 MB event).
+/// each of a record's blocks would go back to the reading thread's pages
+/// through an atomic list, which the reading thread would then have to
+/// collect, a sizeable share of its time (see `docs/PERFORMANCE.md`).
 fn drop_all<'a>(chunks: impl Iterator<Item = Chunk<'a>>) {
     chunks.for_each(drop);
 }

@@ -35,10 +35,8 @@ use serde_json::value::RawValue;
 const READ_BUFFER: usize = 1 << 20;
 /// Records (at least; whole batches) read and parsed ahead at a time, on the
 /// reading thread: enough that handing a part over costs little against
-/// parsing it, few enough that a part takes a few MB at most. Measured on
-/// the 200 K replay, when a thread was started per part: 500 was 6 % faster
-/// than one batch (100) at a time, and 2,000 no faster than 500 but 15 MB
-/// larger.
+/// parsing it, few enough that a part takes a few MB at most: larger parts
+/// only add memory (see `docs/PERFORMANCE.md`).
 const READ_AHEAD_RECORDS: usize = 500;
 
 /// Why a file could not be replayed.
@@ -304,8 +302,8 @@ impl<R: BufRead> Input<R> {
 
 /// Reads through the next `\n` (or to the end of the input) onto the end
 /// of `out`, as `BufRead::read_until` does; returns the bytes read. The
-/// newline is found with `memchr`'s vector search: std's word-at-a-time
-/// one was 2.4 % of a replay's instructions (callgrind, 100 K records).
+/// newline is found with `memchr`'s vector search, which costs replay far
+/// less than std's word-at-a-time one (see `docs/PERFORMANCE.md`).
 fn read_until_newline<R: BufRead>(reader: &mut R, out: &mut Vec<u8>) -> std::io::Result<usize> {
     let mut read = 0;
     loop {

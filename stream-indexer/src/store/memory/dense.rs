@@ -7,11 +7,10 @@
 //! its capacity until it rehashes, and it doubles whenever more than half of
 //! it is live; so it settles at two to four times its live entries, each
 //! slot the size of a whole entry, and for a moment holds the old and the
-//! new table at once. The index rows of a long replay grew with the history
-//! that way (heaptrack: 11.7 → 35.0 MB at the peak from a 215 K to a 430 K
-//! replay over one key space, when this map replaced a `HashMap`). Here the
-//! vector holds only live entries (at most twice the most ever live, as any
-//! vector), and the table's spare slots are a `usize` each.
+//! new table at once. The index rows of a long replay would grow with the
+//! history that way, not with the key space (see `docs/PERFORMANCE.md`).
+//! Here the vector holds only live entries (at most twice the most ever
+//! live, as any vector), and the table's spare slots are a `usize` each.
 //!
 //! Each entry's hash is kept beside it (a `u64` in a vector of their own):
 //! the table grows without hashing every key again (and reading every

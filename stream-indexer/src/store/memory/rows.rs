@@ -42,7 +42,7 @@ impl Stored {
 /// the entry up to 56 bytes (the example's keys are 50 to 60). A lookup
 /// compares the key in the entry it reads already, not in two strings
 /// elsewhere (two more lines loaded from memory, each a `memcmp` that
-/// waited: 3 % of the 400 K replay's handling thread in `Rows::remove`).
+/// waits on them).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
     index: usize,

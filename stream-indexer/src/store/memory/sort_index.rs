@@ -4,10 +4,9 @@
 //! items: most hold one (a node, or the one edge that points at a target),
 //! kept inline; a target many edges point at (a user on every goal) keeps
 //! them in a hash set, so a write costs two hashes, never a walk down a
-//! tree of strings (with a B-tree, the index's writes were about 5 % of the
-//! 200 K replay's handling-thread samples, mostly the walk's string
-//! compares; with the hash set, 3 % all told). Reads, rare (the reaper's,
-//! one per expired node), sort what they find into key order.
+//! tree of strings (a B-tree's writes cost more, mostly in the walk's string
+//! compares; see `docs/PERFORMANCE.md`). Reads, rare (the reaper's, one per
+//! expired node), sort what they find into key order.
 //!
 //! A table's index is made the first time it is asked for (from the items
 //! the table holds then) and kept from then on: tables no one reads by sort

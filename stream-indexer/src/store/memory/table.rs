@@ -9,9 +9,9 @@
 //! Keys are held in the map's slots and the partitions' vectors themselves
 //! ([`Held`], up to 56 bytes inline: the example's node ids are 41, its
 //! edges' sort keys 56), not as strings elsewhere: finding an item compares
-//! keys in lines the lookup reads anyway. As strings, each compare loaded a
-//! line of its own (the `memcmp` under the replay's item writes was 40 % of
-//! their samples at 400 K records, and grew 3.2x from 200 K).
+//! keys in lines the lookup reads anyway. As strings, each compare would
+//! load a line of its own, a cost that grows faster than the history (see
+//! `docs/PERFORMANCE.md`).
 
 use std::hash::{Hash, Hasher};
 
