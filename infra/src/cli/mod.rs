@@ -12,6 +12,7 @@
 //! - [`query`](mod@query): `query` (an index's rows by typed conditions on its sort columns).
 //! - [`verify`]: `verify` (and the selection and report rendering `rebuild` shares); [`rebuild`]: `rebuild`.
 //! - [`exit`]: the exit codes; [`progress`]: progress bars on a terminal.
+//! - [`reference`]: the command-line reference (`docs/cli.md`), rendered from the above.
 
 use std::process::ExitCode;
 
@@ -25,6 +26,7 @@ pub mod quarantine;
 pub mod query;
 pub mod rebuild;
 pub mod record;
+pub mod reference;
 pub mod replay;
 pub mod run;
 pub mod seed;

@@ -23,7 +23,7 @@ pub struct Endpoint {
     /// The endpoint of every AWS service (a moto server:
     /// `http://127.0.0.1:5005`). Default: `AWS_ENDPOINT_URL` (checked the
     /// same way: a bad value is exit 2), else AWS itself.
-    #[arg(long, value_name = "URL", env = "AWS_ENDPOINT_URL", value_parser = endpoint_url)]
+    #[arg(long, value_name = "URL", env = "AWS_ENDPOINT_URL", hide_env_values = true, value_parser = endpoint_url)]
     pub endpoint_url: Option<String>,
     /// The region. Default: `AWS_REGION`, else the profile's.
     #[arg(long, value_name = "REGION")]
