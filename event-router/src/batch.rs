@@ -2,7 +2,7 @@
 //! records, and what it reports (`batchItemFailures`). The same rules as the
 //! indexer's (`model::settlement`), for events instead of mutations.
 //!
-//! 1. Every record is read ([`model::record::glance_batch`], one at a
+//! 1. Every record is read ([`model::record::read_batch`], glancing, one at a
 //!    time, its images checked but built only when a route takes it) and
 //!    classified by the config's routes ([`model::event::classify`]): zero
 //!    or more events. A record that cannot be read or classified is poison.
@@ -38,10 +38,10 @@ use std::sync::Arc;
 use aws_kit::quarantine::Quarantine;
 use aws_kit::settle::settle;
 use model::config::Config;
-use model::record::{self, CreationTime, ParseError, Received};
+use model::record::{self, CreationTime, Mode, ParseError, Received};
 use model::settlement::BatchResponse;
 pub use model::settlement::{Failed, Failure, Quarantined};
-use model::value::Attrs;
+use model::value::{borrowed, Attrs};
 use model::{Backoff, Fault};
 
 use crate::publish::{Entry, Publisher};
@@ -201,7 +201,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
 
     /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as
     /// bytes. Each record is read, classified and let go before the next
-    /// ([`record::glance_batch_borrowed`]): its keys are borrowed from the
+    /// ([`record::read_batch`] in [`Mode::Glance`]): its keys are borrowed from the
     /// payload, its images checked as they are read, and built only for a
     /// record a route takes (read again from its text). Nothing is
     /// published before the whole payload is read.
@@ -209,7 +209,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         let mut stats = RouterStats::default();
         let mut classified = Classified::default();
         let mut position = 0;
-        record::glance_batch_borrowed(payload)?.for_each_lent(|raw, received| {
+        record::read_batch::<borrowed::Image>(payload, Mode::Glance)?.for_each_lent(|raw, received| {
             stats.records += 1;
             self.classify(&mut classified, &mut stats, position, received, raw);
             position += 1;

@@ -12,6 +12,8 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use model::config::{parse, Config, EXAMPLE_CONFIG};
 use model::plan::Planner;
+use model::record::Mode;
+use model::value::Image;
 
 fn config() -> &'static Config {
     static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -40,10 +42,10 @@ fuzz_target!(|data: &[u8]| {
 
 /// The router's reading against the whole reading (see the module doc).
 fn glanced_as_whole(config: &Config, data: &[u8]) {
-    let (Ok(glanced), Ok(whole)) = (model::record::glance_batch(data), model::record::read_batch(data)) else {
+    let (Ok(glanced), Ok(whole)) = (model::record::read_batch::<Image>(data, Mode::Glance), model::record::read_batch::<Image>(data, Mode::Whole)) else {
         assert_eq!(
-            model::record::glance_batch(data).err(),
-            model::record::read_batch(data).err()
+            model::record::read_batch::<Image>(data, Mode::Glance).err(),
+            model::record::read_batch::<Image>(data, Mode::Whole).err()
         );
         return;
     };

@@ -2,7 +2,7 @@
 //! shape and as JSON Lines.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use model::record::{parse_any, parse_batch, parse_json_lines, Received};
+use model::record::{parse_any, parse_batch, Received};
 use serde_json::value::RawValue;
 
 /// The fixture records, repeated up to about `target` bytes of JSON.
@@ -49,7 +49,7 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(batch.len() as u64));
     group.bench_function("parse_batch", |b| b.iter(|| parse_batch(batch.as_bytes())));
     group.bench_function("parse_any_batch", |b| b.iter(|| parse_any(batch.as_bytes())));
-    group.bench_function("parse_json_lines", |b| b.iter(|| parse_json_lines(&lines)));
+    group.bench_function("parse_any_json_lines", |b| b.iter(|| parse_any(lines.as_bytes())));
     group.bench_function("serde_json_value_baseline", |b| {
         b.iter(|| serde_json::from_str::<serde_json::Value>(&batch))
     });

@@ -2,23 +2,25 @@
 //! stream record in: the Lambda DynamoDB event, a DynamoDB Streams
 //! `GetRecords` response, and JSON Lines with one record per line.
 //!
-//! # Parsing
+//! # Reading
 //!
-//! - [`parse_batch`]: a Lambda event or a `GetRecords` response, both
-//!   `{"Records": [...], ...}`; [`read_batch`] reads the same records one
-//!   at a time, in one pass over the payload; [`glance_batch`] too, but
-//!   checks each record's images instead of building them where it can
-//!   (for the router: `glance`). [`read_batch_borrowed`] and
-//!   [`glance_batch_borrowed`] read the same, their keys and images
-//!   borrowed from the payload ([`crate::value::borrowed`]): the
-//!   consumers' readings.
-//! - [`parse_json_lines`]: one record object per line (either spelling),
-//!   blank lines ignored; each record comes with its line number.
-//! - [`parse_any`]: detects which of the two it was given.
-//! - [`parse_record`]: one record's JSON.
-//! - [`parse_json_line`]: one line of JSON Lines, for readers that stream a
-//!   file; [`parse_json_line_borrowed`] borrows its images from the line
-//!   (replay's reading).
+//! One way in per use:
+//!
+//! - [`read_batch`]: a Lambda event or a `GetRecords` response, both
+//!   `{"Records": [...], ...}`, a record at a time in one pass over the
+//!   payload ([`parse_batch`] collects it);
+//! - [`read_line`]: one line of JSON Lines, for readers that stream a file;
+//! - [`parse_any`]: a file of any accepted shape (a batch, JSON Lines, or
+//!   one record object), detected;
+//! - [`parse_record`]: one record's JSON (as the quarantine keeps it).
+//!
+//! The first two take the [`Mode`] (`Whole`: every record's images built;
+//! `Glance`: checked as they go by, built only where needed: the router's
+//! reading) and build keys and images as the [`ImageForm`] asked for:
+//! owned ([`Image`]), or borrowed from the payload ([`borrowed::Image`]).
+//! Every reading falls back alike: the hand scanner to serde_json, a glance
+//! to a whole reading, the one-pass walk to the strict reading that says
+//! what is wrong with a payload.
 //!
 //! Input that is not JSON at all (or not one of these shapes) is a
 //! [`ParseError`] with a line and column. Otherwise every record comes back
@@ -72,9 +74,11 @@ use std::fmt;
 
 use crate::value::{borrowed, Attrs, Image};
 
-pub use parse::{parse_any, parse_batch, parse_json_line, parse_json_line_borrowed, parse_json_lines, parse_record};
+#[cfg(test)]
+use parse::parse_json_lines;
+pub use parse::{parse_any, parse_batch, parse_record, read_line};
 pub use shared::{table_from_arn, SharedText};
-pub use walk::{glance_batch, glance_batch_borrowed, read_batch, read_batch_borrowed, BatchReader};
+pub use walk::{read_batch, BatchReader, Form, ImageForm, Mode};
 
 /// What happened to the item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -115,7 +119,7 @@ pub struct CreationTime {
 /// One change to one item, as the planner and the router see it. Its
 /// images are owned ([`Image`]), or borrowed from the payload it was read
 /// from ([`borrowed::Image`], see
-/// [`read_batch_borrowed`]).
+/// [`read_batch`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangeRecord<I = Image> {
     /// `eventID`, when the source carried one.
@@ -193,13 +197,13 @@ pub struct Received<'a, I = Image> {
     /// The record's plan and events, when worked out ahead of the
     /// consumers (see [`crate::Planner::plan_ahead`]).
     pub(crate) ahead: ahead::Ahead,
-    /// False when the record was glanced at ([`glance_batch`]): its images
+    /// False when the record was glanced at ([`Mode::Glance`]): its images
     /// then are not kept (`old` and `new` are `None`).
     whole_images: bool,
 }
 
 /// A record read with its images borrowed from the payload
-/// ([`read_batch_borrowed`]).
+/// ([`read_batch`] into [`borrowed::Image`]).
 pub type BorrowedReceived<'a> = Received<'a, borrowed::Image<'a>>;
 
 impl<I> ChangeRecord<I> {
@@ -297,7 +301,7 @@ impl Received<'_> {
 
 impl<I: Attrs> Received<'_, I> {
     /// Whether the record's images are whole: false for a record glanced
-    /// at ([`glance_batch`]), which comes without its images.
+    /// at ([`Mode::Glance`]), which comes without its images.
     pub fn has_whole_images(&self) -> bool {
         self.whole_images
     }

@@ -354,7 +354,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
 
     /// Handles a Lambda DynamoDB event (or a `GetRecords` response) given as
     /// bytes. Each record is read, its images borrowed from the payload,
-    /// planned and let go soon after ([`model::record::read_batch_borrowed`];
+    /// planned and let go soon after ([`model::record::read_batch`], borrowed;
     /// a long payload is read on a second thread, a few chunks of records
     /// ahead, see [`Options::read_ahead_from`]): the batch's images are never
     /// all held at once, and their strings are never copied. Nothing is

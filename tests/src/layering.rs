@@ -187,10 +187,8 @@ fn blank_comments_and_strings(text: &str) -> String {
                 }
             }
             (j + 1).min(rest.len())
-        } else if let Some(len) = char_literal_len(rest) {
-            len
         } else {
-            0
+            char_literal_len(rest).unwrap_or_default()
         };
         if skip > 0 {
             out.push_str(&keep_newlines(&rest[..skip]));

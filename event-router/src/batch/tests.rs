@@ -486,7 +486,7 @@ fn record_with_values() -> impl Strategy<Value = ChangeRecord> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// The router glances at a payload's images (`model::record::glance_batch`)
+    /// The router glances at a payload's images (`model::record::read_batch` in `Mode::Glance`)
     /// and reads whole only the records a route takes: what it publishes,
     /// quarantines and answers is what it does with the records read whole.
     #[test]

@@ -424,8 +424,8 @@ proptest! {
         }
         let payload = crate::delivery::lambda_event(&records);
         let planner = Planner::new(&config);
-        let owned: Vec<_> = crate::record::read_batch(&payload).expect("a batch").collect();
-        let borrowed: Vec<_> = crate::record::read_batch_borrowed(&payload).expect("a batch").collect();
+        let owned: Vec<_> = crate::record::read_batch::<crate::value::Image>(&payload, crate::record::Mode::Whole).expect("a batch").collect();
+        let borrowed: Vec<_> = crate::record::read_batch::<crate::value::borrowed::Image>(&payload, crate::record::Mode::Whole).expect("a batch").collect();
         prop_assert_eq!(owned.len(), records.len());
         prop_assert_eq!(borrowed.len(), records.len());
         for (owned, borrowed) in owned.iter().zip(&borrowed) {

@@ -122,7 +122,7 @@ pub(super) enum ImageProblem {
 pub(super) struct ImageField(pub Result<Image, ImageProblem>);
 
 /// An image borrowed from the text where it can be, or why it is
-/// malformed: what the indexer reads ([`super::read_batch_borrowed`]).
+/// malformed: what the indexer reads ([`super::read_batch`] into `borrowed::Image`).
 /// serde_json reads it as an [`ImageField`], which is then moved into the
 /// borrowed form; the scan ([`super::scan`]) reads it borrowed.
 #[cfg_attr(test, derive(Debug))]

@@ -45,7 +45,7 @@ pub(super) fn glance_leading(text: &str, position: RecordId) -> Option<(&str, Re
 }
 
 /// [`glance_leading`], the record's keys borrowed from `text` (and, for a
-/// record read whole, its images: see [`super::read_batch_borrowed`]).
+/// record read whole, its images: see [`super::read_batch`]).
 pub(super) fn glance_leading_borrowed(text: &str, position: RecordId) -> Option<(&str, BorrowedReceived<'_>)> {
     glance::<BorrowedField<'_>, borrowed::Image<'_>>(text, position, |text, position| {
         whole(text, position).into_borrowed()

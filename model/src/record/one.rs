@@ -111,7 +111,7 @@ pub(super) fn read_leading(text: &str, position: RecordId) -> Option<(&str, Rece
 }
 
 /// [`read_leading`], the record's images borrowed from `text` where they
-/// can be (see [`super::read_batch_borrowed`]).
+/// can be (see [`super::read_batch`]).
 pub(super) fn read_leading_borrowed(text: &str, position: RecordId) -> Option<(&str, BorrowedReceived<'_>)> {
     let (own, raw) = leading::<BorrowedField<'_>, BorrowedField<'_>>(text)?;
     let (sequence_number, record) = build(raw, position, |field| field.0, false);

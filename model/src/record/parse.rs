@@ -1,23 +1,25 @@
-//! The parsers: documents into raw records, raw records into borrowed serde
-//! structs, and those, validated, into [`ChangeRecord`]s.
+//! The ways in, one per use: a Lambda payload ([`read_batch`], in `walk`;
+//! [`parse_batch`] collects it), a line of JSON Lines ([`read_line`]), a
+//! file of any accepted shape ([`parse_any`]), one record's JSON
+//! ([`parse_record`]).
 
 use serde::de::Deserialize;
 use serde_json::value::RawValue;
 
 use super::document::{decode, is_json_whitespace, json_message, line_col, Probe};
 use super::one::received;
-use super::walk::{read_batch, Form};
-use super::{BorrowedReceived, ParseError, Received, RecordId};
+use super::walk::{read_batch, Form, ImageForm, Mode};
+use super::{ParseError, Received, RecordId};
+use crate::value::Image;
 
 /// Parses a Lambda DynamoDB event or a DynamoDB Streams `GetRecords`
-/// response: an object with a `Records` array (other members, such as
-/// `NextShardIterator`, are ignored).
+/// response whole: [`read_batch`] in [`Mode::Whole`], collected.
 ///
 /// Input that is not UTF-8 JSON, not an object, or has no `Records` array is
 /// a [`ParseError`]; otherwise every element of `Records` gives one
 /// [`Received`], in order, whether or not it is a usable record.
 pub fn parse_batch(bytes: &[u8]) -> Result<Vec<Received<'_>>, ParseError> {
-    read_batch(bytes)?
+    read_batch::<Image>(bytes, Mode::Whole)?
         .map(|read| read.map(|(_, received)| received))
         .collect()
 }
@@ -27,7 +29,8 @@ pub fn parse_batch(bytes: &[u8]) -> Result<Vec<Received<'_>>, ParseError> {
 /// line number (from 1). A line that is not JSON is a [`ParseError`] with its
 /// line number; a line that is JSON but not a usable record is a [`Received`]
 /// whose `record` is the error.
-pub fn parse_json_lines(text: &str) -> Result<Vec<(usize, Received<'_>)>, ParseError> {
+#[cfg(test)]
+pub(super) fn parse_json_lines(text: &str) -> Result<Vec<(usize, Received<'_>)>, ParseError> {
     let (text, bom) = match text.strip_prefix('\u{feff}') {
         Some(rest) => (rest, 3),
         None => (text, 0),
@@ -92,29 +95,25 @@ fn json_lines(text: &str, bom: usize) -> Result<Vec<(usize, Received<'_>)>, Pars
     for (index, line) in text.split('\n').enumerate() {
         let number = index + 1;
         let column_shift = if number == 1 { bom } else { 0 };
-        if let Some(received) = parse_json_line(line, number, column_shift)? {
+        if let Some(received) = read_line(line, number, column_shift, Mode::Whole)? {
             out.push((number, received));
         }
     }
     Ok(out)
 }
 
-/// Parses line `number` (from 1) of a JSON Lines file, for readers that
-/// take a file a line at a time: `None` for a blank line, an error (at that
-/// line, its column moved right by `column_shift`, as for a byte-order mark
-/// the caller stripped) for a line that is not JSON, else the record.
-pub fn parse_json_line(line: &str, number: usize, column_shift: usize) -> Result<Option<Received<'_>>, ParseError> {
-    json_line(line, number, column_shift, Form::whole())
-}
-
-/// [`parse_json_line`], the record's images borrowed from `line` (as
-/// [`super::read_batch_borrowed`] reads them).
-pub fn parse_json_line_borrowed(
-    line: &str,
+/// Reads line `number` (from 1) of a JSON Lines file, its images built as
+/// `I` in `mode` (as [`read_batch`] reads a payload's records), for readers
+/// that take a file a line at a time: `None` for a blank line, an error (at
+/// that line, its column moved right by `column_shift`, as for a byte-order
+/// mark the caller stripped) for a line that is not JSON, else the record.
+pub fn read_line<'a, I: ImageForm<'a>>(
+    line: &'a str,
     number: usize,
     column_shift: usize,
-) -> Result<Option<BorrowedReceived<'_>>, ParseError> {
-    json_line(line, number, column_shift, Form::borrowed())
+    mode: Mode,
+) -> Result<Option<Received<'a, I>>, ParseError> {
+    json_line(line, number, column_shift, I::form(mode))
 }
 
 /// One line, its record read as `form` reads one: in one pass where it

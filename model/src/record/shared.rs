@@ -149,6 +149,51 @@ impl fmt::Display for SharedText {
     }
 }
 
+/// The table name in a DynamoDB table or stream ARN
+/// (`arn:PARTITION:dynamodb:REGION:ACCOUNT:table/NAME[/stream/LABEL]`), if it
+/// is one and the name is a valid table name.
+pub fn table_from_arn(arn: &str) -> Option<&str> {
+    let mut parts = arn.splitn(6, ':');
+    if parts.next()? != "arn" || parts.next()?.is_empty() || parts.next()? != "dynamodb" {
+        return None;
+    }
+    let (_region, _account) = (parts.next()?, parts.next()?);
+    let name = parts.next()?.strip_prefix("table/")?.split('/').next()?;
+    let valid = !name.is_empty()
+        && name.len() <= 255
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    valid.then_some(name)
+}
+
+/// A stream ARN and the name of its table, if it names one.
+pub(super) type SharedArn = (SharedText, Option<SharedText>);
+
+/// How many ARNs [`shared_arn`] keeps: a Lambda batch comes from one
+/// stream, a replayed file from a few.
+const SHARED_ARNS: usize = 8;
+
+/// `arn` and the name of its table ([`table_from_arn`]), shared. The last
+/// few ARNs met on the thread are kept, so that the records of one stream
+/// share one of each instead of each making its own.
+pub(super) fn shared_arn(arn: &str) -> SharedArn {
+    std::thread_local! {
+        static KEPT: RefCell<Vec<SharedArn>> = const { RefCell::new(Vec::new()) };
+    }
+    KEPT.with_borrow_mut(|kept| {
+        if let Some((known, table)) = kept.iter().find(|(known, _)| **known == *arn) {
+            return (known.clone(), table.clone());
+        }
+        if kept.len() == SHARED_ARNS {
+            kept.remove(0);
+        }
+        let shared = (SharedText::kept(arn), table_from_arn(arn).map(SharedText::kept));
+        kept.push(shared.clone());
+        shared
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,49 +250,4 @@ mod tests {
         assert_eq!(format!("{a:?} {b}"), "\"alpha\" beta");
         assert_eq!(Some(a).as_deref(), Some("alpha"));
     }
-}
-
-/// The table name in a DynamoDB table or stream ARN
-/// (`arn:PARTITION:dynamodb:REGION:ACCOUNT:table/NAME[/stream/LABEL]`), if it
-/// is one and the name is a valid table name.
-pub fn table_from_arn(arn: &str) -> Option<&str> {
-    let mut parts = arn.splitn(6, ':');
-    if parts.next()? != "arn" || parts.next()?.is_empty() || parts.next()? != "dynamodb" {
-        return None;
-    }
-    let (_region, _account) = (parts.next()?, parts.next()?);
-    let name = parts.next()?.strip_prefix("table/")?.split('/').next()?;
-    let valid = !name.is_empty()
-        && name.len() <= 255
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    valid.then_some(name)
-}
-
-/// A stream ARN and the name of its table, if it names one.
-pub(super) type SharedArn = (SharedText, Option<SharedText>);
-
-/// How many ARNs [`shared_arn`] keeps: a Lambda batch comes from one
-/// stream, a replayed file from a few.
-const SHARED_ARNS: usize = 8;
-
-/// `arn` and the name of its table ([`table_from_arn`]), shared. The last
-/// few ARNs met on the thread are kept, so that the records of one stream
-/// share one of each instead of each making its own.
-pub(super) fn shared_arn(arn: &str) -> SharedArn {
-    std::thread_local! {
-        static KEPT: RefCell<Vec<SharedArn>> = const { RefCell::new(Vec::new()) };
-    }
-    KEPT.with_borrow_mut(|kept| {
-        if let Some((known, table)) = kept.iter().find(|(known, _)| **known == *arn) {
-            return (known.clone(), table.clone());
-        }
-        if kept.len() == SHARED_ARNS {
-            kept.remove(0);
-        }
-        let shared = (SharedText::kept(arn), table_from_arn(arn).map(SharedText::kept));
-        kept.push(shared.clone());
-        shared
-    })
 }

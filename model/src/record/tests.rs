@@ -13,6 +13,16 @@ use super::time::parse_creation_time;
 use super::*;
 use crate::value::Value;
 
+/// The payload's records read whole, owned.
+fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
+    super::read_batch(bytes, Mode::Whole)
+}
+
+/// The payload's records read whole, borrowed.
+fn read_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, borrowed::Image<'_>>, ParseError> {
+    super::read_batch(bytes, Mode::Whole)
+}
+
 fn fixture_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
@@ -1306,7 +1316,7 @@ fn the_one_pass_reads_odd_elements_and_members_as_the_strict_way() {
     }
 }
 
-/// `read_batch_borrowed`, each record's images made owned.
+/// The records read borrowed, each record's images made owned.
 fn borrowed_in_one_pass(bytes: &[u8]) -> Reading {
     read_batch_borrowed(bytes)?
         .map(|read| {
@@ -1418,7 +1428,7 @@ fn line_strictly(line: &str) -> Result<Option<Read>, String> {
 }
 
 fn line_in_one_pass(line: &str) -> Result<Option<Read>, String> {
-    let read = parse_json_line(line, 3, 0).map_err(|e| e.to_string())?;
+    let read = read_line::<Image>(line, 3, 0, Mode::Whole).map_err(|e| e.to_string())?;
     Ok(read.map(|r| (r.raw_json().text().into_owned(), r.sequence_number, r.record)))
 }
 

@@ -26,89 +26,92 @@ use super::one::{read_leading, read_leading_borrowed, received, received_borrowe
 use super::{ParseError, RawJson, Received, RecordId};
 use crate::value::{borrowed, Image};
 
-/// Reads a Lambda event or a `GetRecords` response as
-/// [`parse_batch`](super::parse_batch) does, a record at a time: the
-/// records come from the iterator in order, each read only when the
-/// iterator reaches it, in one pass over the payload.
+/// How a reader reads each record's images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every record's images built: the indexer's reading.
+    Whole,
+    /// Each record's images checked as they go by and not built (see
+    /// `glance`): such a record comes without its images
+    /// ([`Received::has_whole_images`]; [`Received::whole`] reads it again
+    /// whole). For a consumer that needs the images of few records: the
+    /// router. A record the glance is unsure of, or read the strict way, is
+    /// read whole.
+    Glance,
+}
+
+/// What a reader builds a record's keys and images as: owned ([`Image`]),
+/// or borrowed from the payload ([`borrowed::Image`]: their strings are
+/// slices of it, owned only where the JSON has an escape).
+pub trait ImageForm<'a>: Sized + sealed::Sealed {
+    /// How a record is read in this form and `mode`.
+    #[doc(hidden)]
+    fn form(mode: Mode) -> Form<'a, Self>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::value::Image {}
+    impl Sealed for crate::value::borrowed::Image<'_> {}
+}
+
+impl<'a> ImageForm<'a> for Image {
+    fn form(mode: Mode) -> Form<'a, Image> {
+        match mode {
+            Mode::Whole => Form {
+                leading: read_leading,
+                strict: received,
+            },
+            Mode::Glance => Form {
+                leading: glance_leading,
+                strict: received,
+            },
+        }
+    }
+}
+
+impl<'a> ImageForm<'a> for borrowed::Image<'a> {
+    fn form(mode: Mode) -> Form<'a, borrowed::Image<'a>> {
+        match mode {
+            Mode::Whole => Form {
+                leading: read_leading_borrowed,
+                strict: received_borrowed,
+            },
+            Mode::Glance => Form {
+                leading: glance_leading_borrowed,
+                strict: received_borrowed,
+            },
+        }
+    }
+}
+
+/// Reads a Lambda event or a `GetRecords` response (`{"Records": [...]}`),
+/// a record at a time, its images built as `I` in `mode`: the records come
+/// from the iterator (or [`BatchReader::for_each_lent`]) in order, each read
+/// only when reached, in one pass over the payload.
 ///
 /// A consumer that works out each record and lets it go before the next
-/// holds one record's images at a time instead of the whole batch's: on a
-/// 6 MB batch that roughly halves the memory touched, and the kernel faults in (and zeroes) every page touched the first time.
+/// holds one record's images at a time instead of the whole batch's, and
+/// touches about half the memory on a large batch.
 ///
-/// Errors are [`parse_batch`](super::parse_batch)'s: at once when the
-/// payload does not start as a batch, else from the iterator when it meets
-/// what makes the payload no batch (after which it ends). So a consumer
-/// must read to the end before it acts on any record.
-pub fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
-    reader(bytes, Form::whole())
-}
-
-/// Reads a batch as [`read_batch`] does, each record's images borrowed
-/// from the payload ([`crate::value::borrowed`]): their strings are slices
-/// of it, owned only where the JSON has an escape. For a consumer that
-/// works out each record and lets it go: the indexer.
-pub fn read_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, borrowed::Image<'_>>, ParseError> {
-    reader(bytes, Form::borrowed())
-}
-
-/// Reads a batch as [`read_batch`] does, but glances at each record's
-/// images instead of building them where it can (see `glance`): such a
-/// record comes without its images
-/// ([`Received::has_whole_images`]; [`Received::whole`] reads it again
-/// whole). For a consumer that needs the images of few records: the
-/// router. Records read the strict way are read whole.
-pub fn glance_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
-    reader(
-        bytes,
-        Form {
-            leading: glance_leading,
-            strict: received,
-        },
-    )
+/// Errors: at once when the payload does not start as a batch, else from
+/// the iterator when it meets what makes the payload no batch (after which
+/// it ends). So a consumer must read to the end before it acts on any record.
+pub fn read_batch<'a, I: ImageForm<'a>>(bytes: &'a [u8], mode: Mode) -> Result<BatchReader<'a, I>, ParseError> {
+    reader(bytes, I::form(mode))
 }
 
 /// A record read from the text it starts: its own text, and the record.
 pub(super) type Leading<'a, I> = (&'a str, Received<'a, I>);
 
-/// Reads a batch as [`glance_batch`] does, each record's keys (and the
-/// images of a record read whole) borrowed from the payload, as
-/// [`read_batch_borrowed`] reads them: the router's reading.
-pub fn glance_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, borrowed::Image<'_>>, ParseError> {
-    reader(
-        bytes,
-        Form {
-            leading: glance_leading_borrowed,
-            strict: received_borrowed,
-        },
-    )
-}
-
 /// How a walk reads each record: from the text it starts (with what
 /// follows it), `None` when that does not read as a record object; and
-/// the strict way, from the record's whole text.
-pub(super) struct Form<'a, I> {
+/// the strict way, from the record's whole text. Both ways fall back alike:
+/// the hand scanner ([`super::scan`]) to serde_json, a glance to a whole
+/// reading, and the leading reading to the strict one.
+pub struct Form<'a, I> {
     pub(super) leading: fn(&'a str, RecordId) -> Option<Leading<'a, I>>,
     pub(super) strict: fn(&'a RawValue, RecordId) -> Received<'a, I>,
-}
-
-impl<'a> Form<'a, Image> {
-    /// Records read whole, owned: [`read_batch`]'s reading.
-    pub(super) fn whole() -> Self {
-        Form {
-            leading: read_leading,
-            strict: received,
-        }
-    }
-}
-
-impl<'a> Form<'a, borrowed::Image<'a>> {
-    /// Records read whole, borrowed: [`read_batch_borrowed`]'s reading.
-    pub(super) fn borrowed() -> Self {
-        Form {
-            leading: read_leading_borrowed,
-            strict: received_borrowed,
-        }
-    }
 }
 
 impl<I> Clone for Form<'_, I> {

@@ -176,7 +176,7 @@ fn poison_is_checked_once_per_record_and_table() {
         new.insert("num".to_owned(), n("1E+126"));
     }
     let line = crate::delivery::lambda_record(&bad).to_string();
-    let received = crate::record::parse_json_line(&line, 1, 0)
+    let received = crate::record::read_line::<crate::value::Image>(&line, 1, 0, crate::record::Mode::Whole)
         .expect("a record line")
         .expect("not blank");
     let first = poison(&received, issues).expect("a number out of range is poison");

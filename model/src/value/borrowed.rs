@@ -1,5 +1,5 @@
 //! Values and images borrowed from the text they were read from: what the
-//! indexer reads a batch's images into ([`crate::record::read_batch_borrowed`]).
+//! indexer reads a batch's images into ([`crate::record::read_batch`] into this form).
 //!
 //! A string (an S, an N, a name, a set member) is a slice of the payload,
 //! owned only where the JSON spelled it with an escape; a B or BS value is

@@ -14,7 +14,7 @@
 
 use std::sync::mpsc;
 
-use model::record::{self, BorrowedReceived, ParseError, RawJson};
+use model::record::{self, BorrowedReceived, Mode, ParseError, RawJson};
 
 /// Records handed over at once (about 100 KB of payload).
 const CHUNK: usize = 128;
@@ -32,7 +32,7 @@ pub(super) enum Reading {
     Ahead,
 }
 
-/// Reads the records of `payload` ([`record::read_batch_borrowed`]) and
+/// Reads the records of `payload` ([`record::read_batch`], borrowed) and
 /// hands each to `admit`, in order, read as `reading` says. Returns the
 /// error the payload ends with, if any: after the records before it when
 /// read here, after those of the whole chunks before it when read ahead
@@ -43,7 +43,7 @@ pub(super) fn read_each<'a>(
     mut admit: impl FnMut(RawJson<'a>, &BorrowedReceived<'a>),
 ) -> Result<(), ParseError> {
     if reading == Reading::Here {
-        return record::read_batch_borrowed(payload)?.for_each_lent(admit);
+        return record::read_batch(payload, Mode::Whole)?.for_each_lent(admit);
     }
     std::thread::scope(|scope| {
         let (sender, chunks) = mpsc::sync_channel::<Chunk<'a>>(CHUNKS_AHEAD);
@@ -51,7 +51,7 @@ pub(super) fn read_each<'a>(
         let (give_back, spent) = mpsc::channel::<Chunk<'a>>();
         let reader = scope.spawn(move || {
             let mut chunk = Vec::with_capacity(CHUNK);
-            for read in record::read_batch_borrowed(payload)? {
+            for read in record::read_batch(payload, Mode::Whole)? {
                 chunk.push(read?);
                 if chunk.len() == CHUNK {
                     let next = match spent.try_recv() {

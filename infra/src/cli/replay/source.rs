@@ -27,7 +27,7 @@ use std::path::Path;
 
 use std::sync::mpsc::{Receiver, Sender};
 
-use model::record::{parse_any, parse_json_line_borrowed, BorrowedReceived, ParseError};
+use model::record::{parse_any, read_line, BorrowedReceived, Mode, ParseError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -359,7 +359,7 @@ impl Lines {
                     column: e.valid_up_to() + 1 + span.shift,
                     message: "not valid UTF-8".to_owned(),
                 })
-                .and_then(|line| parse_json_line_borrowed(line, span.line, span.shift));
+                .and_then(|line| read_line(line, span.line, span.shift, Mode::Whole));
             match parsed {
                 Ok(Some(received)) => {
                     records.push(received);

@@ -8,12 +8,24 @@ use crate::config::{self, Config, EXAMPLE_CONFIG};
 use crate::delivery::lambda_record;
 use crate::event;
 use crate::record::{
-    glance_batch, glance_batch_borrowed, read_batch, ChangeRecord, CreationTime, EventKind, ParseError, RawJson,
-    Received,
+    read_batch as read, BatchReader, ChangeRecord, CreationTime, EventKind, Mode, ParseError, RawJson, Received,
 };
+use crate::value::{borrowed, Image};
+
+fn glance_batch(bytes: &[u8]) -> Result<BatchReader<'_>, ParseError> {
+    read(bytes, Mode::Glance)
+}
+
+fn glance_batch_borrowed(bytes: &[u8]) -> Result<BatchReader<'_, borrowed::Image<'_>>, ParseError> {
+    read(bytes, Mode::Glance)
+}
+
+fn read_batch(bytes: &[u8]) -> Result<BatchReader<'_, Image>, ParseError> {
+    read(bytes, Mode::Whole)
+}
 use crate::testing::attribute_value;
 use crate::validate;
-use crate::value::{Image, Value};
+use crate::value::Value;
 
 /// The generated records' table.
 fn tee() -> Config {
