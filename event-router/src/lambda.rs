@@ -88,6 +88,7 @@ impl Report for RouterOutcome {
 mod tests {
     use super::*;
     use crate::publish::memory::MemoryPublisher;
+    use aws_kit::clock::SystemClock;
     use aws_kit::quarantine::memory::MemoryQuarantine;
 
     #[tokio::test]
@@ -100,10 +101,12 @@ mod tests {
             MemoryQuarantine::new(),
             Options::default(),
         );
-        let ok = invoke(&router, "f", br#"{"Records": []}"#).await.expect("empty batch");
+        let ok = invoke(&router, "f", br#"{"Records": []}"#, &SystemClock)
+            .await
+            .expect("empty batch");
         assert!(ok.batch_item_failures.is_empty());
         assert!(
-            invoke(&router, "f", b"[1, 2]").await.is_err(),
+            invoke(&router, "f", b"[1, 2]", &SystemClock).await.is_err(),
             "an unusable payload fails the invocation"
         );
     }

@@ -18,10 +18,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use aws_kit::clock::SystemClock;
 use aws_sdk_dynamodb::types::AttributeValue;
 use clap::Parser;
 use infra::runner::checkpoint::Checkpoints;
-use infra::runner::clock::SystemClock;
 use infra::runner::local::{self, Wiring};
 use infra::stack;
 use model::config::{self, EXAMPLE_CONFIG};

@@ -11,10 +11,10 @@
 //! loses nothing: its messages reappear when the timeout passes.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_config::SdkConfig;
 use aws_kit::clients::{s3_client, sqs_client};
+use aws_kit::clock::Clock;
 use aws_kit::quarantine::body::{self, Stored};
 use aws_kit::quarantine::claim;
 use aws_kit::quarantine::memory::MemoryQuarantine;
@@ -286,10 +286,13 @@ fn guarded_indexer(
 pub struct Redriver {
     quarantine: Arc<MemoryQuarantine>,
     functions: Vec<(Consumer, Arc<dyn Function>)>,
+    /// The time each redriven record's invocation is made at.
+    clock: Arc<dyn Clock>,
 }
 
 impl Redriver {
-    pub fn new(sdk: &SdkConfig, config: &Arc<Config>) -> Redriver {
+    /// A redriver whose invocations are made at `clock`'s time.
+    pub fn new(sdk: &SdkConfig, config: &Arc<Config>, clock: Arc<dyn Clock>) -> Redriver {
         let quarantine = Arc::new(MemoryQuarantine::new());
         let dynamodb = aws_kit::clients::dynamodb_client(sdk);
         let functions = Consumer::ALL
@@ -301,7 +304,11 @@ impl Redriver {
                 Consumer::Router => (c, consumer_function(sdk, &dynamodb, config, c, quarantine.clone())),
             })
             .collect();
-        Redriver { quarantine, functions }
+        Redriver {
+            quarantine,
+            functions,
+            clock,
+        }
     }
 
     /// Sends one entry's record back through its consumer, as a batch of
@@ -329,11 +336,7 @@ impl Redriver {
         };
         let payload = format!("{{\"Records\":[{record}]}}");
         self.quarantine.take();
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or_default();
-        let invocation = function.invoke(payload.as_bytes(), now_ms).await;
+        let invocation = function.invoke(payload.as_bytes(), self.clock.now_ms()).await;
         if let Some(again) = self.quarantine.take().into_iter().next() {
             return match inbox.replace_reason(stored, held, &again.reason).await {
                 Ok(()) => Redrive::StillPoison(again.reason),

@@ -105,6 +105,7 @@ impl Report for BatchOutcome {
 mod tests {
     use super::*;
     use crate::{MemoryQuarantine, MemoryStore};
+    use aws_kit::clock::SystemClock;
     use aws_kit::lambda::{config_from_env, ENV_CONFIG, ENV_CONFIG_PATH};
     use model::config::{self, Config};
     use std::collections::HashMap;
@@ -151,10 +152,12 @@ mod tests {
             MemoryQuarantine::default(),
             Options::default(),
         );
-        let ok = invoke(&indexer, "f", br#"{"Records": []}"#).await.expect("empty batch");
+        let ok = invoke(&indexer, "f", br#"{"Records": []}"#, &SystemClock)
+            .await
+            .expect("empty batch");
         assert!(ok.batch_item_failures.is_empty());
         assert!(
-            invoke(&indexer, "f", b"not json").await.is_err(),
+            invoke(&indexer, "f", b"not json", &SystemClock).await.is_err(),
             "an unusable payload fails the invocation"
         );
         let json = serde_json::to_value(&ok).expect("serializes");

@@ -28,7 +28,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use aws_kit::clock::{Clock, SystemClock};
 
 use anyhow::{anyhow, bail, Context, Result};
 use aws_config::{BehaviorVersion, Region};
@@ -307,9 +309,7 @@ pub fn unique_prefix(name: &str) -> String {
         })
         .take(40)
         .collect();
-    let time = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() % 100_000_000);
+    let time = SystemClock.now_ms() % 100_000_000;
     format!(
         "{clean}-{}-{}-{time}-",
         std::process::id(),

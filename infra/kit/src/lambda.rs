@@ -20,13 +20,15 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_runtime::{service_fn, LambdaEvent, Runtime};
 use model::config::{self, Config};
 use model::settlement::{BatchResponse, Failed, Failure, Quarantined};
 use serde::de::IgnoredAny;
+
+use crate::clock::{Clock, SystemClock};
 
 pub mod payload;
 
@@ -238,7 +240,7 @@ pub async fn serve<C: Consumer>(consumer: C, function: String) -> Result<(), lam
         let payload = kept
             .take(&event.context.request_id)
             .ok_or("the invocation's payload was not kept (streamdex's payload layer did not run)")?;
-        invoke(consumer, function, &payload).await
+        invoke(consumer, function, &payload, &SystemClock).await
     });
     Runtime::new(handler)
         .layer(lambda_runtime::layers::TracingLayer::new())
@@ -254,12 +256,13 @@ pub async fn invoke<C: Consumer>(
     consumer: &C,
     function: &str,
     payload: &[u8],
+    clock: &dyn Clock,
 ) -> Result<DynamoDbEventResponse, lambda_runtime::Error> {
     let started = Instant::now();
     let report = consumer.handle(payload).await.inspect_err(|error| {
         tracing::error!(%error, "the payload is unusable: the whole batch fails");
     })?;
-    println!("{}", report.metrics_line(function, started.elapsed(), now_ms()));
+    println!("{}", report.metrics_line(function, started.elapsed(), clock.now_ms()));
     log(&report);
     Ok(lambda_response(&report.response()))
 }
@@ -285,13 +288,6 @@ pub fn lambda_response(response: &BatchResponse) -> DynamoDbEventResponse {
         out.batch_item_failures.push(item);
     }
     out
-}
-
-/// Now, in epoch milliseconds (for EMF timestamps and iterator age).
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! decisions live in `model`; this crate carries them out.
 //!
 //! - [`alloc`]: the binaries' global allocator (mimalloc).
+//! - [`clock`]: the one way time is read ([`clock::Clock`]; tests set a [`clock::ManualClock`]).
 //! - [`clients`]: the SDK clients (DynamoDB, EventBridge, SQS), with the
 //!   retry and timeout settings every function shares.
 //! - [`error`]: SDK errors classified into `model::Fault`s.
@@ -15,6 +16,7 @@
 
 pub mod alloc;
 pub mod clients;
+pub mod clock;
 pub mod convert;
 pub mod dispatch;
 pub mod error;

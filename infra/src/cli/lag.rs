@@ -14,10 +14,10 @@ use super::run::state_path;
 use super::stack::{load, Endpoint};
 use crate::runner::age::human;
 use crate::runner::checkpoint::Checkpoints;
-use crate::runner::clock::{Clock, SystemClock};
 use crate::runner::lag;
 use crate::runner::stream::dynamo::DynamoStreams;
 use crate::stack::{self, Stack};
+use aws_kit::clock::{Clock, SystemClock};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {

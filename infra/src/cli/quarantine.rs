@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use aws_kit::clock::SystemClock;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
@@ -305,7 +306,7 @@ async fn redrive_all<'h>(
             }
         }
     }
-    let redriver = Redriver::new(sdk, config);
+    let redriver = Redriver::new(sdk, config, Arc::new(SystemClock));
     let mut kept: Vec<&Held> = held
         .iter()
         .filter(|h| !selected.iter().any(|s| s.message_id == h.message_id))

@@ -17,11 +17,11 @@ use clap::Args;
 use super::exit;
 use super::stack::{load, Endpoint};
 use crate::runner::checkpoint::{default_path, Checkpoints};
-use crate::runner::clock::SystemClock;
 use crate::runner::function::Response;
 use crate::runner::local::{self, Wiring};
 use crate::runner::{RunEvent, Runner};
 use crate::stack;
+use aws_kit::clock::SystemClock;
 
 #[derive(Debug, Args)]
 #[command(

@@ -5,7 +5,8 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
+
+use aws_kit::clock::{Clock, SystemClock};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget};
@@ -48,7 +49,7 @@ pub fn run_with(args: &SeedArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8
         Ok(config) => config,
         Err(code) => return code,
     };
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let now = SystemClock.now_ms() / 1000;
     let items = seed::sample(&config, usize::try_from(args.size).unwrap_or(3), now);
     if args.dry_run {
         for item in &items {

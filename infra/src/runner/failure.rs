@@ -10,8 +10,8 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::{json, Value as Json};
 
-use super::clock::rfc3339;
 use super::mapping::Condition;
+use aws_kit::clock::rfc3339;
 
 /// What Lambda sends for a batch it gave up on.
 #[derive(Debug, Clone, PartialEq, Eq)]

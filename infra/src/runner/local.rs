@@ -20,7 +20,6 @@ use stream_indexer::{Backoff, Indexer};
 
 use super::age::Thresholds;
 use super::checkpoint::Checkpoints;
-use super::clock::Clock;
 use super::expiry::Expiries;
 use super::failure::SqsOnFailure;
 use super::function::{ConsumerFunction, Function};
@@ -30,6 +29,7 @@ use super::stream::dynamo::DynamoStreams;
 use super::sweeper::Sweeper;
 use super::{MappingSpec, Runner, RunnerOptions};
 use crate::stack::{self, FunctionRole, QueuePurpose, Stack};
+use aws_kit::clock::Clock;
 
 /// Why the runner could not be wired.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

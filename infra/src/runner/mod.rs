@@ -29,13 +29,12 @@
 //! ([`poller`]); the reaper's queues are polled at the poll interval, or at
 //! once again while they bring events. A round says how long the caller may
 //! pause before the next turn is due ([`Round::wait_ms`]; no pause while
-//! there is work). Time comes from a [`clock::Clock`], so tests drive
+//! there is work). Time comes from a [`Clock`], so tests drive
 //! windows, ages, back-offs and alarms without sleeping.
 //! [`local::connect`] wires it to an endpoint.
 
 pub mod age;
 pub mod checkpoint;
-pub mod clock;
 pub mod expiry;
 pub mod failure;
 pub mod function;
@@ -59,7 +58,6 @@ use model::filter::{Consumer, Pattern};
 
 use self::age::{human, Level, Thresholds, Transition};
 use self::checkpoint::Checkpoints;
-use self::clock::Clock;
 use self::expiry::Expiries;
 use self::failure::{FailureNotice, OnFailure};
 use self::function::{Function, Invocation, Response};
@@ -67,6 +65,7 @@ use self::poller::{TickContext, Worker};
 use self::reaper_feed::ReaperFeed;
 use self::stream::{Position, ShardInfo, StreamSource};
 use self::sweeper::Sweeper;
+use aws_kit::clock::Clock;
 
 /// One event source mapping: a consumer of a table's stream.
 pub struct MappingSpec {

@@ -30,13 +30,13 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 
 use super::age::{Alarm, Thresholds};
-use super::clock::Clock;
 use super::failure::FailureNotice;
 use super::function::Response;
 use super::mapping::{Candidate, MappingState, Outcome, Step};
 use super::stream::{Position, RecentReads, StreamError, StreamRecord, StreamSource};
 use super::{MappingSpec, RunEvent};
 use crate::runner::checkpoint;
+use aws_kit::clock::Clock;
 
 /// At most this many invocations or discards per worker per round (others get their turn).
 const STEPS_PER_ROUND: usize = 8;

@@ -11,12 +11,12 @@ use model::filter::{Allowed, Consumer, Pattern};
 
 use super::age::{Level, Thresholds};
 use super::checkpoint::Checkpoints;
-use super::clock::{Clock, ManualClock};
 use super::failure::MemoryOnFailure;
 use super::function::{Function, Invocation, Response};
 use super::mapping::{Condition, Settings};
 use super::stream::memory::{stream_arn, MemoryStreams};
 use super::*;
+use aws_kit::clock::{Clock, ManualClock};
 
 /// A function that records what it was given and fails when told to.
 #[derive(Default)]

@@ -20,7 +20,7 @@ use model::config::Config;
 use model::edge::{self, GraphItem};
 
 use super::{Backoff, Guard, Progress, RequestCounts, Stamping, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE};
-use crate::store::{MarkGuard, SetChange, SetOutcome, SetStamp, Store, StoreError};
+use crate::store::{edge_target, EdgeTarget, MarkGuard, SetChange, SetOutcome, SetStamp, Store, StoreError};
 
 /// One set mutation of a lane.
 #[derive(Debug, Clone, PartialEq)]
@@ -402,13 +402,7 @@ impl<S: Store> Lane<'_, S> {
     async fn restore(&mut self, record: usize, edge_set: usize, node: String) -> Result<(), StoreError> {
         self.flush().await?;
         let config = self.config;
-        let set = config
-            .edge_sets
-            .get(edge_set)
-            .ok_or_else(|| StoreError::deployment(format!("no edge set #{edge_set}")))?;
-        let table = config
-            .table(&set.table)
-            .ok_or_else(|| StoreError::deployment(format!("no table `{}`", set.table)))?;
+        let EdgeTarget { set, table, .. } = edge_target(config, edge_set, "Query")?;
         let store = self.store;
         let queried = retrying(
             self.backoff,

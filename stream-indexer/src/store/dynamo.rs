@@ -28,6 +28,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use aws_kit::clock::{Clock, SystemClock};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
@@ -56,6 +57,8 @@ pub const MAX_ADD_ROUNDS: usize = 4;
 pub struct DynamoStore {
     client: Client,
     config: Arc<Config>,
+    /// When tombstones written now expire.
+    clock: Arc<dyn Clock>,
 }
 
 impl DynamoStore {
@@ -65,7 +68,16 @@ impl DynamoStore {
     /// `UnprocessedItems`; build `client` with [`dynamodb_client`] so that
     /// the SDK does not retry underneath it.
     pub fn new(client: Client, config: Arc<Config>) -> DynamoStore {
-        DynamoStore { client, config }
+        DynamoStore {
+            client,
+            config,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// The store, its tombstones' expiry read from `clock`.
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> DynamoStore {
+        DynamoStore { clock, ..self }
     }
 
     pub fn client(&self) -> &Client {
@@ -83,28 +95,6 @@ impl DynamoStore {
                 self.config.indexes.len()
             ))
         })
-    }
-
-    fn edge_set(&self, edge_set: usize) -> Result<(&EdgeSetConfig, &TableConfig, &str), StoreError> {
-        let set = self.config.edge_sets.get(edge_set).ok_or_else(|| {
-            StoreError::refused(format!(
-                "UpdateItem: edge set #{edge_set} is not in the config ({} edge sets)",
-                self.config.edge_sets.len()
-            ))
-        })?;
-        let table = self.config.table(&set.table).ok_or_else(|| {
-            StoreError::deployment(format!(
-                "UpdateItem on table `{}`: the table is not declared",
-                set.table
-            ))
-        })?;
-        let sort_key = table.sort_key.as_deref().ok_or_else(|| {
-            StoreError::deployment(format!(
-                "UpdateItem on table `{}`: an edge set needs a table with a sort key",
-                set.table
-            ))
-        })?;
-        Ok((set, table, sort_key))
     }
 
     /// An `UpdateItem` of the node at `key`, with the names and values every
@@ -287,7 +277,7 @@ impl Store for DynamoStore {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        let expires = super::tombstone_expiry(&self.config);
+        let expires = super::tombstone_expiry(&self.config, &*self.clock);
         let mut requests: HashMap<String, Vec<WriteRequest>> = HashMap::new();
         // Each write's table and row key: where an unprocessed item goes back to.
         let mut pending: Vec<Option<(&str, &RowWrite)>> = Vec::with_capacity(writes.len());
@@ -348,7 +338,7 @@ impl Store for DynamoStore {
         stamp: SetStamp,
     ) -> Result<SetOutcome, StoreError> {
         let stamp = &stamp;
-        let (set, table, sort_key) = self.edge_set(edge_set)?;
+        let super::EdgeTarget { set, table, sort_key } = super::edge_target(&self.config, edge_set, "UpdateItem")?;
         let key = HashMap::from([
             (table.partition_key.clone(), AttributeValue::S(node.to_owned())),
             (sort_key.to_owned(), AttributeValue::S(node.to_owned())),

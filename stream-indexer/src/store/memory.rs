@@ -21,6 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use aws_kit::clock::{Clock, SystemClock};
 use model::config::{Config, TableConfig};
 use model::edge::{self, GraphItem};
 use model::index::{self, RowKey, MAX_PARTITION_BYTES};
@@ -30,7 +31,10 @@ use model::value::{Attr, Attrs, Scalar};
 use model::{Image, Projection, Value};
 
 use super::scan::{Page, RowsRead, Scan, Segment, MAX_BATCH_READS};
-use super::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp, Store, StoreError, MAX_BATCH_WRITES};
+use super::{
+    edge_target, EdgeTarget, RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp, Store, StoreError,
+    MAX_BATCH_WRITES,
+};
 use model::version::EDGE_MARK_ATTRIBUTE;
 use model::Version;
 use packed::Packed;
@@ -142,6 +146,8 @@ struct State {
 pub struct MemoryStore {
     config: Arc<Config>,
     state: Mutex<State>,
+    /// When tombstones written now expire.
+    clock: Arc<dyn Clock>,
 }
 
 /// The first sequence number a new store gives out: 21 digits, the shortest
@@ -161,7 +167,13 @@ impl MemoryStore {
         MemoryStore {
             config,
             state: Mutex::new(state),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The store, its tombstones' expiry read from `clock`.
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> MemoryStore {
+        MemoryStore { clock, ..self }
     }
 
     /// A store whose deleted rows go at once instead of staying as

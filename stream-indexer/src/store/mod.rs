@@ -17,6 +17,8 @@ pub mod scan;
 
 use std::future::Future;
 
+use aws_kit::clock::Clock;
+
 use model::index::RowKey;
 use model::{Image, Version};
 
@@ -136,13 +138,46 @@ pub enum SetOutcome {
 /// (`model::Fault`, classified transient / refused / deployment).
 pub type StoreError = model::Fault;
 
-/// When a tombstone written now expires (epoch seconds): now plus
-/// `[pipeline] tombstone_ttl_hours`.
-pub fn tombstone_expiry(config: &model::Config) -> u64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    now.saturating_add(config.pipeline.tombstone_ttl_seconds())
+/// Where an edge set's members are kept: the set's config, its table, and
+/// the table's sort key.
+#[derive(Debug, Clone, Copy)]
+pub struct EdgeTarget<'c> {
+    pub set: &'c model::config::EdgeSetConfig,
+    pub table: &'c model::config::TableConfig,
+    pub sort_key: &'c str,
+}
+
+/// The edge set at position `edge_set` of `config`, its table and sort key,
+/// for `request` (named in the error). A plan and the store that carries it
+/// out share one config, so a position or a table the config lacks says the
+/// deployment is wrong: a deployment fault (retried, never quarantined).
+pub fn edge_target<'c>(
+    config: &'c model::Config,
+    edge_set: usize,
+    request: &str,
+) -> Result<EdgeTarget<'c>, StoreError> {
+    let set = config.edge_sets.get(edge_set).ok_or_else(|| {
+        StoreError::deployment(format!(
+            "{request}: edge set #{edge_set} is not in the config ({} edge sets)",
+            config.edge_sets.len()
+        ))
+    })?;
+    let table = config.table(&set.table).ok_or_else(|| {
+        StoreError::deployment(format!("{request} on table `{}`: the table is not declared", set.table))
+    })?;
+    let sort_key = table.sort_key.as_deref().ok_or_else(|| {
+        StoreError::deployment(format!(
+            "{request} on table `{}`: an edge set needs a table with a sort key",
+            set.table
+        ))
+    })?;
+    Ok(EdgeTarget { set, table, sort_key })
+}
+
+/// When a tombstone written now expires (epoch seconds): `clock`'s now
+/// plus `[pipeline] tombstone_ttl_hours`.
+pub fn tombstone_expiry(config: &model::Config, clock: &dyn Clock) -> u64 {
+    (clock.now_ms() / 1000).saturating_add(config.pipeline.tombstone_ttl_seconds())
 }
 
 /// The indexer's view of DynamoDB.

@@ -282,22 +282,7 @@ impl DynamoStore {
         stamp: &super::SetStamp,
     ) -> Result<SetOutcome, StoreError> {
         let config = self.config();
-        let set = config
-            .edge_sets
-            .get(edge_set)
-            .ok_or_else(|| StoreError::refused(format!("UpdateItem: edge set #{edge_set} is not in the config")))?;
-        let table = config.table(&set.table).ok_or_else(|| {
-            StoreError::deployment(format!(
-                "UpdateItem on table `{}`: the table is not declared",
-                set.table
-            ))
-        })?;
-        let sort_key = table.sort_key.as_deref().ok_or_else(|| {
-            StoreError::deployment(format!(
-                "UpdateItem on table `{}`: an edge set needs a table with a sort key",
-                set.table
-            ))
-        })?;
+        let super::EdgeTarget { set, table, sort_key } = super::edge_target(config, edge_set, "UpdateItem")?;
         let request = self
             .client()
             .update_item()

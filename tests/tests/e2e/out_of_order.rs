@@ -20,13 +20,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, ensure, Result};
+use aws_kit::clock::SystemClock;
 use aws_sdk_dynamodb::types::AttributeValue;
 use infra::cli::exit;
 use infra::cli::rebuild::{execute as rebuild, RebuildArgs};
 use infra::cli::replay::{self, ReplayArgs};
 use infra::cli::verify::{execute as verify, Output, Selection, VerifyArgs};
 use infra::runner::checkpoint::Checkpoints;
-use infra::runner::clock::SystemClock;
 use infra::runner::local::{self, Wiring};
 use infra::runner::Runner;
 use model::config;

@@ -151,7 +151,7 @@ async fn quarantined_records_are_kept_whole_listed_shown_and_redriven_after_a_fi
     // After the fix, a redrive applies the two valid records and keeps the poison one.
     let held = inbox.take(100).await?;
     ensure!(held.len() == 3, "released entries not listed again: {}", held.len());
-    let redriver = Redriver::new(&sdk, &config);
+    let redriver = Redriver::new(&sdk, &config, Arc::new(aws_kit::clock::SystemClock));
     let mut outcomes = Vec::new();
     for h in &held {
         let sequence = h.stored.as_ref().ok().and_then(|s| s.entry.sequence_number.clone());

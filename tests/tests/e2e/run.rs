@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
+use aws_kit::clock::SystemClock;
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::{Options as RouterOptions, Router};
 use infra::runner::checkpoint::Checkpoints;
-use infra::runner::clock::SystemClock;
 use infra::runner::local::{self, Wiring};
 use infra::runner::{RunEvent, Runner};
 use infra::stack;

@@ -7,7 +7,7 @@
 //! is the record's JSON exactly as delivered.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
@@ -15,6 +15,7 @@ use model::fault::Fault;
 use serde::{Deserialize, Serialize};
 
 use super::QuarantineEntry;
+use crate::clock::{Clock, SystemClock};
 use crate::error::sdk_fault;
 
 /// Where a quarantined record is kept whole.
@@ -31,16 +32,19 @@ pub struct Claim {
 pub struct ClaimBucket {
     client: Client,
     bucket: String,
+    /// Where object keys' nonces come from.
+    clock: Arc<dyn Clock>,
 }
 
-/// The object key of an entry: unique per call.
-pub fn object_key(entry: &QuarantineEntry) -> String {
+/// The object key of an entry: unique per call (the time `clock` gives, and a
+/// count of the calls in this process).
+pub fn object_key(entry: &QuarantineEntry, clock: &dyn Clock) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let nonce = format!("{nanos}{:04}", COUNTER.fetch_add(1, Ordering::Relaxed) % 10_000);
+    let nonce = format!(
+        "{}{:04}",
+        clock.now_ms(),
+        COUNTER.fetch_add(1, Ordering::Relaxed) % 10_000
+    );
     format!(
         "{}/{}/{}-{nonce}.json",
         entry.consumer,
@@ -54,12 +58,18 @@ impl ClaimBucket {
         ClaimBucket {
             client,
             bucket: bucket.into(),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The bucket, its object keys' nonces read from `clock`.
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> ClaimBucket {
+        ClaimBucket { clock, ..self }
     }
 
     /// Keeps the entry's whole record; the claim says where.
     pub async fn put(&self, entry: &QuarantineEntry) -> Result<Claim, Fault> {
-        let key = object_key(entry);
+        let key = object_key(entry, &*self.clock);
         self.client
             .put_object()
             .bucket(&self.bucket)

@@ -80,7 +80,7 @@ impl Store for MemoryStore {
                 ));
             }
         }
-        let expires = super::super::tombstone_expiry(&self.config);
+        let expires = super::super::tombstone_expiry(&self.config, &*self.clock);
         for write in writes {
             state.store_row(write, expires);
         }
@@ -105,7 +105,7 @@ impl Store for MemoryStore {
         if !holds {
             return Ok(RowOutcome::Stale);
         }
-        state.store_row(&write, super::super::tombstone_expiry(&self.config));
+        state.store_row(&write, super::super::tombstone_expiry(&self.config, &*self.clock));
         Ok(RowOutcome::Written)
     }
 
@@ -118,16 +118,7 @@ impl Store for MemoryStore {
     ) -> Result<SetOutcome, StoreError> {
         let mut state = self.lock();
         state.requests.update_set += 1;
-        let set = self
-            .config
-            .edge_sets
-            .get(edge_set)
-            .ok_or_else(|| StoreError::deployment(format!("no edge set #{edge_set} in the config")))?;
-        let table = self
-            .config
-            .table(&set.table)
-            .filter(|t| t.sort_key.is_some())
-            .ok_or_else(|| StoreError::deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
+        let EdgeTarget { set, table, .. } = edge_target(&self.config, edge_set, "UpdateItem")?;
         let members = match change {
             SetChange::Add(m) | SetChange::Remove(m) => m,
         };
@@ -253,16 +244,7 @@ impl Store for MemoryStore {
     ) -> Result<SetOutcome, StoreError> {
         let mut state = self.lock();
         state.requests.update_set += 1;
-        let set = self
-            .config
-            .edge_sets
-            .get(edge_set)
-            .ok_or_else(|| StoreError::deployment(format!("no edge set #{edge_set} in the config")))?;
-        let table = self
-            .config
-            .table(&set.table)
-            .filter(|t| t.sort_key.is_some())
-            .ok_or_else(|| StoreError::deployment(format!("ResourceNotFoundException: table `{}`", set.table)))?;
+        let EdgeTarget { set, table, .. } = edge_target(&self.config, edge_set, "UpdateItem")?;
         let state = &mut *state;
         let recording = state.stream.is_some();
         let Some(stored) = state.tables.get_mut(&set.table).and_then(|items| items.node_mut(node)) else {

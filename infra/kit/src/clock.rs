@@ -1,12 +1,14 @@
-//! Time, injectable: the runner asks a [`Clock`] for the time instead of
-//! the system, so tests drive batching windows, record ages and alarms by
-//! setting it ([`ManualClock`]) rather than by sleeping.
+//! Time, injectable: everything outside the binaries' `main`s asks a
+//! [`Clock`] for the wall-clock time instead of the system ([`SystemClock`]
+//! is the one place that reads it), so tests drive batching windows, record
+//! ages, alarms and expiries by setting it ([`ManualClock`]) rather than by
+//! sleeping.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Wall-clock time in epoch milliseconds.
-pub trait Clock: Send + Sync {
+pub trait Clock: Send + Sync + std::fmt::Debug {
     fn now_ms(&self) -> u64;
 }
 
