@@ -43,7 +43,7 @@ use model::drift::{self, Correction, DriftKind, Finding, Report, Scope, Target, 
 use model::index::{self, RowKey};
 use model::Image;
 
-use aws_kit::retry::{Flow, Retry, Step};
+use aws_kit::retry::{Partial, Resend};
 
 use crate::apply::{
     self, Backoff, Guard, Op, ReadVersions, Stamping, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE,

@@ -5,7 +5,7 @@
 
 use aws_kit::dispatch::dispatch;
 use aws_kit::quarantine::Quarantine;
-use aws_kit::retry::{Flow, Retry, Step};
+use aws_kit::retry::{Partial, Resend};
 use model::pack::{self, Limits, SameKey};
 use model::{Class, Fault};
 
@@ -67,18 +67,17 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     async fn send_call(&self, pending: &[Pending], events: &[usize]) -> (CallStats, Vec<(usize, Fate)>) {
         let mut stats = CallStats::default();
         let mut fates = Vec::with_capacity(events.len());
-        let mut left: Vec<usize> = events.to_vec();
-        let mut retry = Retry::new(&self.options.backoff);
-        let mut singles = false;
-        let outcome = loop {
-            if retry.attempt() > 0 {
+        // The entries of a call refused for its content, to send alone.
+        let mut singles = Vec::new();
+        let mut resend = Resend::new(&self.options.backoff, events.to_vec(), Vec::len);
+        while let Some((attempt, left)) = resend.next_attempt() {
+            if attempt > 0 {
                 stats.retried += left.len();
             }
             let entries: Vec<&Entry> = left.iter().filter_map(|&e| pending.get(e).map(|p| &p.entry)).collect();
             stats.calls += 1;
-            let step = match self.publisher.put_events(&entries).await {
+            let sent = match self.publisher.put_events(&entries).await {
                 Ok(results) => {
-                    let before = left.len();
                     let mut again = Vec::new();
                     let mut last_code = String::new();
                     for (&e, result) in left.iter().zip(results) {
@@ -95,49 +94,39 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                         }
                         last_code = code;
                     }
-                    left = again;
-                    if left.is_empty() {
-                        Step::Done(())
+                    if again.is_empty() {
+                        Partial::Done
                     } else {
-                        Step::Again {
-                            progressed: left.len() < before,
-                            fault: Fault::transient(format!("PutEvents entries still failing with {last_code}")),
-                        }
+                        let still = Fault::transient(format!("PutEvents entries still failing with {last_code}"));
+                        Partial::Left(again, still)
                     }
                 }
                 Err(fault) if fault.is_refused() && left.len() > 1 => {
                     // The call was refused for its content: send each entry
                     // alone to find the culprit.
-                    singles = true;
-                    Step::Done(())
+                    singles = left;
+                    Partial::Done
                 }
                 Err(fault) if fault.is_refused() => {
                     let message = fault.message();
                     fates.extend(
-                        left.drain(..)
+                        left.into_iter()
                             .map(|e| (e, Fate::Refused(format!("PutEvents refused: {message}")))),
                     );
-                    Step::Done(())
+                    Partial::Done
                 }
-                Err(fault) => Step::of(Err(fault)),
+                Err(fault) => Partial::Failed(left, fault),
             };
-            match retry.next(step).await {
-                Flow::Again => continue,
-                Flow::Done(()) => break Ok(()),
-                Flow::Failed(fault) => break Err(fault),
-            }
-        };
-        match outcome {
-            Ok(()) if singles => {
-                for e in std::mem::take(&mut left) {
-                    let (single_stats, single) = Box::pin(self.send_call(pending, &[e])).await;
-                    stats.calls += single_stats.calls;
-                    stats.retried += single_stats.retried;
-                    fates.extend(single);
-                }
-            }
-            Ok(()) => {}
-            Err(fault) => fates.extend(left.drain(..).map(|e| (e, Fate::Unfinished(fault.clone())))),
+            resend.sent(sent).await;
+        }
+        if let Err((fault, left)) = resend.finish() {
+            fates.extend(left.into_iter().map(|e| (e, Fate::Unfinished(fault.clone()))));
+        }
+        for e in singles {
+            let (single_stats, single) = Box::pin(self.send_call(pending, &[e])).await;
+            stats.calls += single_stats.calls;
+            stats.retried += single_stats.retried;
+            fates.extend(single);
         }
         (stats, fates)
     }

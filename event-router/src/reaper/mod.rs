@@ -29,7 +29,7 @@ pub mod lambda;
 use std::future::Future;
 use std::sync::Arc;
 
-use aws_kit::retry::{self, Flow, Retry, Step};
+use aws_kit::retry::{self, Partial, Resend};
 use model::config::Config;
 use model::reap::{self, ReapError};
 use model::Image;
@@ -188,28 +188,22 @@ impl<G: Graph> Reaper<G> {
     }
 
     /// Deletes keys until none is left unprocessed; the requests made.
-    async fn delete_all(&self, table: &str, mut keys: Vec<Image>) -> Result<usize, StoreError> {
+    async fn delete_all(&self, table: &str, keys: Vec<Image>) -> Result<usize, StoreError> {
         let mut requests = 0;
-        let mut retry = Retry::new(&self.backoff);
-        loop {
+        let mut resend = Resend::new(&self.backoff, keys, Vec::len);
+        while let Some((_, keys)) = resend.next_attempt() {
             requests += 1;
-            let before = keys.len();
-            let step = match self.graph.delete(table, keys.clone()).await {
-                Ok(left) if left.is_empty() => Step::Done(()),
+            let partial = match self.graph.delete(table, keys.clone()).await {
+                Ok(left) if left.is_empty() => Partial::Done,
                 Ok(left) => {
-                    keys = left;
-                    Step::Again {
-                        progressed: keys.len() < before,
-                        fault: StoreError::transient(format!("{} deletes still unprocessed", keys.len())),
-                    }
+                    let still = format!("{} deletes still unprocessed", left.len());
+                    Partial::Left(left, StoreError::transient(still))
                 }
-                Err(e) => Step::of(Err(e)),
+                Err(e) => Partial::Failed(keys, e),
             };
-            match retry.next(step).await {
-                Flow::Again => continue,
-                Flow::Done(()) => return Ok(requests),
-                Flow::Failed(fault) => return Err(fault),
-            }
+            resend.sent(partial).await;
         }
+        resend.finish().map_err(|(fault, _)| fault)?;
+        Ok(requests)
     }
 }

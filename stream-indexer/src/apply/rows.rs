@@ -51,7 +51,7 @@ use std::collections::{HashSet, VecDeque};
 use std::hash::BuildHasher;
 
 use aws_kit::dispatch::dispatch;
-use aws_kit::retry::{Flow, Retry, Step};
+use aws_kit::retry::{Partial, Resend};
 use model::config::Config;
 use model::index::RowKey;
 use model::pack::{Limits, Packed, Packer, SameKey};
@@ -342,57 +342,48 @@ impl<S: Store> Call<'_, S> {
     /// One request, resent until its writes are done; on failure the writes
     /// left go back to the front of the queue.
     async fn request(&mut self, batch: Batch) -> Result<(), StoreError> {
-        let mut batch = batch;
+        let mut resend = Resend::new(self.backoff, batch, Batch::len);
         let mut partial = false;
-        let mut retry = Retry::new(self.backoff);
-        let result = loop {
-            if retry.attempt() > 0 {
+        while let Some((attempt, batch)) = resend.next_attempt() {
+            if attempt > 0 {
                 self.progress.stats.requests.retries += 1;
                 if partial {
                     self.progress.stats.unprocessed += batch.len();
                 }
             }
             self.progress.stats.requests.write_rows += 1;
-            partial = false;
-            let step = match self.store.write_rows(&batch.writes).await {
+            let sent = match self.store.write_rows(&batch.writes).await {
                 Ok(unprocessed) => {
-                    let before = batch.len();
-                    batch = self.keep_unprocessed(std::mem::take(&mut batch), &unprocessed);
-                    if batch.is_empty() {
-                        Step::Done(())
+                    let left = self.keep_unprocessed(batch, &unprocessed);
+                    if left.is_empty() {
+                        Partial::Done
                     } else {
-                        partial = true;
-                        Step::Again {
-                            progressed: batch.len() < before,
-                            fault: StoreError::transient(format!("{} index row writes still unprocessed", batch.len())),
-                        }
+                        let still = format!("{} index row writes still unprocessed", left.len());
+                        Partial::Left(left, StoreError::transient(still))
                     }
                 }
                 Err(error) if error.is_refused() && batch.len() > 1 => {
                     // Find the culprit: each write alone.
-                    for (record, write) in std::mem::take(&mut batch).into_pairs().rev() {
+                    for (record, write) in batch.into_pairs().rev() {
                         self.queue.push_front(Batch::one(record, write));
                     }
-                    Step::Done(())
+                    Partial::Done
                 }
                 Err(error) if error.is_refused() => {
-                    for (record, write) in std::mem::take(&mut batch).into_pairs() {
+                    for (record, write) in batch.into_pairs() {
                         self.row_refused(record, &write, &error);
                     }
-                    Step::Done(())
+                    Partial::Done
                 }
-                Err(error) => Step::of(Err(error)),
+                Err(error) => Partial::Failed(batch, error),
             };
-            match retry.next(step).await {
-                Flow::Again => continue,
-                Flow::Done(()) => break Ok(()),
-                Flow::Failed(fault) => break Err(fault),
-            }
-        };
-        if result.is_err() {
-            self.queue.push_front(batch);
+            partial = matches!(sent, Partial::Left(..));
+            resend.sent(sent).await;
         }
-        result
+        resend.finish().map_err(|(fault, batch)| {
+            self.queue.push_front(batch);
+            fault
+        })
     }
 
     /// Marks the writes not in `unprocessed` done; returns the others.

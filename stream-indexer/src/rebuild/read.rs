@@ -35,37 +35,23 @@ pub(super) async fn read_rows<S: Scan>(
 ) -> Result<BTreeMap<RowKey, Image>, RebuildError> {
     let mut actual = BTreeMap::new();
     for chunk in keys.chunks(MAX_BATCH_READS) {
-        let mut pending = chunk.to_vec();
-        let mut again = Retry::new(&options.backoff);
-        loop {
+        let mut resend = Resend::new(&options.backoff, chunk.to_vec(), Vec::len);
+        while let Some((_, pending)) = resend.next_attempt() {
             *requests += 1;
-            let step = match store.read_rows(i, pending.clone()).await {
+            let partial = match store.read_rows(i, pending.clone()).await {
                 Ok(read) => {
-                    let before = pending.len();
                     actual.extend(read.found);
-                    pending = read.unprocessed;
-                    if pending.is_empty() {
-                        Step::Done(())
-                    } else {
-                        Step::Again {
-                            progressed: pending.len() < before,
-                            fault: StoreError::transient("BatchGetItem kept returning UnprocessedKeys"),
-                        }
-                    }
+                    let still = StoreError::transient("BatchGetItem kept returning UnprocessedKeys");
+                    Partial::Left(read.unprocessed, still)
                 }
-                Err(e) => Step::of(Err(e)),
+                Err(e) => Partial::Failed(pending, e),
             };
-            match again.next(step).await {
-                Flow::Again => continue,
-                Flow::Done(()) => break,
-                Flow::Failed(source) => {
-                    return Err(RebuildError::Read {
-                        what: format!("rows of table `{table}`"),
-                        source,
-                    })
-                }
-            }
+            resend.sent(partial).await;
         }
+        resend.finish().map_err(|(source, _)| RebuildError::Read {
+            what: format!("rows of table `{table}`"),
+            source,
+        })?;
     }
     Ok(actual)
 }
