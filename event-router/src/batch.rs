@@ -38,8 +38,8 @@ use std::sync::Arc;
 use aws_kit::quarantine::Quarantine;
 use aws_kit::settle::settle;
 use model::config::Config;
+use model::outcome::Outcome;
 use model::record::{self, CreationTime, Mode, ParseError, Received};
-use model::settlement::BatchResponse;
 pub use model::settlement::{Failed, Failure, Quarantined};
 use model::value::{borrowed, Attrs};
 use model::{Backoff, Fault};
@@ -67,13 +67,6 @@ impl Default for Options {
             consumer: CONSUMER.to_owned(),
         }
     }
-}
-
-/// The payload as a whole is unusable.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BatchError {
-    #[error("the payload is not a Lambda DynamoDB event: {0}")]
-    Payload(#[from] ParseError),
 }
 
 /// What a batch did, for metrics and logs.
@@ -122,32 +115,6 @@ impl RouterStats {
         self.quarantine_requests += other.quarantine_requests;
         self.failed_groups += other.failed_groups;
         self.oldest_created = model::metrics::oldest(self.oldest_created, other.oldest_created);
-    }
-}
-
-/// What one batch did.
-#[derive(Debug, Clone, PartialEq, Default)]
-#[must_use]
-pub struct RouterOutcome {
-    /// Where Lambda resumes; `None` when every record was handled.
-    pub failed: Option<Failed>,
-    pub stats: RouterStats,
-    /// The records quarantined, in batch order.
-    pub quarantined: Vec<Quarantined>,
-    /// Why the batch failed, one entry per stopped group or failed quarantine call.
-    pub failures: Vec<Failure>,
-}
-
-impl RouterOutcome {
-    /// The answer to Lambda (`batchItemFailures`).
-    pub fn response(&self) -> BatchResponse {
-        BatchResponse::new(self.failed.as_ref())
-    }
-
-    /// The sequence number Lambda resumes from, if any (`None` also when the
-    /// whole batch failed).
-    pub fn failed_at(&self) -> Option<&str> {
-        self.failed.as_ref().and_then(Failed::sequence_number)
     }
 }
 
@@ -205,7 +172,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     /// payload, its images checked as they are read, and built only for a
     /// record a route takes (read again from its text). Nothing is
     /// published before the whole payload is read.
-    pub async fn handle(&self, payload: &[u8]) -> Result<RouterOutcome, BatchError> {
+    pub async fn handle(&self, payload: &[u8]) -> Result<Outcome<RouterStats>, ParseError> {
         let mut stats = RouterStats::default();
         let mut classified = Classified::default();
         let mut position = 0;
@@ -218,7 +185,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     }
 
     /// Handles parsed records, in stream order. See the module doc.
-    pub async fn handle_received<I: Attrs>(&self, records: &[Received<'_, I>]) -> RouterOutcome {
+    pub async fn handle_received<I: Attrs>(&self, records: &[Received<'_, I>]) -> Outcome<RouterStats> {
         let mut stats = RouterStats {
             records: records.len(),
             ..RouterStats::default()
@@ -231,7 +198,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     }
 
     /// Publishes the classified records' events, then settles the batch.
-    async fn publish_and_settle(&self, classified: Classified<'_>, mut stats: RouterStats) -> RouterOutcome {
+    async fn publish_and_settle(&self, classified: Classified<'_>, mut stats: RouterStats) -> Outcome<RouterStats> {
         let Classified {
             mut handled, pending, ..
         } = classified;
@@ -268,12 +235,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         stats.quarantined = settled.quarantined.len();
         stats.quarantine_requests = settled.quarantine_requests;
         stats.failed_groups = settled.stopped_groups();
-        RouterOutcome {
-            failed: settled.failed,
-            stats,
-            quarantined: settled.quarantined,
-            failures: settled.failures,
-        }
+        Outcome::new(settled, stats)
     }
 }
 

@@ -9,13 +9,15 @@
 use std::time::Duration;
 
 use aws_kit::clients::eventbridge_client;
-use aws_kit::lambda::{self, Consumer, Report, Settlement};
+use aws_kit::lambda::{self, Consumer, Stats};
 use aws_kit::quarantine::Quarantine;
 
-use crate::batch::{BatchError, Options, Router, RouterOutcome, CONSUMER};
+use crate::batch::{Options, Router, RouterStats, CONSUMER};
 use crate::metrics;
 use crate::publish::eventbridge::EventBridgePublisher;
 use crate::publish::Publisher;
+use model::outcome::Outcome;
+use model::record::ParseError;
 
 pub use aws_kit::lambda::invoke;
 
@@ -45,40 +47,27 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
 }
 
 impl<P: Publisher, Q: Quarantine> Consumer for Router<P, Q> {
-    type Report = RouterOutcome;
-    type Error = BatchError;
+    type Stats = RouterStats;
 
-    async fn handle(&self, payload: &[u8]) -> Result<RouterOutcome, BatchError> {
+    async fn handle(&self, payload: &[u8]) -> Result<Outcome<RouterStats>, ParseError> {
         Router::handle(self, payload).await
     }
 }
 
-impl Report for RouterOutcome {
-    fn settlement(&self) -> Settlement<'_> {
-        Settlement {
-            failed: self.failed.as_ref(),
-            quarantined: &self.quarantined,
-            failures: &self.failures,
-        }
-    }
-
+impl Stats for RouterStats {
     fn metrics_line(&self, function: &str, duration: Duration, now_ms: u64) -> String {
-        metrics::batch_line(function, &self.stats, duration, now_ms)
+        metrics::batch_line(function, self, duration, now_ms)
     }
 
-    fn log_summary(&self) {
-        let s = &self.stats;
+    fn log_summary(&self, resumes_from: Option<&str>) {
         tracing::info!(
-            records = s.records,
-            events = s.events,
-            published = s.published,
-            calls = s.calls,
-            retried = s.retried,
-            quarantined = s.quarantined,
-            failed = self
-                .failed
-                .as_ref()
-                .map(|f| f.sequence_number().unwrap_or("the whole batch")),
+            records = self.records,
+            events = self.events,
+            published = self.published,
+            calls = self.calls,
+            retried = self.retried,
+            quarantined = self.quarantined,
+            failed = resumes_from,
             "batch routed"
         );
     }

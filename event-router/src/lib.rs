@@ -19,7 +19,7 @@ pub mod metrics;
 pub mod publish;
 pub mod reaper;
 
-pub use batch::{BatchError, Options, Router, RouterOutcome, RouterStats};
+pub use batch::{Options, Router, RouterStats};
 pub use publish::memory::MemoryPublisher;
 pub use publish::{Entry, Publisher};
 pub use reaper::{Graph, Reaped, Reaper};

@@ -27,6 +27,7 @@
 //! - [`pack`]: ordered bin-packing of a batch's requests into calls.
 //! - [`schedule`]: which packed calls may be sent, given the calls they wait for.
 //! - [`settlement`]: which records of a batch failed or are quarantined, and the batch response.
+//! - [`outcome`]: what a consumer made of a batch (its settlement and its counts), as both report it.
 //!
 //! For tests (feature `testing`): `testing`, the random write histories the
 //! property tests of the planner and of the indexer's batches share.
@@ -44,6 +45,7 @@ pub mod fault;
 pub mod filter;
 pub mod index;
 pub mod metrics;
+pub mod outcome;
 pub mod pack;
 pub mod plan;
 pub mod query;

@@ -24,12 +24,12 @@
 //!    applied, and then counts as handled.
 //! 5. Which records failed, which are quarantined and what Lambda is told
 //!    is `model::settlement`'s, shared with the event router: the batch's
-//!    failure ([`BatchOutcome::failed`]) is the lowest record not fully
+//!    failure ([`Outcome<BatchStats>::failed`]) is the lowest record not fully
 //!    applied, every record before it being fully applied; poison at or
 //!    after it is redelivered rather than quarantined; a quarantine failure
 //!    fails its records.
 //!
-//! A payload that is not a batch at all is a [`BatchError`]: the Lambda
+//! A payload that is not a batch at all is a [`ParseError`]: the Lambda
 //! returns a function error, and Lambda retries (or bisects) the batch.
 
 use std::cell::Cell;
@@ -45,7 +45,8 @@ use crate::apply::{self, Applied, ApplyStats, Backoff, Guard, MutationCounts, Pl
 use crate::store::{Store, StoreError};
 use aws_kit::quarantine::Quarantine;
 use aws_kit::settle::settle;
-use model::settlement::{table_name, BatchResponse, Groups, Handled};
+use model::outcome::Outcome;
+use model::settlement::{table_name, Groups, Handled};
 pub use model::settlement::{Failed, Failure, Quarantined};
 
 mod reader;
@@ -92,13 +93,6 @@ impl Default for Options {
     }
 }
 
-/// The payload as a whole is unusable.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BatchError {
-    #[error("the payload is not a Lambda DynamoDB event: {0}")]
-    Payload(#[from] ParseError),
-}
-
 /// What a batch did, for metrics and logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BatchStats {
@@ -134,42 +128,6 @@ impl BatchStats {
         self.failed_groups += other.failed_groups;
         self.oldest_created = model::metrics::oldest(self.oldest_created, other.oldest_created);
         self.apply.add(&other.apply);
-    }
-}
-
-/// What one batch did.
-#[derive(Debug, Clone, PartialEq, Default)]
-#[must_use]
-pub struct BatchOutcome {
-    /// Where Lambda resumes; `None` when every record was handled.
-    pub failed: Option<Failed>,
-    pub stats: BatchStats,
-    /// The records quarantined, in batch order.
-    pub quarantined: Vec<Quarantined>,
-    /// Why the batch failed, one entry per stopped group or failed quarantine call.
-    pub failures: Vec<Failure>,
-}
-
-impl BatchOutcome {
-    /// The answer to Lambda (`batchItemFailures`).
-    pub fn response(&self) -> BatchResponse {
-        BatchResponse::new(self.failed.as_ref())
-    }
-
-    /// [`BatchOutcome::response`] as JSON text.
-    pub fn response_json(&self) -> String {
-        self.response().to_json()
-    }
-
-    /// True when the whole batch failed (not from a sequence number).
-    pub fn is_whole_batch_failure(&self) -> bool {
-        self.failed == Some(Failed::WholeBatch)
-    }
-
-    /// The sequence number Lambda resumes from, if any (`None` also for the
-    /// whole batch: see [`BatchOutcome::is_whole_batch_failure`]).
-    pub fn failed_at(&self) -> Option<&str> {
-        self.failed.as_ref().and_then(Failed::sequence_number)
     }
 }
 
@@ -361,7 +319,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// carried out before the whole payload is read; then, for a payload
     /// read ahead, the row writes are packed on a second thread while the
     /// set lanes start on this one.
-    pub async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
+    pub async fn handle(&self, payload: &[u8]) -> Result<Outcome<BatchStats>, ParseError> {
         let planner = Planner::new(&self.config);
         let mut admitted = Admitted::new(payload.len() / RECORD_BYTES_GUESS);
         let mut position = 0;
@@ -380,7 +338,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     }
 
     /// Handles parsed records, in stream order. See the module doc.
-    pub async fn handle_received<I: Attrs>(&self, records: &[Received<'_, I>]) -> BatchOutcome {
+    pub async fn handle_received<I: Attrs>(&self, records: &[Received<'_, I>]) -> Outcome<BatchStats> {
         let planner = Planner::new(&self.config);
         let mut admitted = Admitted::new(records.len());
         for (position, received) in records.iter().enumerate() {
@@ -393,7 +351,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// Where the set mutations were taken out as the records were planned
     /// (a payload read ahead), the row writes are packed on a second thread
     /// while the set lanes start.
-    async fn carry_out(&self, admitted: Admitted<'_>) -> BatchOutcome {
+    async fn carry_out(&self, admitted: Admitted<'_>) -> Outcome<BatchStats> {
         let Admitted {
             mut stats,
             groups,
@@ -432,12 +390,7 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         stats.quarantined = settled.quarantined.len();
         stats.quarantine_requests = settled.quarantine_requests;
         stats.failed_groups = settled.stopped_groups();
-        BatchOutcome {
-            failed: settled.failed,
-            stats,
-            quarantined: settled.quarantined,
-            failures: settled.failures,
-        }
+        Outcome::new(settled, stats)
     }
 }
 

@@ -10,13 +10,15 @@
 use std::time::Duration;
 
 use aws_kit::clients::dynamodb_client;
-use aws_kit::lambda::{self, Consumer, Report, Settlement};
+use aws_kit::lambda::{self, Consumer, Stats};
 use aws_kit::quarantine::Quarantine;
 
 use crate::batch::CONSUMER;
 use crate::store::dynamo::DynamoStore;
 use crate::store::Store;
-use crate::{metrics, BatchError, BatchOutcome, Indexer, Options};
+use crate::{metrics, BatchStats, Indexer, Options};
+use model::outcome::Outcome;
+use model::record::ParseError;
 
 pub use aws_kit::lambda::invoke;
 
@@ -64,38 +66,25 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
 }
 
 impl<S: Store, Q: Quarantine> Consumer for Indexer<S, Q> {
-    type Report = BatchOutcome;
-    type Error = BatchError;
+    type Stats = BatchStats;
 
-    async fn handle(&self, payload: &[u8]) -> Result<BatchOutcome, BatchError> {
+    async fn handle(&self, payload: &[u8]) -> Result<Outcome<BatchStats>, ParseError> {
         Indexer::handle(self, payload).await
     }
 }
 
-impl Report for BatchOutcome {
-    fn settlement(&self) -> Settlement<'_> {
-        Settlement {
-            failed: self.failed.as_ref(),
-            quarantined: &self.quarantined,
-            failures: &self.failures,
-        }
-    }
-
+impl Stats for BatchStats {
     fn metrics_line(&self, function: &str, duration: Duration, now_ms: u64) -> String {
-        metrics::batch_line(function, &self.stats, duration, now_ms)
+        metrics::batch_line(function, self, duration, now_ms)
     }
 
-    fn log_summary(&self) {
-        let s = &self.stats;
+    fn log_summary(&self, resumes_from: Option<&str>) {
         tracing::info!(
-            records = s.records,
-            groups = s.groups,
-            requests = s.apply.requests.total(),
-            quarantined = s.quarantined,
-            failed = self
-                .failed
-                .as_ref()
-                .map(|f| f.sequence_number().unwrap_or("the whole batch")),
+            records = self.records,
+            groups = self.groups,
+            requests = self.apply.requests.total(),
+            quarantined = self.quarantined,
+            failed = resumes_from,
             "batch handled"
         );
     }

@@ -35,7 +35,7 @@ mod test_support;
 pub mod workload;
 
 pub use aws_kit::quarantine::memory::MemoryQuarantine;
-pub use batch::{BatchError, BatchOutcome, BatchStats, Indexer, Options};
+pub use batch::{BatchStats, Indexer, Options};
 pub use model::backoff::Backoff;
 pub use model::settlement::BatchResponse;
 pub use store::memory::MemoryStore;

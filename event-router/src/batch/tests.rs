@@ -86,7 +86,7 @@ fn block<F: std::future::Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
-fn run(router: &TestRouter, records: &[ChangeRecord]) -> RouterOutcome {
+fn run(router: &TestRouter, records: &[ChangeRecord]) -> Outcome<RouterStats> {
     block(router.handle(&lambda_event(records))).expect("a batch")
 }
 

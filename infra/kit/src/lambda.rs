@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_runtime::{service_fn, LambdaEvent, Runtime};
 use model::config::{self, Config};
-use model::settlement::{BatchResponse, Failed, Failure, Quarantined};
+use model::outcome::Outcome;
+use model::record::ParseError;
+use model::settlement::BatchResponse;
 use serde::de::IgnoredAny;
 
 use crate::clock::{Clock, SystemClock};
@@ -196,38 +198,20 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
 
 /// A stream consumer: what handles one batch payload.
 pub trait Consumer: Send + Sync {
-    type Report: Report;
-    type Error: std::error::Error + Send + Sync + 'static;
+    /// The consumer's counts of a batch.
+    type Stats: Stats;
 
     /// Handles one batch (the raw JSON of a Lambda DynamoDB event). An error
-    /// means the payload as a whole is unusable.
-    fn handle(&self, payload: &[u8]) -> impl Future<Output = Result<Self::Report, Self::Error>> + Send;
+    /// means the payload as a whole is unusable: Lambda retries the whole batch.
+    fn handle(&self, payload: &[u8]) -> impl Future<Output = Result<Outcome<Self::Stats>, ParseError>> + Send;
 }
 
-/// A batch's settlement as a consumer's report holds it.
-#[derive(Debug, Clone, Copy)]
-pub struct Settlement<'a> {
-    /// Where Lambda resumes; `None` when every record was handled.
-    pub failed: Option<&'a Failed>,
-    /// The records quarantined, in batch order.
-    pub quarantined: &'a [Quarantined],
-    /// One entry per stopped group or failed quarantine call.
-    pub failures: &'a [Failure],
-}
-
-/// What a consumer reports of one batch.
-pub trait Report {
-    /// How the batch was settled.
-    fn settlement(&self) -> Settlement<'_>;
+/// A consumer's counts of one batch, as the shell reports them.
+pub trait Stats {
     /// The batch's EMF line.
     fn metrics_line(&self, function: &str, duration: Duration, now_ms: u64) -> String;
-    /// Logs the batch's summary (counts) at info.
-    fn log_summary(&self);
-
-    /// The answer to Lambda.
-    fn response(&self) -> BatchResponse {
-        BatchResponse::new(self.settlement().failed)
-    }
+    /// Logs the batch's summary (counts, and where Lambda resumes) at info.
+    fn log_summary(&self, resumes_from: Option<&str>);
 }
 
 /// Runs `consumer` under the Lambda runtime until the runtime stops it.
@@ -259,24 +243,26 @@ pub async fn invoke<C: Consumer>(
     clock: &dyn Clock,
 ) -> Result<DynamoDbEventResponse, lambda_runtime::Error> {
     let started = Instant::now();
-    let report = consumer.handle(payload).await.inspect_err(|error| {
-        tracing::error!(%error, "the payload is unusable: the whole batch fails");
+    let outcome = consumer.handle(payload).await.inspect_err(|error| {
+        tracing::error!(%error, "the payload is not a Lambda DynamoDB event: the whole batch fails");
     })?;
-    println!("{}", report.metrics_line(function, started.elapsed(), clock.now_ms()));
-    log(&report);
-    Ok(lambda_response(&report.response()))
+    println!(
+        "{}",
+        outcome.stats.metrics_line(function, started.elapsed(), clock.now_ms())
+    );
+    log(&outcome);
+    Ok(lambda_response(&outcome.response()))
 }
 
 /// Logs each quarantined record and each failure once, then the summary.
-pub fn log(report: &impl Report) {
-    let settlement = report.settlement();
-    for q in settlement.quarantined {
+pub fn log<S: Stats>(outcome: &Outcome<S>) {
+    for q in &outcome.quarantined {
         tracing::warn!(sequence_number = q.sequence_number.as_deref(), table = q.table.as_deref(), reason = %q.reason, "quarantined");
     }
-    for f in settlement.failures {
+    for f in &outcome.failures {
         tracing::error!(sequence_number = f.failed.sequence_number(), stage = ?f.stage, class = %f.fault.class(), reason = %f.fault.message(), "failed");
     }
-    report.log_summary();
+    outcome.stats.log_summary(outcome.resumes_from());
 }
 
 /// The batch response as `aws_lambda_events` types it.
@@ -293,6 +279,7 @@ pub fn lambda_response(response: &BatchResponse) -> DynamoDbEventResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use model::settlement::Failed;
 
     #[test]
     fn concurrency_is_checked() {

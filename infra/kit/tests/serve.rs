@@ -9,7 +9,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_kit::lambda::{serve, Consumer, Report, Settlement};
+use aws_kit::lambda::{serve, Consumer, Stats};
+use model::outcome::Outcome;
+use model::record::ParseError;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -20,24 +22,15 @@ const PATIENCE: Duration = Duration::from_secs(20);
 /// The payloads Lambda hands out, in order.
 const PAYLOADS: [&str; 2] = [r#"{"Records": [],  "x": "as sent"}"#, "not a batch"];
 
-#[derive(Debug, thiserror::Error)]
-#[error("not a batch")]
-struct NotABatch;
+/// No counts.
+#[derive(Default)]
+struct Counted;
 
-struct Handled;
-
-impl Report for Handled {
-    fn settlement(&self) -> Settlement<'_> {
-        Settlement {
-            failed: None,
-            quarantined: &[],
-            failures: &[],
-        }
-    }
+impl Stats for Counted {
     fn metrics_line(&self, _function: &str, _duration: Duration, _now_ms: u64) -> String {
         String::new()
     }
-    fn log_summary(&self) {}
+    fn log_summary(&self, _resumes_from: Option<&str>) {}
 }
 
 /// Keeps every payload it is handed; refuses one that is not an object.
@@ -45,15 +38,18 @@ impl Report for Handled {
 struct Keeper(Arc<Mutex<Vec<Vec<u8>>>>);
 
 impl Consumer for Keeper {
-    type Report = Handled;
-    type Error = NotABatch;
+    type Stats = Counted;
 
-    async fn handle(&self, payload: &[u8]) -> Result<Handled, NotABatch> {
+    async fn handle(&self, payload: &[u8]) -> Result<Outcome<Counted>, ParseError> {
         self.0.lock().expect("lock").push(payload.to_vec());
         if payload.starts_with(b"{") {
-            Ok(Handled)
+            Ok(Outcome::default())
         } else {
-            Err(NotABatch)
+            Err(ParseError {
+                line: 1,
+                column: 1,
+                message: "not a batch".to_owned(),
+            })
         }
     }
 }

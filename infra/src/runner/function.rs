@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use aws_kit::lambda::{Consumer, Report};
+use aws_kit::lambda::{Consumer, Stats};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use model::settlement::BatchResponse;
@@ -76,10 +76,9 @@ impl<C: Consumer> Function for ConsumerFunction<C> {
         async move {
             let started = Instant::now();
             match self.consumer.handle(payload).await {
-                Ok(report) => Invocation {
-                    emf: Some(report.metrics_line(&self.name, started.elapsed(), now_ms)),
-                    failures: report
-                        .settlement()
+                Ok(outcome) => Invocation {
+                    emf: Some(outcome.stats.metrics_line(&self.name, started.elapsed(), now_ms)),
+                    failures: outcome
                         .failures
                         .iter()
                         .map(|f| {
@@ -87,8 +86,8 @@ impl<C: Consumer> Function for ConsumerFunction<C> {
                             format!("record {record}: {}", f.fault)
                         })
                         .collect(),
-                    quarantined: report.settlement().quarantined.len(),
-                    response: response(&report.response()),
+                    quarantined: outcome.quarantined.len(),
+                    response: response(&outcome.response()),
                 },
                 Err(e) => errored(e),
             }

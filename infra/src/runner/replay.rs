@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use event_router::{Entry, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
 use model::config::Config;
+use model::outcome::Outcome;
 use model::record::{ChangeRecord, EventKind, Received};
 use model::value::Attrs;
 use model::Planner;
@@ -198,7 +199,7 @@ impl Local {
     }
 }
 
-fn absorb(summary: &mut Summary, indexed: stream_indexer::BatchOutcome, routed: event_router::RouterOutcome) {
+fn absorb(summary: &mut Summary, indexed: Outcome<BatchStats>, routed: Outcome<RouterStats>) {
     summary.stats.add(&indexed.stats);
     summary.routed.add(&routed.stats);
     summary

@@ -74,7 +74,7 @@ fn issue(id: &str, fields: Vec<(&str, Value)>) -> Image {
 }
 
 /// Takes the stream so far and handles it as one batch.
-fn deliver(ix: &TestIndexer) -> (Vec<StreamEntry>, BatchOutcome) {
+fn deliver(ix: &TestIndexer) -> (Vec<StreamEntry>, Outcome<BatchStats>) {
     let entries = memory(ix).take_stream();
     let payload = lambda_event(entries.iter().map(|e| &e.record));
     let outcome = block(ix.handle(&payload)).expect("a batch");
@@ -83,19 +83,19 @@ fn deliver(ix: &TestIndexer) -> (Vec<StreamEntry>, BatchOutcome) {
 
 #[test]
 fn the_response_lists_the_failure_or_nothing() {
-    let ok = BatchOutcome::default();
+    let ok = Outcome::<BatchStats>::default();
     assert_eq!(ok.response_json(), r#"{"batchItemFailures":[]}"#);
-    let failed = BatchOutcome {
+    let failed = Outcome::<BatchStats> {
         failed: Some(Failed::From("4200".into())),
-        ..BatchOutcome::default()
+        ..Outcome::<BatchStats>::default()
     };
     assert_eq!(
         failed.response_json(),
         r#"{"batchItemFailures":[{"itemIdentifier":"4200"}]}"#
     );
-    let whole = BatchOutcome {
+    let whole = Outcome::<BatchStats> {
         failed: Some(Failed::WholeBatch),
-        ..BatchOutcome::default()
+        ..Outcome::<BatchStats>::default()
     };
     assert!(whole.is_whole_batch_failure());
     assert_eq!(
@@ -107,10 +107,10 @@ fn the_response_lists_the_failure_or_nothing() {
 #[test]
 fn a_payload_that_is_not_a_batch_is_an_error() {
     let ix = indexer(|_: &Call<'_>| Fault::None, quick());
-    assert!(matches!(block(ix.handle(b"[1, 2]")), Err(BatchError::Payload(_))));
+    assert!(matches!(block(ix.handle(b"[1, 2]")), Err(ParseError { line: 1, .. })));
     assert!(matches!(
         block(ix.handle(b"{\"Records\": 5}")),
-        Err(BatchError::Payload(_))
+        Err(ParseError { line: 1, .. })
     ));
 }
 

@@ -32,7 +32,7 @@ fn indexer(store: &Arc<MemoryStore>, guard: Guard) -> TestIndexer {
 }
 
 /// Handles `records` as one batch, which must succeed whole.
-fn deliver(ix: &TestIndexer, records: &[ChangeRecord]) -> crate::BatchOutcome {
+fn deliver(ix: &TestIndexer, records: &[ChangeRecord]) -> model::outcome::Outcome<crate::BatchStats> {
     let outcome = block(ix.handle(&lambda_event(records))).unwrap_or_else(|e| panic!("{e}"));
     assert!(outcome.failed.is_none(), "{:?}", outcome.failures);
     outcome
