@@ -22,7 +22,7 @@ use model::record::ParseError;
 pub use aws_kit::lambda::invoke;
 
 /// The router's options from the environment (`STREAMDEX_CONCURRENCY`).
-pub fn router_options(get: impl Fn(&str) -> Option<String>) -> Result<Options, lambda::SetupError> {
+pub fn router_options(get: impl Fn(&str) -> Option<String>) -> Result<Options, lambda::EnvironmentError> {
     let mut options = Options::default();
     if let Some(concurrency) = lambda::concurrency_from_env(get)? {
         options.concurrency = concurrency;

@@ -21,10 +21,10 @@ use aws_kit::quarantine::memory::MemoryQuarantine;
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
 use model::filter::Consumer;
-use model::Config;
+use model::{Config, Fault};
 
 use crate::runner::function::{ConsumerFunction, Function, Response};
-use crate::runner::local::consumer_function;
+use crate::runner::local::{consumer_function, queue_url, WiringError};
 use crate::stack::{self, FunctionRole};
 
 /// Seconds a listed message stays hidden from other readers while a command works.
@@ -36,18 +36,19 @@ const EMPTY_RECEIVES: usize = 3;
 /// Why a quarantine command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum QuarantineError {
-    #[error("queue `{name}` does not exist on this endpoint: run `streamdex up CONFIG` against it first")]
-    MissingQueue { name: String },
+    #[error(transparent)]
+    Wiring(#[from] WiringError),
     #[error("{operation} on queue `{queue}`: {reason}")]
     Queue {
         operation: &'static str,
         queue: String,
         reason: String,
     },
+    /// The claim-check object could not be read, written or removed.
     #[error("{0}")]
-    Lookup(String),
-    #[error("{0}")]
-    Claim(String),
+    Claim(Fault),
+    #[error("the entry with its new reason is over the message limit")]
+    EntryTooLarge,
 }
 
 /// One message of the quarantine.
@@ -84,11 +85,7 @@ impl Inbox {
     pub async fn open(sdk: &SdkConfig, config: &Config) -> Result<Inbox, QuarantineError> {
         let sqs = sqs_client(sdk);
         let name = stack::quarantine_queue_name(config);
-        let url = match stack::queue_url(&sqs, &name).await {
-            Ok(Some(url)) => url,
-            Ok(None) => return Err(QuarantineError::MissingQueue { name }),
-            Err(e) => return Err(QuarantineError::Lookup(e.to_string())),
-        };
+        let url = queue_url(&sqs, &name).await?;
         Ok(Inbox {
             sqs,
             s3: s3_client(sdk),
@@ -169,9 +166,7 @@ impl Inbox {
     /// The entry's whole record: from the message, or from the bucket.
     pub async fn record(&self, stored: &Stored) -> Result<String, QuarantineError> {
         match &stored.raw_claim {
-            Some(c) => claim::fetch(&self.s3, c)
-                .await
-                .map_err(|f| QuarantineError::Claim(f.to_string())),
+            Some(c) => claim::fetch(&self.s3, c).await.map_err(QuarantineError::Claim),
             None => Ok(stored.entry.raw.clone()),
         }
     }
@@ -189,12 +184,8 @@ impl Inbox {
         };
         let text = match written {
             Ok(Some(text)) => text,
-            Ok(None) => {
-                return Err(QuarantineError::Claim(
-                    "the entry with its new reason is over the message limit".to_owned(),
-                ))
-            }
-            Err(fault) => return Err(QuarantineError::Claim(fault.to_string())),
+            Ok(None) => return Err(QuarantineError::EntryTooLarge),
+            Err(fault) => return Err(QuarantineError::Claim(fault)),
         };
         self.sqs
             .send_message()
@@ -221,9 +212,7 @@ impl Inbox {
     /// Deletes a message and its claim-check object (after a redrive applied it).
     pub async fn delete(&self, held: &Held) -> Result<(), QuarantineError> {
         if let Ok(Stored { raw_claim: Some(c), .. }) = &held.stored {
-            claim::remove(&self.s3, c)
-                .await
-                .map_err(|f| QuarantineError::Claim(f.to_string()))?;
+            claim::remove(&self.s3, c).await.map_err(QuarantineError::Claim)?;
         }
         self.delete_message(held).await
     }

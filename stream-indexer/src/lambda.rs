@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use aws_kit::clients::dynamodb_client;
-use aws_kit::lambda::{self, Consumer, Stats};
+use aws_kit::lambda::{self, Consumer, EnvironmentError, Stats};
 use aws_kit::quarantine::Quarantine;
 
 use crate::batch::CONSUMER;
@@ -30,17 +30,12 @@ pub use aws_kit::lambda::invoke;
 /// where a second thread can only add its own cost.
 pub const ENV_READ_AHEAD: &str = "STREAMDEX_READ_AHEAD";
 
-/// `STREAMDEX_READ_AHEAD` is set to something else than `off` or a size.
-#[derive(Debug, thiserror::Error)]
-#[error("{ENV_READ_AHEAD}={0:?} is neither `off` nor a whole number of bytes")]
-pub struct ReadAheadError(String);
-
 /// The indexer's options: `concurrency` (the kit's `STREAMDEX_CONCURRENCY`)
 /// and `STREAMDEX_READ_AHEAD` from the environment, when set.
 pub fn indexer_options(
     concurrency: Option<usize>,
     get: impl Fn(&str) -> Option<String>,
-) -> Result<Options, ReadAheadError> {
+) -> Result<Options, EnvironmentError> {
     let mut options = Options::default();
     if let Some(concurrency) = concurrency {
         options.concurrency = concurrency;
@@ -48,7 +43,11 @@ pub fn indexer_options(
     if let Some(text) = get(ENV_READ_AHEAD) {
         options.read_ahead_from = match text.trim() {
             "off" => None,
-            bytes => Some(bytes.parse().map_err(|_| ReadAheadError(text.clone()))?),
+            bytes => Some(bytes.parse().map_err(|_| EnvironmentError::Variable {
+                name: ENV_READ_AHEAD,
+                value: text.clone(),
+                expected: "`off` or a whole number of bytes",
+            })?),
         };
     }
     Ok(options)

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use aws_kit::clients::dynamodb_client;
-use aws_kit::lambda::{config_from_env, init_tracing, SetupError};
+use aws_kit::lambda::{config_from_env, init_tracing, EnvironmentError};
 use lambda_runtime::{service_fn, LambdaEvent};
 use model::Backoff;
 use serde_json::value::RawValue;
@@ -21,7 +21,7 @@ use super::{Reaped, Reaper};
 pub async fn run() -> Result<(), lambda_runtime::Error> {
     init_tracing();
     let env = |name: &str| std::env::var(name).ok();
-    let config = Arc::new(config_from_env(env).map_err(SetupError::from)?);
+    let config = Arc::new(config_from_env(env).map_err(EnvironmentError::from)?);
     let aws = aws_kit::lambda::sdk_config().await;
     let reaper = Reaper::new(
         config.clone(),

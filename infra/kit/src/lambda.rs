@@ -41,15 +41,21 @@ pub const ENV_QUARANTINE_BUCKET: &str = "STREAMDEX_QUARANTINE_BUCKET";
 pub const ENV_CONCURRENCY: &str = "STREAMDEX_CONCURRENCY";
 const DEFAULT_CONFIG_PATH: &str = "streamdex.toml";
 
-/// Why the function cannot start.
+/// Why a function cannot start from its environment.
 #[derive(Debug, thiserror::Error)]
-pub enum SetupError {
+pub enum EnvironmentError {
     #[error("{0}")]
     Config(#[from] config::ConfigError),
     #[error("{ENV_QUARANTINE_URL} is not set: a stream consumer needs a quarantine queue")]
     NoQuarantine,
-    #[error("{ENV_CONCURRENCY}={0:?} is not a whole number from 1 to 1000")]
-    Concurrency(String),
+    /// A variable is set to something it cannot be.
+    #[error("{name}={value:?} is not {expected}")]
+    Variable {
+        name: &'static str,
+        value: String,
+        /// What it can be (`a whole number from 1 to 1000`).
+        expected: &'static str,
+    },
 }
 
 /// Reads the config from `STREAMDEX_CONFIG` (inline) or `STREAMDEX_CONFIG_PATH`.
@@ -63,7 +69,7 @@ pub fn config_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, c
 }
 
 /// `STREAMDEX_CONCURRENCY`, when set: a whole number from 1 to 1000.
-pub fn concurrency_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<usize>, SetupError> {
+pub fn concurrency_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<usize>, EnvironmentError> {
     let Some(text) = get(ENV_CONCURRENCY) else {
         return Ok(None);
     };
@@ -72,7 +78,11 @@ pub fn concurrency_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Opti
         .ok()
         .filter(|n| (1..=1000).contains(n))
         .map(Some)
-        .ok_or(SetupError::Concurrency(text))
+        .ok_or(EnvironmentError::Variable {
+            name: ENV_CONCURRENCY,
+            value: text,
+            expected: "a whole number from 1 to 1000",
+        })
 }
 
 /// mimalloc's `mi_option_purge_delay` (option 15 in `mimalloc.h`, v2 and v3;
@@ -156,12 +166,12 @@ pub struct Setup {
 }
 
 /// Reads a stream consumer's [`Setup`].
-pub async fn setup(default_function: &str) -> Result<Setup, SetupError> {
+pub async fn setup(default_function: &str) -> Result<Setup, EnvironmentError> {
     tune_allocator();
     init_tracing();
     let env = |name: &str| std::env::var(name).ok();
     let config = Arc::new(config_from_env(env)?);
-    let queue_url = env(ENV_QUARANTINE_URL).ok_or(SetupError::NoQuarantine)?;
+    let queue_url = env(ENV_QUARANTINE_URL).ok_or(EnvironmentError::NoQuarantine)?;
     let concurrency = concurrency_from_env(env)?;
     let aws = sdk_config().await;
     let function = env("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| default_function.to_owned());

@@ -20,7 +20,7 @@ use stream_indexer::store::Store;
 
 use super::exit;
 use super::progress::Bar;
-use super::verify::{repair_json, report_json, setup, Output, Selection, SetupError};
+use super::verify::{repair_json, report_json, setup, CommandError, Output, Selection};
 
 #[derive(Debug, Clone, Args)]
 #[command(
@@ -76,16 +76,16 @@ pub fn run(args: &RebuildArgs) -> ExitCode {
 }
 
 /// Reads the checkpoint (or starts a fresh one).
-pub fn load_checkpoint(path: &Path, fresh: bool, config: &Config, scope: &Scope) -> Result<Checkpoint, SetupError> {
+pub fn load_checkpoint(path: &Path, fresh: bool, config: &Config, scope: &Scope) -> Result<Checkpoint, CommandError> {
     if fresh || !path.exists() {
         return Ok(Checkpoint::new(config, scope));
     }
     let text = std::fs::read_to_string(path)
-        .map_err(|e| SetupError::Failure(format!("cannot read the checkpoint {}: {e}", path.display())))?;
+        .map_err(|e| CommandError::Failure(format!("cannot read the checkpoint {}: {e}", path.display())))?;
     let checkpoint: Checkpoint = serde_json::from_str(&text)
-        .map_err(|e| SetupError::BadInput(format!("{}: not a rebuild checkpoint: {e}", path.display())))?;
+        .map_err(|e| CommandError::BadInput(format!("{}: not a rebuild checkpoint: {e}", path.display())))?;
     if !checkpoint.fits(config, scope) {
-        return Err(SetupError::BadInput(format!(
+        return Err(CommandError::BadInput(format!(
             "{}: the checkpoint is of another config or another --index/--edge-set selection; \
              run with --fresh to start over, or with --checkpoint naming another file",
             path.display()

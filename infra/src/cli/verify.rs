@@ -107,34 +107,34 @@ pub struct VerifyArgs {
 
 /// Why a command could not start: bad input (exit 2) or a failure (exit 1).
 #[derive(Debug, thiserror::Error)]
-pub enum SetupError {
+pub enum CommandError {
     #[error("{0}")]
     BadInput(String),
     #[error("{0}")]
     Failure(String),
 }
 
-impl SetupError {
+impl CommandError {
     pub fn exit_code(&self) -> u8 {
         match self {
-            SetupError::BadInput(_) => exit::BAD_INPUT,
-            SetupError::Failure(_) => exit::FAILURE,
+            CommandError::BadInput(_) => exit::BAD_INPUT,
+            CommandError::Failure(_) => exit::FAILURE,
         }
     }
 }
 
 impl Selection {
     /// Loads the config named by `CONFIG`.
-    pub fn load(&self) -> Result<Config, SetupError> {
+    pub fn load(&self) -> Result<Config, CommandError> {
         config::load(&self.config).map_err(|e| match e {
             // As `config check`: an unreadable file is an I/O failure, a refused one bad input.
-            config::ConfigError::Read { .. } => SetupError::Failure(e.to_string()),
-            other => SetupError::BadInput(other.to_string()),
+            config::ConfigError::Read { .. } => CommandError::Failure(e.to_string()),
+            other => CommandError::BadInput(other.to_string()),
         })
     }
 
     /// The scope the flags select in `config`.
-    pub fn scope(&self, config: &Config) -> Result<Scope, SetupError> {
+    pub fn scope(&self, config: &Config) -> Result<Scope, CommandError> {
         if self.indexes.is_empty() && self.edge_sets.is_empty() {
             return Ok(Scope::all(config));
         }
@@ -142,7 +142,7 @@ impl Selection {
         for name in &self.indexes {
             let at = config.indexes.iter().position(|i| &i.name == name).ok_or_else(|| {
                 let known: Vec<&str> = config.indexes.iter().map(|i| i.name.as_str()).collect();
-                SetupError::BadInput(format!(
+                CommandError::BadInput(format!(
                     "--index {name}: no index of that name in the config (indexes: {})",
                     known.join(", ")
                 ))
@@ -152,7 +152,7 @@ impl Selection {
         for table in &self.edge_sets {
             let at = config.edge_sets.iter().position(|e| &e.table == table).ok_or_else(|| {
                 let known: Vec<&str> = config.edge_sets.iter().map(|e| e.table.as_str()).collect();
-                SetupError::BadInput(format!(
+                CommandError::BadInput(format!(
                     "--edge-set {table}: no edge set on that table in the config (edge sets on: {})",
                     known.join(", ")
                 ))
@@ -200,13 +200,13 @@ pub fn run(args: &VerifyArgs) -> ExitCode {
 }
 
 /// The config, the scope and a runtime, or why not.
-pub fn setup(selection: &Selection) -> Result<(Arc<Config>, Scope, tokio::runtime::Runtime), SetupError> {
+pub fn setup(selection: &Selection) -> Result<(Arc<Config>, Scope, tokio::runtime::Runtime), CommandError> {
     let config = selection.load()?;
     let scope = selection.scope(&config)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| SetupError::Failure(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| CommandError::Failure(format!("cannot start the async runtime: {e}")))?;
     Ok((Arc::new(config), scope, runtime))
 }
 

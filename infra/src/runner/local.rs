@@ -28,19 +28,19 @@ use super::reaper_feed::{Queue, ReaperFeed};
 use super::stream::dynamo::DynamoStreams;
 use super::sweeper::Sweeper;
 use super::{MappingSpec, Runner, RunnerOptions};
-use crate::stack::{self, FunctionRole, QueuePurpose, Stack};
+use crate::stack::{self, FunctionRole, QueuePurpose, Stack, StackError};
 use aws_kit::clock::Clock;
 
 /// Why the runner could not be wired.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SetupError {
+#[derive(Debug, thiserror::Error)]
+pub enum WiringError {
     #[error("queue `{name}` does not exist on this endpoint: run `streamdex up CONFIG` against it first")]
     MissingQueue { name: String },
     #[error("bucket `{name}` does not exist on this endpoint: run `streamdex up CONFIG` against it first")]
     MissingBucket { name: String },
-    /// Looking a queue or bucket up failed (the message names which).
-    #[error("{0}")]
-    Lookup(String),
+    /// Looking a queue or bucket up failed (the error names which).
+    #[error(transparent)]
+    Lookup(#[from] StackError),
 }
 
 /// What to wire.
@@ -58,19 +58,20 @@ pub struct Wiring {
     pub window_ms: Option<u64>,
 }
 
-async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> Result<String, SetupError> {
+/// The URL of the queue `name`, which `up` must have created.
+pub(crate) async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> Result<String, WiringError> {
     match stack::queue_url(sqs, name).await {
         Ok(Some(url)) => Ok(url),
-        Ok(None) => Err(SetupError::MissingQueue { name: name.to_owned() }),
-        Err(e) => Err(SetupError::Lookup(e.to_string())),
+        Ok(None) => Err(WiringError::MissingQueue { name: name.to_owned() }),
+        Err(e) => Err(WiringError::Lookup(e)),
     }
 }
 
-async fn check_bucket(s3: &aws_sdk_s3::Client, name: &str) -> Result<(), SetupError> {
+async fn check_bucket(s3: &aws_sdk_s3::Client, name: &str) -> Result<(), WiringError> {
     match stack::bucket_exists(s3, name).await {
         Ok(true) => Ok(()),
-        Ok(false) => Err(SetupError::MissingBucket { name: name.to_owned() }),
-        Err(e) => Err(SetupError::Lookup(e.to_string())),
+        Ok(false) => Err(WiringError::MissingBucket { name: name.to_owned() }),
+        Err(e) => Err(WiringError::Lookup(e)),
     }
 }
 
@@ -113,7 +114,7 @@ pub async fn connect(
     clock: Arc<dyn Clock>,
     checkpoints: Checkpoints,
     wiring: Wiring,
-) -> Result<Runner, SetupError> {
+) -> Result<Runner, WiringError> {
     let stack = Stack::new(&config);
     let sqs = sqs_client(sdk);
     let quarantine_url = queue_url(&sqs, &stack::quarantine_queue_name(&config)).await?;
