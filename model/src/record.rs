@@ -78,6 +78,7 @@ use crate::value::{borrowed, Attrs, Image};
 use parse::parse_json_lines;
 pub use parse::{parse_any, parse_batch, parse_record, read_line};
 pub use shared::{table_from_arn, SharedText};
+pub use time::CreationTimeError;
 pub use walk::{read_batch, BatchReader, Form, ImageForm, Mode};
 
 /// What happened to the item.
@@ -488,7 +489,10 @@ pub enum RecordError {
     },
     /// `ApproximateCreationDateTime` is not epoch seconds (or an RFC 3339 time).
     #[error("{record}: bad ApproximateCreationDateTime: {reason}")]
-    BadCreationTime { record: RecordId, reason: String },
+    BadCreationTime {
+        record: RecordId,
+        reason: CreationTimeError,
+    },
 }
 
 impl RecordError {

@@ -104,13 +104,58 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// What is wrong with a date or timestamp (its `Display` is the message
+/// that callers quote after the value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    /// A date is not `YYYY-MM-DD`.
+    #[error("expected YYYY-MM-DD")]
+    DateShape,
+    /// A timestamp does not have RFC 3339's shape (or has an unexpected
+    /// character where its offset starts).
+    #[error("expected YYYY-MM-DDTHH:MM:SS[.fraction] followed by Z or ±HH:MM")]
+    TimestampShape,
+    #[error("month {month:02} is not 01..12")]
+    Month { month: u32 },
+    #[error("day {day:02} does not exist in {year:04}-{month:02}")]
+    Day { year: u32, month: u32, day: u32 },
+    #[error("hour {hour:02} is not 00..23")]
+    Hour { hour: u32 },
+    #[error("minute {minute:02} is not 00..59")]
+    Minute { minute: u32 },
+    /// `:60` in the strict reading.
+    #[error("leap second :60 is not supported")]
+    LeapSecond,
+    #[error("second {second:02} is not 00..59")]
+    Second { second: u32 },
+    /// A non-zero digit below nanoseconds, in the strict reading.
+    #[error("non-zero digits below nanoseconds")]
+    BelowNanoseconds,
+    /// A `.` with no digits after it.
+    #[error("expected digits after '.'")]
+    NoFractionDigits,
+    /// The offset is not `±HH:MM` (nor, in the lenient reading, `±HHMM`).
+    #[error("expected the offset as ±HH:MM")]
+    OffsetShape,
+    /// The offset's hours or minutes are out of range.
+    #[error("offset {sign}{hours:02}:{minutes:02} is not a valid ±HH:MM")]
+    Offset { sign: char, hours: u32, minutes: u32 },
+    #[error("missing offset (Z or ±HH:MM)")]
+    MissingOffset,
+    #[error("trailing characters after the offset")]
+    Trailing,
+    /// The instant, converted to UTC, falls outside years 0000–9999.
+    #[error("year {year} (after conversion to UTC) is outside 0000..9999")]
+    UtcYear { year: i64 },
+}
+
 /// Checks that a year, month and day name a real day.
-pub fn check_ymd(year: u32, month: u32, day: u32) -> Result<(), String> {
+pub fn check_ymd(year: u32, month: u32, day: u32) -> Result<(), TimeError> {
     if !(1..=12).contains(&month) {
-        return Err(format!("month {month:02} is not 01..12"));
+        return Err(TimeError::Month { month });
     }
     if day < 1 || day > days_in_month(i64::from(year), month) {
-        return Err(format!("day {day:02} does not exist in {year:04}-{month:02}"));
+        return Err(TimeError::Day { year, month, day });
     }
     Ok(())
 }
@@ -130,20 +175,18 @@ fn field(b: &[u8], range: std::ops::Range<usize>) -> Option<u32> {
 
 /// Checks that `text` is exactly `YYYY-MM-DD` and names a real day (years
 /// 0000–9999).
-pub fn check_date(text: &str) -> Result<(), String> {
+pub fn check_date(text: &str) -> Result<(), TimeError> {
     let b = text.as_bytes();
     let shape = b.len() == 10 && b.get(4) == Some(&b'-') && b.get(7) == Some(&b'-');
     match (shape, field(b, 0..4), field(b, 5..7), field(b, 8..10)) {
         (true, Some(y), Some(m), Some(d)) => check_ymd(y, m, d),
-        _ => Err("expected YYYY-MM-DD".to_owned()),
+        _ => Err(TimeError::DateShape),
     }
 }
 
-const TIMESTAMP_SHAPE: &str = "expected YYYY-MM-DDTHH:MM:SS[.fraction] followed by Z or ±HH:MM";
-
 /// Reads an RFC 3339 timestamp with an offset, as `grammar` allows. The
 /// error says what is wrong.
-pub fn parse_rfc3339(text: &str, grammar: Grammar) -> Result<Timestamp, String> {
+pub fn parse_rfc3339(text: &str, grammar: Grammar) -> Result<Timestamp, TimeError> {
     let lenient = grammar == Grammar::Lenient;
     let b = text.as_bytes();
     let at = |i: usize| b.get(i).copied();
@@ -167,20 +210,20 @@ pub fn parse_rfc3339(text: &str, grammar: Grammar) -> Result<Timestamp, String> 
         field(b, 17..19),
     );
     let (true, (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second))) = (shape, fields) else {
-        return Err(TIMESTAMP_SHAPE.to_owned());
+        return Err(TimeError::TimestampShape);
     };
     check_ymd(year, month, day)?;
     if hour > 23 {
-        return Err(format!("hour {hour:02} is not 00..23"));
+        return Err(TimeError::Hour { hour });
     }
     if minute > 59 {
-        return Err(format!("minute {minute:02} is not 00..59"));
+        return Err(TimeError::Minute { minute });
     }
     if second == 60 && !lenient {
-        return Err("leap second :60 is not supported".to_owned());
+        return Err(TimeError::LeapSecond);
     }
     if second > 60 {
-        return Err(format!("second {second:02} is not 00..59"));
+        return Err(TimeError::Second { second });
     }
     let mut i = 19;
     let mut nanos = 0u32;
@@ -191,13 +234,13 @@ pub fn parse_rfc3339(text: &str, grammar: Grammar) -> Result<Timestamp, String> 
             if i - start < 9 {
                 nanos = nanos * 10 + u32::from(c - b'0');
             } else if c != b'0' && !lenient {
-                return Err("non-zero digits below nanoseconds".to_owned());
+                return Err(TimeError::BelowNanoseconds);
             }
             i += 1;
         }
         let n = i - start;
         if n == 0 {
-            return Err("expected digits after '.'".to_owned());
+            return Err(TimeError::NoFractionDigits);
         }
         if n < 9 {
             nanos *= 10u32.pow(u32::try_from(9 - n).unwrap_or(0));
@@ -218,13 +261,14 @@ pub fn parse_rfc3339(text: &str, grammar: Grammar) -> Result<Timestamp, String> 
                 (None, None, 0)
             };
             let (Some(oh), Some(om)) = (hours, minutes) else {
-                return Err("expected the offset as ±HH:MM".to_owned());
+                return Err(TimeError::OffsetShape);
             };
             if oh > 23 || om > 59 {
-                return Err(format!(
-                    "offset {}{oh:02}:{om:02} is not a valid ±HH:MM",
-                    char::from(sign)
-                ));
+                return Err(TimeError::Offset {
+                    sign: char::from(sign),
+                    hours: oh,
+                    minutes: om,
+                });
             }
             i += len;
             let minutes = i64::from(oh * 60 + om);
@@ -234,11 +278,11 @@ pub fn parse_rfc3339(text: &str, grammar: Grammar) -> Result<Timestamp, String> 
                 minutes
             }
         }
-        None => return Err("missing offset (Z or ±HH:MM)".to_owned()),
-        Some(_) => return Err(TIMESTAMP_SHAPE.to_owned()),
+        None => return Err(TimeError::MissingOffset),
+        Some(_) => return Err(TimeError::TimestampShape),
     };
     if i != b.len() {
-        return Err("trailing characters after the offset".to_owned());
+        return Err(TimeError::Trailing);
     }
     Ok(Timestamp {
         year,

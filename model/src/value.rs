@@ -8,7 +8,7 @@ pub mod borrowed;
 mod image;
 mod view;
 
-pub use image::{Image, Name};
+pub use image::{DuplicateAttribute, Image, Name};
 pub use view::{Attr, Attrs, Scalar, Shape};
 
 /// DynamoDB's item size limit.

@@ -16,6 +16,7 @@ mod tests;
 
 pub use error::{ConfigError, Problem};
 pub use load::{defaults, limits, load, parse};
+pub use template::TemplateSyntaxError;
 
 use crate::sortkey::Column;
 

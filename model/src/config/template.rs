@@ -14,6 +14,38 @@ use std::fmt;
 
 use super::{Template, TemplatePart, ValueRef};
 
+/// Why a partition template or a sort column's value reference was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateSyntaxError {
+    /// A template with no text at all.
+    #[error("empty template")]
+    EmptyTemplate,
+    /// `{}` (or braces around only whitespace).
+    #[error("empty reference `{{}}`")]
+    EmptyReference,
+    /// `{entry}` or `{entry.x}` other than `{entry.key}`/`{entry.value}`;
+    /// `name` is the reference, trimmed.
+    #[error("unknown entry reference `{{{name}}}` (expected `{{entry.key}}` or `{{entry.value}}`)")]
+    UnknownEntryReference { name: String },
+    /// A `}` with no `{` before it, at `at` (counted in characters, from 1).
+    #[error("unmatched `}}` at character {at} (write `}}}}` for a literal brace)")]
+    UnmatchedClose { at: usize },
+    /// A `{` with no `}` after it, at `at` (counted in characters, from 1).
+    #[error("unclosed `{{` at character {at} (write `{{{{` for a literal brace)")]
+    UnclosedOpen { at: usize },
+    /// A sort column's `value` that is empty or only whitespace.
+    #[error("empty value reference")]
+    EmptyValueReference,
+    /// A sort column's `value` with braces that is not exactly one reference.
+    #[error(
+        "`{text}` is not a single value reference (a sort column takes one: `attr`, `{{attr}}`, `{{entry.key}}` or `{{entry.value}}`)"
+    )]
+    NotSingleReference { text: String },
+    /// A sort column's `value` that is a bare `entry` or `entry.*`.
+    #[error("bare `{text}` is ambiguous: write `{{entry.key}}` or `{{entry.value}}` for the entry")]
+    AmbiguousEntry { text: String },
+}
+
 impl ValueRef {
     /// Whether this refers to the current `for_each` entry.
     pub fn is_entry(&self) -> bool {
@@ -21,38 +53,34 @@ impl ValueRef {
     }
 
     /// Parses the inside of `{...}`.
-    fn parse_braced(inner: &str) -> Result<ValueRef, String> {
+    fn parse_braced(inner: &str) -> Result<ValueRef, TemplateSyntaxError> {
         let name = inner.trim();
         match name {
-            "" => Err("empty reference `{}`".to_string()),
+            "" => Err(TemplateSyntaxError::EmptyReference),
             "entry.key" => Ok(ValueRef::EntryKey),
             "entry.value" => Ok(ValueRef::EntryValue),
-            _ if name == "entry" || name.starts_with("entry.") => Err(format!(
-                "unknown entry reference `{{{name}}}` (expected `{{entry.key}}` or `{{entry.value}}`)"
-            )),
+            _ if name == "entry" || name.starts_with("entry.") => {
+                Err(TemplateSyntaxError::UnknownEntryReference { name: name.to_string() })
+            }
             _ => Ok(ValueRef::Attribute(name.to_string())),
         }
     }
 
     /// Parses a sort column's `value`: one reference, braced (`{num}`,
     /// `{entry.value}`) or a bare attribute name (`num`).
-    pub fn parse_sort_value(text: &str) -> Result<ValueRef, String> {
+    pub fn parse_sort_value(text: &str) -> Result<ValueRef, TemplateSyntaxError> {
         if text.trim().is_empty() {
-            return Err("empty value reference".to_string());
+            return Err(TemplateSyntaxError::EmptyValueReference);
         }
         if text.contains(['{', '}']) {
             let template = Template::parse(text)?;
             return match template.parts.as_slice() {
                 [TemplatePart::Ref(r)] => Ok(r.clone()),
-                _ => Err(format!(
-                    "`{text}` is not a single value reference (a sort column takes one: `attr`, `{{attr}}`, `{{entry.key}}` or `{{entry.value}}`)"
-                )),
+                _ => Err(TemplateSyntaxError::NotSingleReference { text: text.to_string() }),
             };
         }
         if text == "entry" || text.starts_with("entry.") {
-            return Err(format!(
-                "bare `{text}` is ambiguous: write `{{entry.key}}` or `{{entry.value}}` for the entry"
-            ));
+            return Err(TemplateSyntaxError::AmbiguousEntry { text: text.to_string() });
         }
         Ok(ValueRef::Attribute(text.to_string()))
     }
@@ -72,9 +100,9 @@ impl fmt::Display for ValueRef {
 impl Template {
     /// Parses a template such as `field#{entry.key}`. Refuses an empty
     /// template, an unclosed `{`, an unmatched `}` and unknown entry references.
-    pub fn parse(text: &str) -> Result<Template, String> {
+    pub fn parse(text: &str) -> Result<Template, TemplateSyntaxError> {
         if text.is_empty() {
-            return Err("empty template".to_string());
+            return Err(TemplateSyntaxError::EmptyTemplate);
         }
         let mut parts = Vec::new();
         let mut literal = String::new();
@@ -90,20 +118,18 @@ impl Template {
                     literal.push('}');
                 }
                 '}' => {
-                    return Err(format!(
-                        "unmatched `}}` at character {} (write `}}}}` for a literal brace)",
-                        text[..i].chars().count() + 1
-                    ))
+                    return Err(TemplateSyntaxError::UnmatchedClose {
+                        at: text[..i].chars().count() + 1,
+                    })
                 }
                 '{' => {
                     let rest = &text[i + 1..];
                     let close = match rest.find(['}', '{']) {
                         Some(j) if rest[j..].starts_with('}') => j,
                         _ => {
-                            return Err(format!(
-                                "unclosed `{{` at character {} (write `{{{{` for a literal brace)",
-                                text[..i].chars().count() + 1
-                            ))
+                            return Err(TemplateSyntaxError::UnclosedOpen {
+                                at: text[..i].chars().count() + 1,
+                            })
                         }
                     };
                     let r = ValueRef::parse_braced(&rest[..close])?;
@@ -203,7 +229,7 @@ mod tests {
             ("{  }", "empty reference"),
         ];
         for (text, reason) in cases {
-            let err = Template::parse(text).expect_err(text);
+            let err = Template::parse(text).expect_err(text).to_string();
             assert!(err.contains(reason), "{text}: {err}");
         }
     }
@@ -226,7 +252,7 @@ mod tests {
             ("{entry.nope}", "unknown entry reference"),
             ("a}", "unmatched"),
         ] {
-            let err = ValueRef::parse_sort_value(text).expect_err(text);
+            let err = ValueRef::parse_sort_value(text).expect_err(text).to_string();
             assert!(err.contains(reason), "{text}: {err}");
         }
     }

@@ -14,7 +14,7 @@ use std::fmt;
 use base64::Engine;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::value::{borrowed, Image, Name, Value};
+use crate::value::{borrowed, DuplicateAttribute, Image, Name, Value};
 
 const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -167,9 +167,9 @@ std::thread_local! {
 }
 
 /// The problem of an image that repeats attribute `name`.
-fn duplicate(name: String) -> ImageProblem {
+fn duplicate(repeated: DuplicateAttribute) -> ImageProblem {
     ImageProblem::Attribute {
-        name,
+        name: repeated.name,
         problem: AttrProblem::Duplicate,
     }
 }

@@ -13,7 +13,7 @@ use super::document::{clip, json_message};
 use super::raw::RawRecord;
 use super::scan;
 use super::shared::shared_arn;
-use super::time::parse_creation_time;
+use super::time::{parse_creation_time, CreationTimeError};
 use super::{
     BorrowedReceived, ChangeRecord, CreationTime, EventKind, ImagePart, KeyProblem, Received, RecordError, RecordId,
     ViewType,
@@ -196,7 +196,7 @@ pub(super) struct Parts<'a, J = Image> {
 
 /// The `dynamodb` part's parts.
 pub(super) struct StreamParts<'a, J = Image> {
-    pub created: Option<Result<CreationTime, String>>,
+    pub created: Option<Result<CreationTime, CreationTimeError>>,
     pub keys: Option<Result<J, ImageProblem>>,
     pub new_image: Option<Result<J, ImageProblem>>,
     pub old_image: Option<Result<J, ImageProblem>>,

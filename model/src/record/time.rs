@@ -10,30 +10,47 @@
 use super::CreationTime;
 use crate::sortkey::number;
 use crate::sortkey::SortKeyError;
-use crate::time::{self, Grammar};
+use crate::time::{self, Grammar, TimeError};
+
+/// Why an `ApproximateCreationDateTime` could not be read. Each message
+/// repeats the value (`shown`, clipped: a time is not item contents).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CreationTimeError {
+    /// A string that is not valid JSON.
+    #[error("{shown} is not a valid JSON string")]
+    NotAJsonString { shown: String },
+    /// A string that looks like an RFC 3339 time but is not one.
+    #[error("{shown} is not an RFC 3339 time: {reason}")]
+    NotRfc3339 { shown: String, reason: TimeError },
+    /// An RFC 3339 time before the epoch.
+    #[error("{shown} is not an RFC 3339 time: before 1970")]
+    Before1970 { shown: String },
+    /// A number (or a string of one) that is not usable epoch seconds.
+    #[error("{shown} is not epoch seconds: {reason}")]
+    NotEpochSeconds { shown: String, reason: &'static str },
+    /// Neither a number nor a string.
+    #[error("{shown} is neither a number of epoch seconds nor a time string")]
+    NotNumberOrString { shown: String },
+}
 
 /// Parses the raw JSON text of `ApproximateCreationDateTime`. The error says
 /// what is wrong (it repeats the value, clipped: a time is not item contents).
-pub(super) fn parse_creation_time(raw_json: &str) -> Result<CreationTime, String> {
+pub(super) fn parse_creation_time(raw_json: &str) -> Result<CreationTime, CreationTimeError> {
     let shown = || super::document::clip(raw_json, 40);
+    let epoch = |reason| CreationTimeError::NotEpochSeconds { shown: shown(), reason };
     match raw_json.as_bytes().first() {
         Some(b'"') => {
             let text: String =
-                serde_json::from_str(raw_json).map_err(|_| format!("{} is not a valid JSON string", shown()))?;
+                serde_json::from_str(raw_json).map_err(|_| CreationTimeError::NotAJsonString { shown: shown() })?;
             let text = text.trim();
             if text.contains(['T', 't', ':']) {
-                rfc3339(text).map_err(|reason| format!("{} is not an RFC 3339 time: {reason}", shown()))
+                rfc3339(text, shown)
             } else {
-                decimal(text).map_err(|reason| format!("{} is not epoch seconds: {reason}", shown()))
+                decimal(text).map_err(epoch)
             }
         }
-        Some(b'-' | b'0'..=b'9') => {
-            decimal(raw_json).map_err(|reason| format!("{} is not epoch seconds: {reason}", shown()))
-        }
-        _ => Err(format!(
-            "{} is neither a number of epoch seconds nor a time string",
-            shown()
-        )),
+        Some(b'-' | b'0'..=b'9') => decimal(raw_json).map_err(epoch),
+        _ => Err(CreationTimeError::NotNumberOrString { shown: shown() }),
     }
 }
 
@@ -79,12 +96,14 @@ fn decimal(text: &str) -> Result<CreationTime, &'static str> {
 }
 
 /// `YYYY-MM-DD(T|t| )HH:MM:SS[.fraction](Z|z|±HH:MM|±HHMM)`: `model::time`'s
-/// lenient reading, on or after 1970.
-fn rfc3339(text: &str) -> Result<CreationTime, String> {
-    let t = time::parse_rfc3339(text, Grammar::Lenient)?;
+/// lenient reading, on or after 1970. `shown` is the value as errors
+/// repeat it.
+fn rfc3339(text: &str, shown: impl Fn() -> String) -> Result<CreationTime, CreationTimeError> {
+    let t = time::parse_rfc3339(text, Grammar::Lenient)
+        .map_err(|reason| CreationTimeError::NotRfc3339 { shown: shown(), reason })?;
     let seconds = t.epoch_seconds();
     if seconds < 0 {
-        return Err("before 1970".to_owned());
+        return Err(CreationTimeError::Before1970 { shown: shown() });
     }
     Ok(CreationTime {
         seconds,

@@ -240,10 +240,7 @@ impl Reader<'_> {
         let text = self.ascii(30, "a TIMESTAMP character")?;
         let utc = time::parse_timestamp(&text).map_err(|reason| self.fail_at(at, Malformed::Timestamp(reason)))?;
         if utc.to_text() != text {
-            return Err(self.fail_at(
-                at,
-                Malformed::Timestamp("not in the form YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ".into()),
-            ));
+            return Err(self.fail_at(at, Malformed::TimestampForm));
         }
         Ok(text)
     }

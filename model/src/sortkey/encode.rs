@@ -38,7 +38,7 @@ fn write(column: &Column, elem: Elem<'_>, out: &mut String) -> Result<(), SortKe
         Elem::Date(text) => {
             time::check_date(text).map_err(|reason| SortKeyError::InvalidDate {
                 text: text.into(),
-                reason: reason.into(),
+                reason,
             })?;
             sink.byte(b'D');
             sink.ascii(text);
@@ -46,7 +46,7 @@ fn write(column: &Column, elem: Elem<'_>, out: &mut String) -> Result<(), SortKe
         Elem::Timestamp(text) => {
             let utc = time::parse_timestamp(text).map_err(|reason| SortKeyError::InvalidTimestamp {
                 text: text.into(),
-                reason: reason.into(),
+                reason,
             })?;
             sink.byte(b'I');
             utc.write(&mut sink);

@@ -35,8 +35,9 @@ pub use decode::decode;
 #[cfg(test)]
 pub(crate) use range::oracle;
 pub use range::{key_range, ColumnCondition, KeyRange, Op, RangeError};
-pub use schema::Schema;
+pub use schema::{ColumnSpecError, Schema};
 
+use crate::time::TimeError;
 use crate::value::{Attr, Scalar, Value};
 use encode::Elem;
 
@@ -169,10 +170,10 @@ pub enum SortKeyError {
     NumberOutOfRange { exponent: i64, text: Box<str> },
     /// A DATE column's value is not a valid `YYYY-MM-DD`.
     #[error("not a DATE (YYYY-MM-DD): `{text}`: {reason}")]
-    InvalidDate { text: Box<str>, reason: Box<str> },
+    InvalidDate { text: Box<str>, reason: TimeError },
     /// A TIMESTAMP column's value is not a valid RFC 3339 timestamp with an offset.
     #[error("not a TIMESTAMP (RFC 3339 with an offset): `{text}`: {reason}")]
-    InvalidTimestamp { text: Box<str>, reason: Box<str> },
+    InvalidTimestamp { text: Box<str>, reason: TimeError },
     /// The value's type does not fit the column (`expected` describes what would).
     #[error("expects {expected}, got {got}")]
     TypeMismatch { expected: &'static str, got: &'static str },
@@ -270,9 +271,12 @@ pub enum Malformed {
     #[error("the string's bytes are not valid UTF-8")]
     InvalidUtf8,
     #[error("invalid DATE: {0}")]
-    Date(String),
+    Date(TimeError),
     #[error("invalid TIMESTAMP: {0}")]
-    Timestamp(String),
+    Timestamp(TimeError),
+    /// A valid TIMESTAMP, but not in the one form a key holds.
+    #[error("invalid TIMESTAMP: not in the form YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ")]
+    TimestampForm,
 }
 
 fn describe_next(next: Option<char>) -> String {

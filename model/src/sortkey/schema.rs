@@ -85,20 +85,44 @@ impl fmt::Display for Column {
     }
 }
 
-fn invalid(column: usize, text: &str, reason: &str) -> SortKeyError {
+/// The reason is rendered into the message here: holding the
+/// [`ColumnSpecError`] as well as the column's text would take
+/// [`SortKeyError`] past its 40-byte budget (see the sortkey tests).
+fn invalid(column: usize, text: &str, reason: &ColumnSpecError) -> SortKeyError {
     SortKeyError::InvalidSchema {
         column,
         message: format!("`{}`: {reason}", text.trim()).into(),
     }
 }
 
-const TYPES: &str = "S, N, B, BOOL, DATE, TIMESTAMP or ANY";
+/// What is wrong with one column of a schema text (or a column type or
+/// direction given on its own).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ColumnSpecError {
+    #[error("missing type (expected S, N, B, BOOL, DATE, TIMESTAMP or ANY)")]
+    MissingType,
+    /// `text` is the type as written, trimmed.
+    #[error("unknown type `{text}` (expected S, N, B, BOOL, DATE, TIMESTAMP or ANY)")]
+    UnknownType { text: Box<str> },
+    /// `text` is the direction as written, trimmed.
+    #[error("unknown direction `{text}` (expected asc or desc)")]
+    UnknownDirection { text: Box<str> },
+    #[error("the direction is given twice")]
+    DirectionTwice,
+    #[error("the null placement is given twice")]
+    NullsTwice,
+    #[error("empty option (a stray `:`)")]
+    EmptyOption,
+    /// `option` is the option as written, trimmed.
+    #[error("unknown option `{option}` (expected asc, desc, nulls-first or nulls-last)")]
+    UnknownOption { option: Box<str> },
+}
 
 impl FromStr for ColumnType {
-    type Err = String;
+    type Err = ColumnSpecError;
 
     /// `S`, `N`, `B`, `BOOL`, `DATE`, `TIMESTAMP` or `ANY`, case-insensitive.
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, ColumnSpecError> {
         let ty = match text.trim().to_ascii_lowercase().as_str() {
             "s" => ColumnType::S,
             "n" => ColumnType::N,
@@ -107,8 +131,12 @@ impl FromStr for ColumnType {
             "date" => ColumnType::Date,
             "timestamp" => ColumnType::Timestamp,
             "any" => ColumnType::Any,
-            "" => return Err(format!("missing type (expected {TYPES})")),
-            _ => return Err(format!("unknown type `{}` (expected {TYPES})", text.trim())),
+            "" => return Err(ColumnSpecError::MissingType),
+            _ => {
+                return Err(ColumnSpecError::UnknownType {
+                    text: text.trim().into(),
+                })
+            }
         };
         Ok(ty)
     }
@@ -136,14 +164,16 @@ impl fmt::Display for ColumnType {
 }
 
 impl FromStr for Direction {
-    type Err = String;
+    type Err = ColumnSpecError;
 
     /// `asc` or `desc`, case-insensitive.
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, ColumnSpecError> {
         match text.trim().to_ascii_lowercase().as_str() {
             "asc" => Ok(Direction::Asc),
             "desc" => Ok(Direction::Desc),
-            _ => Err(format!("unknown direction `{}` (expected asc or desc)", text.trim())),
+            _ => Err(ColumnSpecError::UnknownDirection {
+                text: text.trim().into(),
+            }),
         }
     }
 }
@@ -157,7 +187,7 @@ impl fmt::Display for Direction {
     }
 }
 
-fn parse_column(text: &str) -> Result<Column, String> {
+fn parse_column(text: &str) -> Result<Column, ColumnSpecError> {
     let mut parts = text.split(':');
     let ty: ColumnType = parts.next().unwrap_or_default().parse()?;
     let mut direction = None;
@@ -165,20 +195,14 @@ fn parse_column(text: &str) -> Result<Column, String> {
     for option in parts {
         let option = option.trim();
         match option.to_ascii_lowercase().as_str() {
-            "asc" | "desc" if direction.is_some() => return Err("the direction is given twice".to_owned()),
+            "asc" | "desc" if direction.is_some() => return Err(ColumnSpecError::DirectionTwice),
             "asc" => direction = Some(Direction::Asc),
             "desc" => direction = Some(Direction::Desc),
-            "nulls-first" | "nulls-last" if nulls.is_some() => {
-                return Err("the null placement is given twice".to_owned())
-            }
+            "nulls-first" | "nulls-last" if nulls.is_some() => return Err(ColumnSpecError::NullsTwice),
             "nulls-first" => nulls = Some(Nulls::First),
             "nulls-last" => nulls = Some(Nulls::Last),
-            "" => return Err("empty option (a stray `:`)".to_owned()),
-            _ => {
-                return Err(format!(
-                    "unknown option `{option}` (expected asc, desc, nulls-first or nulls-last)"
-                ))
-            }
+            "" => return Err(ColumnSpecError::EmptyOption),
+            _ => return Err(ColumnSpecError::UnknownOption { option: option.into() }),
         }
     }
     let column = Column::new(ty, direction.unwrap_or(Direction::Asc));

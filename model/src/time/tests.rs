@@ -95,7 +95,7 @@ proptest! {
     #[test]
     fn a_formatted_instant_reads_back(seconds in 0i64..253_402_300_799, nanos in 0u32..1_000_000_000) {
         let text = format_utc(seconds, nanos, Fraction::Trimmed);
-        let back = parse_rfc3339(&text, Grammar::Strict).map_err(TestCaseError::fail)?;
+        let back = parse_rfc3339(&text, Grammar::Strict).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!((back.epoch_seconds(), back.nanos), (seconds, nanos));
     }
 

@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 
-use super::image::same_name;
+use super::image::{same_name, DuplicateAttribute};
 use super::view::{shape_of, Attr, Attrs, Shape};
 
 /// One attribute value, borrowed where it can be.
@@ -45,7 +45,7 @@ const LINEAR: usize = 16;
 impl<'a> Image<'a> {
     /// The image of `entries` (in any order), or the first name (in the
     /// order given) that repeats an earlier one.
-    pub fn from_distinct(mut entries: Vec<(Cow<'a, str>, Value<'a>)>) -> Result<Image<'a>, String> {
+    pub fn from_distinct(mut entries: Vec<(Cow<'a, str>, Value<'a>)>) -> Result<Image<'a>, DuplicateAttribute> {
         super::image::sort_distinct(&mut entries)?;
         Ok(Image { entries })
     }

@@ -177,11 +177,11 @@ impl Image {
 
     /// Builds an image from distinct names pushed in any order, or returns
     /// the first name (in the order given) that repeats an earlier one.
-    pub fn from_distinct(mut entries: Vec<(Name, Value)>) -> Result<Image, String> {
+    pub fn from_distinct(mut entries: Vec<(Name, Value)>) -> Result<Image, DuplicateAttribute> {
         if entries.len() <= SMALL {
             for i in 1..entries.len() {
                 match sorted_place(&entries, i) {
-                    Ok(_) => return Err(entries[i].0.to_string()),
+                    Ok(_) => return Err(DuplicateAttribute::of(&entries[i].0)),
                     Err(at) => entries[at..=i].rotate_right(1),
                 }
             }
@@ -192,10 +192,25 @@ impl Image {
     }
 }
 
+/// An attribute name that appears more than once among an image's entries
+/// (the first, in the order given, that repeats an earlier one). Its
+/// `Display` is the name alone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}")]
+pub struct DuplicateAttribute {
+    pub name: String,
+}
+
+impl DuplicateAttribute {
+    fn of(name: &impl fmt::Display) -> DuplicateAttribute {
+        DuplicateAttribute { name: name.to_string() }
+    }
+}
+
 /// Sorts `entries` by name, or returns the first name (in the order
 /// given) that repeats an earlier one: an image's entries, owned or
 /// borrowed ([`super::borrowed::Image::from_distinct`]).
-pub(super) fn sort_distinct<N: Ord + fmt::Display, V>(entries: &mut [(N, V)]) -> Result<(), String> {
+pub(super) fn sort_distinct<N: Ord + fmt::Display, V>(entries: &mut [(N, V)]) -> Result<(), DuplicateAttribute> {
     if entries.is_sorted_by(|a, b| a.0 < b.0) {
         return Ok(());
     }
@@ -207,7 +222,7 @@ pub(super) fn sort_distinct<N: Ord + fmt::Display, V>(entries: &mut [(N, V)]) ->
         .map(|pair| pair[1])
         .min();
     if let Some(at) = first_repeat {
-        return Err(entries[at].0.to_string());
+        return Err(DuplicateAttribute::of(&entries[at].0));
     }
     permute(entries, &mut order);
     Ok(())

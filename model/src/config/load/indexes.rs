@@ -137,7 +137,7 @@ impl Checker<'_> {
                     Some(t)
                 }
                 Err(reason) => {
-                    self.problem(ix.partition.span().start, k("partition"), reason);
+                    self.problem(ix.partition.span().start, k("partition"), reason.to_string());
                     refs_complete = false;
                     None
                 }
@@ -249,7 +249,7 @@ impl Checker<'_> {
                 Some(v)
             }
             Err(reason) => {
-                self.problem(col.value.span().start, format!("{key}.value"), reason);
+                self.problem(col.value.span().start, format!("{key}.value"), reason.to_string());
                 None
             }
         };

@@ -80,7 +80,7 @@ proptest! {
                 let sorted: Vec<(&str, &Value)> = sorted.iter().map(|(n, v)| (*n, v)).collect();
                 prop_assert_eq!(got, sorted);
             }
-            Err(repeat) => prop_assert_eq!(Some(repeat), first_repeat),
+            Err(repeat) => prop_assert_eq!(Some(repeat.name), first_repeat),
         }
     }
 }

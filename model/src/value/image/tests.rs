@@ -95,7 +95,7 @@ proptest! {
         let entries: Vec<(Name, Value)> = names.iter().map(|n| (Name::from(n.as_str()), Value::Null(true))).collect();
         let first_repeat = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)).map(|(_, n)| n.clone());
         match (Image::from_distinct(entries), first_repeat) {
-            (Err(repeated), Some(expected)) => prop_assert_eq!(repeated, expected),
+            (Err(repeated), Some(expected)) => prop_assert_eq!(repeated.name, expected),
             (Ok(image), None) => {
                 let mut expected = names.clone();
                 expected.sort();
