@@ -39,6 +39,7 @@ use aws_kit::quarantine::Quarantine;
 use aws_kit::settle::settle;
 use model::config::Config;
 use model::outcome::Outcome;
+use model::poison::{Cause, Poison};
 use model::record::{self, CreationTime, Mode, ParseError, Received};
 pub use model::settlement::{Failed, Failure, Quarantined};
 use model::value::{borrowed, Attrs};
@@ -131,7 +132,8 @@ struct Pending {
 #[derive(Debug, Clone)]
 enum Fate {
     Published,
-    Refused(String),
+    /// Refused for good: the fault says by whom and why.
+    Refused(Fault),
     Unfinished(Fault),
 }
 
@@ -218,12 +220,18 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                         .entry(event.entry.detail_type.clone())
                         .or_default() += 1;
                 }
-                Fate::Refused(reason) => {
+                Fate::Refused(fault) => {
                     stats.refused += 1;
-                    let seq = record.sequence_number.as_deref().unwrap_or("?");
-                    let poison = record.poison.get_or_insert_with(|| format!("record {seq}:"));
-                    poison.push(' ');
-                    poison.push_str(&reason);
+                    let cause = Cause::Refused(fault);
+                    match &mut record.poison {
+                        Some(poison) => poison.push(cause),
+                        None => {
+                            record.poison = Some(Poison::new(
+                                Some(record.sequence_number.as_deref().unwrap_or("?")),
+                                cause,
+                            ))
+                        }
+                    }
                 }
                 Fate::Unfinished(fault) => {
                     record.unfinished.get_or_insert(fault);

@@ -176,7 +176,7 @@ pub fn classify_received<I: Attrs>(
             Ok(record) => classify(config, table, record),
             Err(error) => Err(EventError::Unreadable {
                 sequence_number: record.sequence_number.clone(),
-                reason: error.to_string(),
+                source: error.clone(),
             }),
         };
     }
@@ -400,7 +400,7 @@ mod error;
 mod json;
 mod rule;
 
-pub use error::EventError;
+pub use error::{EventError, Oversized};
 pub use rule::{pattern, rule_name, RULE_NAME_CHARS};
 
 #[cfg(test)]

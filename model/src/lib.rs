@@ -22,6 +22,7 @@
 //!
 //! How a batch is carried out, decided alike for both consumers:
 //! - [`fault`]: the one error vocabulary (transient / refused / deployment).
+//! - [`poison`]: why a record can never succeed, typed as it was found.
 //! - [`backoff`]: the retry policy (exponential backoff, full jitter, attempts without progress).
 //! - [`sequence`]: stream sequence numbers compared as numbers.
 //! - [`pack`]: ordered bin-packing of a batch's requests into calls.
@@ -48,6 +49,7 @@ pub mod metrics;
 pub mod outcome;
 pub mod pack;
 pub mod plan;
+pub mod poison;
 pub mod query;
 pub mod reap;
 pub mod record;

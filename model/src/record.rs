@@ -58,6 +58,7 @@ mod ahead;
 mod attr;
 mod document;
 mod glance;
+mod invalid;
 #[cfg(feature = "lambda-events")]
 mod lambda;
 mod one;
@@ -74,6 +75,7 @@ use std::fmt;
 
 use crate::value::{borrowed, Attrs, Image};
 
+pub use invalid::Invalid;
 #[cfg(test)]
 use parse::parse_json_lines;
 pub use parse::{parse_any, parse_batch, parse_record, read_line};
@@ -194,7 +196,7 @@ pub struct Received<'a, I = Image> {
     /// table config it was asked for, kept once asked: both consumers ask
     /// it of the same record, and replay's reader asks it ahead of them, on
     /// its own thread.
-    pub(crate) verdict: std::sync::OnceLock<(usize, Option<String>)>,
+    pub(crate) verdict: std::sync::OnceLock<(usize, Option<Invalid>)>,
     /// The record's plan and events, when worked out ahead of the
     /// consumers (see [`crate::Planner::plan_ahead`]).
     pub(crate) ahead: ahead::Ahead,

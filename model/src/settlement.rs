@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::TableConfig;
 use crate::fault::Fault;
+use crate::poison::Poison;
 use crate::value::{Attr, Attrs, Scalar};
 use crate::{sequence, ChangeRecord};
 
@@ -87,11 +88,12 @@ pub struct Failure {
 }
 
 /// One quarantined record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Quarantined {
     pub sequence_number: Option<String>,
     pub table: Option<String>,
-    pub reason: String,
+    /// Why it can never succeed.
+    pub reason: Poison,
 }
 
 /// One record of a batch as the consumer left it.
@@ -110,7 +112,7 @@ pub struct Handled<'a> {
     pub raw: RawJson<'a>,
     /// Why it can never succeed, when it cannot (it is then quarantined
     /// once the rest of its work is done).
-    pub poison: Option<String>,
+    pub poison: Option<Poison>,
     /// Why its work is not all done, when it is not.
     pub unfinished: Option<Fault>,
 }
@@ -130,12 +132,14 @@ impl Decision<'_> {
     /// The quarantine took the poison: it counts as handled.
     pub fn quarantined(mut self) -> Settled {
         for &i in &self.quarantine {
-            if let Some(r) = self.records.get(i) {
-                self.settled.quarantined.push(Quarantined {
-                    sequence_number: r.sequence_number.clone(),
-                    table: r.table.as_deref().map(str::to_owned),
-                    reason: r.poison.clone().unwrap_or_default(),
-                });
+            if let Some(r) = self.records.get_mut(i) {
+                if let Some(reason) = r.poison.take() {
+                    self.settled.quarantined.push(Quarantined {
+                        sequence_number: r.sequence_number.clone(),
+                        table: r.table.as_deref().map(str::to_owned),
+                        reason,
+                    });
+                }
             }
         }
         self.settled

@@ -27,46 +27,17 @@ pub const MIN_CREATION_SECONDS: i64 = 1_388_534_400;
 pub const MAX_CREATION_SECONDS: i64 = 4_102_444_800;
 pub use crate::value::MAX_ITEM_BYTES;
 
-/// Why a record cannot be what DynamoDB streamed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Invalid {
-    #[error(
-        "`{path}`: {number:?} is not a number DynamoDB can hold (at most 38 significant digits, \
-         magnitude 1E-130 to 9.99…E+125)"
-    )]
-    Number { path: String, number: String },
-    #[error("`{path}`: an empty set")]
-    EmptySet { path: String },
-    #[error("`{path}`: the set holds {member:?} twice")]
-    DuplicateMember { path: String, member: String },
-    #[error("`{path}`: NULL is false; DynamoDB's NULL is always true")]
-    NullFalse { path: String },
-    #[error("`Keys` lacks `{attribute}`, a key attribute of table `{table}`")]
-    MissingKey { table: String, attribute: String },
-    #[error("`Keys` holds `{attribute}`, not a key attribute of table `{table}`")]
-    ExtraKey { table: String, attribute: String },
-    #[error("`{image}` disagrees with `Keys` on key attribute `{attribute}`")]
-    KeyMismatch { image: &'static str, attribute: String },
-    #[error("a TTL deletion (`userIdentity`) on a record whose eventName is {kind}: only a REMOVE can be one")]
-    TtlNotRemove { kind: &'static str },
-    #[error(
-        "ApproximateCreationDateTime {seconds} is not a time in seconds between 2014 and 2100 \
-         (a time in milliseconds?)"
-    )]
-    CreationTime { seconds: i64 },
-    #[error("`{image}` is about {bytes} bytes, over DynamoDB's item limit of 400 KB")]
-    TooLarge { image: &'static str, bytes: usize },
-}
+pub use crate::record::Invalid;
 
-/// Why a record delivered to a consumer is poison, worded for the
-/// quarantine, when it fails [`check`]: what both consumers call. `None`
+/// Why a record delivered to a consumer is poison, when it fails
+/// [`check`]: what both consumers call. `None`
 /// for a valid record, an unparsable one (poison already, for its own
 /// reason), or one made in process (replay feeds the pipeline's own writes
 /// back as typed records, made from the store's own items). The answer is
 /// kept in the record: asked again for the same table (the same
 /// `TableConfig`, by address, as the consumers and replay's reader share
 /// one config), it is not checked again.
-pub fn poison<I: Attrs>(received: &Received<'_, I>, table: &TableConfig) -> Option<String> {
+pub fn poison<I: Attrs>(received: &Received<'_, I>, table: &TableConfig) -> Option<Invalid> {
     let Ok(record) = &received.record else { return None };
     if matches!(received.raw, Raw::Typed) {
         return None;
@@ -77,9 +48,7 @@ pub fn poison<I: Attrs>(received: &Received<'_, I>, table: &TableConfig) -> Opti
             return verdict.clone();
         }
     }
-    let verdict = check(record, table)
-        .err()
-        .map(|invalid| format!("record {}: {invalid}", record.sequence_number));
+    let verdict = check(record, table).err();
     // Kept for the first table asked (the record's own, in practice).
     let _ = received.verdict.set((asked, verdict.clone()));
     verdict

@@ -210,7 +210,8 @@ pub struct Op {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     pub record: usize,
-    pub reason: String,
+    /// The refused request's fault, its message saying which request.
+    pub fault: StoreError,
 }
 
 /// Why and where a group stopped.
@@ -236,10 +237,10 @@ struct Progress {
 }
 
 impl Progress {
-    fn refuse(&mut self, record: usize, reason: String) {
+    fn refuse(&mut self, record: usize, fault: StoreError) {
         self.done.push(record);
         self.stats.refused += 1;
-        self.refused.push(Refusal { record, reason });
+        self.refused.push(Refusal { record, fault });
     }
 
     fn absorb(&mut self, other: Progress) {

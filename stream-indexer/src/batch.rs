@@ -46,6 +46,7 @@ use crate::store::{Store, StoreError};
 use aws_kit::quarantine::Quarantine;
 use aws_kit::settle::settle;
 use model::outcome::Outcome;
+use model::poison::{Cause, Poison};
 use model::settlement::{table_name, Groups, Handled};
 pub use model::settlement::{Failed, Failure, Quarantined};
 
@@ -215,7 +216,10 @@ impl<'a> Admitted<'a> {
                     table: None,
                     group: None,
                     raw,
-                    poison: Some(error.to_string()),
+                    poison: Some(Poison::new(
+                        received.sequence_number.as_deref(),
+                        Cause::Unreadable(error.clone()),
+                    )),
                     unfinished: None,
                 });
                 return;
@@ -223,7 +227,7 @@ impl<'a> Admitted<'a> {
         };
         let table = planner.table_of(record).ok();
         // What DynamoDB never streams is poison, as the router finds.
-        if let Some((table, reason)) = table.and_then(|t| Some((t, validate::poison(received, t)?))) {
+        if let Some((table, invalid)) = table.and_then(|t| Some((t, validate::poison(received, t)?))) {
             stats.unparsable += 1;
             self.handled.push(Handled {
                 position,
@@ -231,7 +235,7 @@ impl<'a> Admitted<'a> {
                 table: Some(table_name(record, table)),
                 group: None,
                 raw,
-                poison: Some(reason),
+                poison: Some(Poison::new(Some(&record.sequence_number), Cause::Invalid(invalid))),
                 unfinished: None,
             });
             return;
@@ -405,9 +409,9 @@ fn lane(group: Option<usize>, record: usize) -> usize {
 /// unfinished (with the error that left it so) and poison (plan problems
 /// and refused mutations).
 fn reckon<'a>(entries: Vec<Entry<'a>>, mut applied: Applied, handled: &mut Vec<Handled<'a>>) {
-    let mut refusals: HashMap<usize, Vec<String>> = HashMap::new();
+    let mut refusals: HashMap<usize, Vec<StoreError>> = HashMap::new();
     for refusal in std::mem::take(&mut applied.refused) {
-        refusals.entry(refusal.record).or_default().push(refusal.reason);
+        refusals.entry(refusal.record).or_default().push(refusal.fault);
     }
     handled.reserve(entries.len());
     for (i, entry) in entries.into_iter().enumerate() {
@@ -420,10 +424,14 @@ fn reckon<'a>(entries: Vec<Entry<'a>>, mut applied: Applied, handled: &mut Vec<H
         });
         // Most records have no problem and no refusal: no lookup for them.
         let refused = if refusals.is_empty() { None } else { refusals.remove(&i) };
-        let poison = (!entry.problems.is_empty() || refused.is_some()).then(|| {
-            let mut reasons: Vec<String> = entry.problems.iter().map(ToString::to_string).collect();
-            reasons.extend(refused.unwrap_or_default());
-            format!("record {}: {}", entry.sequence_number, reasons.join("; "))
+        let causes = entry.problems.into_iter().map(Cause::Unplannable);
+        let causes = causes.chain(refused.into_iter().flatten().map(Cause::Refused));
+        let poison = causes.fold(None, |poison: Option<Poison>, cause| match poison {
+            Some(mut poison) => {
+                poison.push(cause);
+                Some(poison)
+            }
+            None => Some(Poison::new(Some(&entry.sequence_number), cause)),
         });
         handled.push(Handled {
             position: entry.position,

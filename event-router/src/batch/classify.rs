@@ -2,7 +2,8 @@
 //! and the events it becomes, each sized within the PutEvents budget
 //! (without its images if need be).
 
-use model::event::{self, Event};
+use model::event::{self, Event, Oversized};
+use model::poison::{Cause, Poison};
 use model::record::{RawJson, Received};
 use model::settlement::{table_name, Groups, Handled};
 use model::validate;
@@ -52,7 +53,8 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             Ok(record) => record,
             Err(error) => {
                 stats.unparsable += 1;
-                handled.push(lone(position, sequence_number, None, raw, error.to_string()));
+                let poison = Poison::new(sequence_number.as_deref(), Cause::Unreadable(error.clone()));
+                handled.push(lone(position, sequence_number, None, raw, poison));
                 return;
             }
         };
@@ -62,32 +64,28 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         let table = match event::table_of(config, record) {
             Ok(table) => table,
             Err(error) => {
-                handled.push(lone(
-                    position,
-                    sequence_number,
-                    record.table.clone(),
-                    raw,
-                    error.to_string(),
-                ));
+                let poison = Poison::new(Some(&record.sequence_number), Cause::Unroutable(error));
+                handled.push(lone(position, sequence_number, record.table.clone(), raw, poison));
                 return;
             }
         };
         // What DynamoDB never streams is poison, as the indexer finds.
-        if let Some(reason) = validate::poison(received, table) {
+        if let Some(invalid) = validate::poison(received, table) {
             stats.unparsable += 1;
+            let poison = Poison::new(Some(&record.sequence_number), Cause::Invalid(invalid));
             handled.push(lone(
                 position,
                 sequence_number,
                 Some(table_name(record, table)),
                 raw,
-                reason,
+                poison,
             ));
             return;
         }
         let group = into.groups.of(table, record);
-        let mut poison = None;
+        let mut poison: Option<Poison> = None;
         match event::classify_received(config, table, received, record) {
-            Err(error) => poison = Some(error.to_string()),
+            Err(error) => poison = Some(Poison::new(Some(&record.sequence_number), Cause::Unroutable(error))),
             Ok(events) => {
                 for event in events {
                     stats.events += 1;
@@ -98,11 +96,12 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                             entry,
                             size,
                         }),
-                        Err(reason) => {
-                            let poison = poison.get_or_insert_with(|| format!("record {}:", record.sequence_number));
-                            poison.push(' ');
-                            poison.push_str(&reason);
-                        }
+                        Err(oversized) => match &mut poison {
+                            Some(poison) => poison.push(Cause::Oversized(oversized)),
+                            None => {
+                                poison = Some(Poison::new(Some(&record.sequence_number), Cause::Oversized(oversized)));
+                            }
+                        },
                     }
                 }
             }
@@ -125,7 +124,7 @@ fn lone(
     sequence_number: Option<String>,
     table: Option<model::record::SharedText>,
     raw: RawJson<'_>,
-    reason: String,
+    poison: Poison,
 ) -> Handled<'_> {
     Handled {
         position,
@@ -133,14 +132,14 @@ fn lone(
         table,
         group: None,
         raw,
-        poison: Some(reason),
+        poison: Some(poison),
         unfinished: None,
     }
 }
 
 /// The entry of an event and its size, within `budget`: without its images
 /// if need be; an error naming the sizes when not even that fits.
-fn fit(event: Event, budget: usize, stats: &mut RouterStats) -> Result<(Entry, usize), String> {
+fn fit(event: Event, budget: usize, stats: &mut RouterStats) -> Result<(Entry, usize), Oversized> {
     let mut event = event;
     // Serialized once (and once more only when the images must go).
     let mut detail = event.detail_json();
@@ -151,10 +150,12 @@ fn fit(event: Event, budget: usize, stats: &mut RouterStats) -> Result<(Entry, u
         detail = event.detail_json();
         size = event::entry_size_with(&event, detail.len());
         if size > budget {
-            return Err(format!(
-                "its `{}` event is {size} bytes even without its images ({full} with them), over the PutEvents budget of {budget} bytes",
-                event.detail_type
-            ));
+            return Err(Oversized {
+                detail_type: event.detail_type,
+                bytes: size,
+                full,
+                budget,
+            });
         }
         stats.images_omitted += 1;
         tracing::info!(sequence_number = %event.detail.sequence_number, detail_type = %event.detail_type, bytes = full, budget, "event sent without its images");

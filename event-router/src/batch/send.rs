@@ -89,7 +89,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                         let reason = format!("EventBridge failed the `{what}` event with {code}: {message}");
                         match entry_class(&code) {
                             Class::Transient => again.push(e),
-                            Class::Refused => fates.push((e, Fate::Refused(reason))),
+                            Class::Refused => fates.push((e, Fate::Refused(Fault::refused(reason)))),
                             Class::Deployment => fates.push((e, Fate::Unfinished(Fault::deployment(reason)))),
                         }
                         last_code = code;
@@ -108,11 +108,8 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                     Partial::Done
                 }
                 Err(fault) if fault.is_refused() => {
-                    let message = fault.message();
-                    fates.extend(
-                        left.into_iter()
-                            .map(|e| (e, Fate::Refused(format!("PutEvents refused: {message}")))),
-                    );
+                    let refused = fault.context("PutEvents refused");
+                    fates.extend(left.into_iter().map(|e| (e, Fate::Refused(refused.clone()))));
                     Partial::Done
                 }
                 Err(fault) => Partial::Failed(left, fault),

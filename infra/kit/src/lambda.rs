@@ -267,7 +267,7 @@ pub async fn invoke<C: Consumer>(
 /// Logs each quarantined record and each failure once, then the summary.
 pub fn log<S: Stats>(outcome: &Outcome<S>) {
     for q in &outcome.quarantined {
-        tracing::warn!(sequence_number = q.sequence_number.as_deref(), table = q.table.as_deref(), reason = %q.reason, "quarantined");
+        tracing::warn!(sequence_number = q.sequence_number.as_deref(), table = q.table.as_deref(), cause = q.reason.kind(), reason = %q.reason, "quarantined");
     }
     for f in &outcome.failures {
         tracing::error!(sequence_number = f.failed.sequence_number(), stage = ?f.stage, class = %f.fault.class(), reason = %f.fault.message(), "failed");

@@ -21,7 +21,7 @@ pub async fn settle<Q: Quarantine>(quarantine: &Q, consumer: &str, records: Vec<
             consumer: consumer.to_owned(),
             sequence_number: r.sequence_number.clone(),
             table: r.table.as_deref().map(str::to_owned),
-            reason: r.poison.clone().unwrap_or_default(),
+            reason: r.poison.as_ref().map(ToString::to_string).unwrap_or_default(),
             raw: r.raw.text().into_owned(),
         })
         .collect();
@@ -33,8 +33,10 @@ pub async fn settle<Q: Quarantine>(quarantine: &Q, consumer: &str, records: Vec<
 
 #[cfg(test)]
 mod tests {
+    use model::poison::{Cause, Poison};
     use model::record::RawJson;
     use model::settlement::Failed;
+    use model::Fault;
 
     use super::*;
     use crate::quarantine::memory::MemoryQuarantine;
@@ -46,7 +48,10 @@ mod tests {
             table: Some("t".into()),
             group: None,
             raw: RawJson::Text(Box::leak(format!("{{\"n\":{position}}}").into_boxed_str())),
-            poison: Some(format!("bad {position}")),
+            poison: Some(Poison::new(
+                None,
+                Cause::Refused(Fault::refused(format!("bad {position}"))),
+            )),
             unfinished: None,
         }
     }

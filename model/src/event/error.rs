@@ -1,6 +1,7 @@
 //! Why a record could not be classified.
 
 use crate::edge::EdgeError;
+use crate::record::RecordError;
 
 /// Why a record could not be classified. Every message names the record by
 /// its sequence number and never carries item contents.
@@ -34,8 +35,12 @@ pub enum EventError {
     },
     /// A record glanced at did not read whole (see `model::record`'s
     /// `glance`: it always should).
-    #[error("record {sequence_number}: {reason}")]
-    Unreadable { sequence_number: String, reason: String },
+    #[error("record {sequence_number}: {source}")]
+    Unreadable {
+        sequence_number: String,
+        #[source]
+        source: RecordError,
+    },
     /// Whether the item is a node or an edge could not be decided.
     #[error("record {sequence_number}: {source}")]
     Graph {
@@ -58,4 +63,18 @@ impl EventError {
             | EventError::Graph { sequence_number, .. } => sequence_number,
         }
     }
+}
+
+/// An event over the PutEvents budget even without its images: it can never be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "its `{detail_type}` event is {bytes} bytes even without its images ({full} with them), \
+     over the PutEvents budget of {budget} bytes"
+)]
+pub struct Oversized {
+    pub detail_type: String,
+    /// Its size without its images, and with them.
+    pub bytes: usize,
+    pub full: usize,
+    pub budget: usize,
 }

@@ -1,4 +1,10 @@
 use super::*;
+use crate::poison::Cause;
+
+/// A poison whose text is `text`.
+fn poison(text: &str) -> Poison {
+    Poison::new(None, Cause::Refused(Fault::refused(text)))
+}
 
 fn record(position: usize, seq: &str, group: Option<usize>) -> Handled<'static> {
     Handled {
@@ -16,7 +22,7 @@ fn poison_of(decision: &Decision<'_>) -> Vec<String> {
     decision
         .quarantine
         .iter()
-        .filter_map(|&i| decision.records[i].poison.clone())
+        .filter_map(|&i| decision.records[i].poison.as_ref().map(ToString::to_string))
         .collect()
 }
 
@@ -32,9 +38,9 @@ fn a_group_stops_at_its_first_unfinished_record() {
     records[2].unfinished = Some(Fault::transient("throttled"));
     // Poison after the stop in its group waits; poison in the other group
     // but after the batch's failure waits too; before it, it goes.
-    records[3].poison = Some("bad".to_owned());
-    records[4].poison = Some("bad too".to_owned());
-    records[1].poison = Some("early".to_owned());
+    records[3].poison = Some(poison("bad"));
+    records[4].poison = Some(poison("bad too"));
+    records[1].poison = Some(poison("early"));
     let decision = decide(records);
     assert_eq!(poison_of(&decision), ["early"]);
     let settled = decision.quarantined();
@@ -59,8 +65,8 @@ fn the_lowest_failure_wins_as_a_number() {
 #[test]
 fn a_failed_quarantine_fails_its_records_or_the_whole_batch() {
     let mut records = vec![record(0, "7", None), record(1, "8", Some(0))];
-    records[0].poison = Some("p".to_owned());
-    records[1].poison = Some("q".to_owned());
+    records[0].poison = Some(poison("p"));
+    records[1].poison = Some(poison("q"));
     let settled = decide(records).quarantine_failed(Fault::transient("queue down"));
     assert_eq!(settled.failed, Some(Failed::From("7".into())));
     assert!(settled.quarantined.is_empty());
@@ -68,7 +74,7 @@ fn a_failed_quarantine_fails_its_records_or_the_whole_batch() {
 
     let mut nameless = record(0, "", None);
     nameless.sequence_number = None;
-    nameless.poison = Some("unreadable".to_owned());
+    nameless.poison = Some(poison("unreadable"));
     let settled = decide(vec![nameless]).quarantine_failed(Fault::transient("queue down"));
     assert_eq!(settled.failed, Some(Failed::WholeBatch), "the whole batch fails");
     assert_eq!(

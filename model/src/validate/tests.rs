@@ -180,7 +180,7 @@ fn poison_is_checked_once_per_record_and_table() {
         .expect("a record line")
         .expect("not blank");
     let first = poison(&received, issues).expect("a number out of range is poison");
-    assert!(first.contains("NewImage.num"), "{first}");
+    assert!(first.to_string().contains("NewImage.num"), "{first}");
     assert_eq!(poison(&received, issues), Some(first.clone()), "the same answer again");
     // Asked for another table, it is checked for that table (its keys differ).
     let other = poison(&received, records).expect("the wrong keys for records");

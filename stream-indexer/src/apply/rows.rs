@@ -282,12 +282,8 @@ impl<S: Store> Call<'_, S> {
     /// A write DynamoDB refused: it counts as done, and its record carries why.
     fn row_refused(&mut self, record: usize, write: &RowWrite, error: &StoreError) {
         let what = if write.put.is_some() { "put" } else { "delete" };
-        let reason = format!(
-            "index `{}`: row {what} refused: {}",
-            self.index_name(write.index),
-            error.message()
-        );
-        self.progress.refuse(record, reason);
+        let context = format!("index `{}`: row {what} refused", self.index_name(write.index));
+        self.progress.refuse(record, error.clone().context(context));
     }
 
     /// Works through the queue; on failure the writes not done stay in it.

@@ -179,11 +179,11 @@ impl<S: Store> Lane<'_, S> {
         self.progress.done.push(record);
     }
 
-    fn refuse(&mut self, record: usize, reason: String) {
+    fn refuse(&mut self, record: usize, fault: StoreError) {
         if let Some(n) = self.remaining.get_mut(&record) {
             *n = n.saturating_sub(1);
         }
-        self.progress.refuse(record, reason);
+        self.progress.refuse(record, fault);
     }
 
     /// Sends the pending requests if they are for another node than `target`.
@@ -327,17 +327,16 @@ impl<S: Store> Lane<'_, S> {
                     }
                 }
                 Err(error) if error.is_refused() => {
-                    let message = error.message();
                     if chunk.is_empty() || chunk.iter().any(|m| m.restored) {
-                        restore_refused.get_or_insert_with(|| message.to_owned());
+                        restore_refused.get_or_insert_with(|| error.clone());
                     }
                     for record in chunk.iter().flat_map(|m| m.records.iter().copied()) {
-                        let reason = format!(
-                            "edge set `{}` of node {node:?}: {} of a member refused: {message}",
+                        let context = format!(
+                            "edge set `{}` of node {node:?}: {} of a member refused",
                             self.set_name(edge_set),
                             kind.name()
                         );
-                        self.refuse(record, reason);
+                        self.refuse(record, error.clone().context(context));
                     }
                 }
                 Err(error) => return Err(error),
@@ -351,12 +350,12 @@ impl<S: Store> Lane<'_, S> {
                         self.progress.stats.applied.restore_set += 1;
                     }
                 }
-                Some(message) => {
-                    let reason = format!(
-                        "edge set `{}`: restore of node {node:?} refused: {message}",
+                Some(error) => {
+                    let context = format!(
+                        "edge set `{}`: restore of node {node:?} refused",
                         self.set_name(edge_set)
                     );
-                    self.refuse(record, reason);
+                    self.refuse(record, error.context(context));
                 }
             }
         }
@@ -385,12 +384,11 @@ impl<S: Store> Lane<'_, S> {
                 }
             }
             Err(error) if error.is_refused() => {
-                let reason = format!(
-                    "edge set `{}`: marker of node {node:?} refused: {}",
-                    self.set_name(edge_set),
-                    error.message()
+                let context = format!(
+                    "edge set `{}`: marker of node {node:?} refused",
+                    self.set_name(edge_set)
                 );
-                self.refuse(record, reason);
+                self.refuse(record, error.context(context));
             }
             Err(error) => return Err(error),
         }
@@ -414,12 +412,8 @@ impl<S: Store> Lane<'_, S> {
         let items = match queried {
             Ok(items) => items,
             Err(error) if error.is_refused() => {
-                let reason = format!(
-                    "edge set `{}`: Query of node {node:?} refused: {}",
-                    set.attribute,
-                    error.message()
-                );
-                self.refuse(record, reason);
+                let context = format!("edge set `{}`: Query of node {node:?} refused", set.attribute);
+                self.refuse(record, error.context(context));
                 return Ok(());
             }
             Err(error) => return Err(error),

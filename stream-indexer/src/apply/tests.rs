@@ -437,8 +437,11 @@ async fn a_refused_write_is_singled_out_and_the_group_goes_on() {
     assert_eq!(result.stopped, None);
     let records: Vec<usize> = result.refused.iter().map(|r| r.record).collect();
     assert_eq!(records, vec![1, 1], "{:?}", result.refused);
-    assert!(result.refused[0].reason.contains("index `issue-attrib`") && result.refused[0].reason.contains("too big"));
-    assert!(result.refused[1].reason.contains("edge set `edges`"));
+    assert!(
+        result.refused[0].fault.message().contains("index `issue-attrib`")
+            && result.refused[0].fault.message().contains("too big")
+    );
+    assert!(result.refused[1].fault.message().contains("edge set `edges`"));
     assert_eq!(store.inner().rows(0).len(), 2);
     assert_eq!(
         store.inner().node_sets(0)["N"].members.iter().collect::<Vec<_>>(),
@@ -792,7 +795,7 @@ async fn a_restores_add_takes_in_the_adds_after_it() {
     let records: Vec<usize> = result.refused.iter().map(|r| r.record).collect();
     assert_eq!(records, vec![0]);
     assert!(
-        result.refused[0].reason.contains("restore of node"),
+        result.refused[0].fault.message().contains("restore of node"),
         "{:?}",
         result.refused
     );
@@ -924,7 +927,11 @@ async fn a_refused_marker_is_a_refusal_and_a_throttled_one_is_retried() {
     let result = run(&config, &store, Backoff::immediate(3), vec![marker(0, "BAD", true)]).await;
     assert_eq!(result.stopped, None);
     assert_eq!(result.refused.len(), 1);
-    assert!(result.refused[0].reason.contains("marker"), "{:?}", result.refused);
+    assert!(
+        result.refused[0].fault.message().contains("marker"),
+        "{:?}",
+        result.refused
+    );
 
     let mut throttled = 0;
     let (config, store) = store_with(move |call: &Call<'_>| match call {

@@ -275,7 +275,7 @@ fn a_refused_mutation_quarantines_its_record_only() {
         Some(entries[0].record.sequence_number.as_str())
     );
     assert!(
-        outcome.quarantined[0].reason.contains("item too large"),
+        outcome.quarantined[0].reason.to_string().contains("item too large"),
         "{:?}",
         outcome.quarantined
     );

@@ -36,7 +36,7 @@ pub(super) async fn write_through_executor<S: Store>(
     if let Some(refusal) = applied.refused.first() {
         return Err(RebuildError::Write {
             what: what(),
-            source: StoreError::refused(refusal.reason.clone()),
+            source: refusal.fault.clone(),
         });
     }
     if let Some(stopped) = applied.first_unfinished(0..corrections.len()) {

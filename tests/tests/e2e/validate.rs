@@ -163,7 +163,7 @@ proptest! {
         let reasons = |quarantined: &[model::settlement::Quarantined]| -> Vec<(String, String)> {
             quarantined
                 .iter()
-                .map(|q| (q.sequence_number.clone().unwrap_or_default(), q.reason.clone()))
+                .map(|q| (q.sequence_number.clone().unwrap_or_default(), q.reason.to_string()))
                 .collect()
         };
         let (by_indexer, by_router) = (reasons(&indexed.quarantined), reasons(&routed.quarantined));

@@ -9,7 +9,7 @@ use model::{validate, Planner};
 
 /// What `admit` is handed, record by record: the text, the sequence
 /// number, whether it is a record, and its poison verdict.
-type Seen = Vec<(String, Option<String>, bool, Option<String>)>;
+type Seen = Vec<(String, Option<String>, bool, Option<model::record::Invalid>)>;
 
 fn read(payload: &[u8], reading: Reading) -> (Seen, Result<(), ParseError>) {
     let config = example();
