@@ -15,7 +15,7 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use aws_kit::clients::{s3_client, sqs_client};
 use aws_kit::clock::Clock;
-use aws_kit::quarantine::body::{self, Stored};
+use aws_kit::quarantine::body::{self, Stored, UnreadableBody};
 use aws_kit::quarantine::claim;
 use aws_kit::quarantine::memory::MemoryQuarantine;
 use aws_sdk_sqs::error::ProvideErrorMetadata;
@@ -52,12 +52,12 @@ pub enum QuarantineError {
 }
 
 /// One message of the quarantine.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Held {
     pub message_id: String,
     receipt: String,
     /// The entry, or why the body is not one.
-    pub stored: Result<Stored, String>,
+    pub stored: Result<Stored, UnreadableBody>,
 }
 
 impl Held {
@@ -306,7 +306,7 @@ impl Redriver {
     pub async fn redrive(&self, inbox: &Inbox, held: &Held) -> Redrive {
         let stored = match &held.stored {
             Ok(stored) => stored,
-            Err(e) => return Redrive::Failed(e.clone()),
+            Err(e) => return Redrive::Failed(e.to_string()),
         };
         let function = consumer_of(&stored.entry.consumer)
             .and_then(|c| self.functions.iter().find(|(f, _)| *f == c))

@@ -82,7 +82,7 @@ impl Default for Options {
 }
 
 /// Why verify, repair or rebuild stopped.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum RebuildError {
     #[error("scanning table `{table}` (segment {segment} of {of}): {source}")]
     Scan {
@@ -96,7 +96,7 @@ pub enum RebuildError {
     #[error("writing {what}: {source}")]
     Write { what: String, source: StoreError },
     #[error("saving the checkpoint: {0}")]
-    Checkpoint(String),
+    Checkpoint(#[source] CheckpointWriteError),
 }
 
 impl RebuildError {
@@ -197,7 +197,7 @@ pub async fn rebuild<S: Store + Scan + Marker>(
     scope: &Scope,
     options: &Options,
     checkpoint: &mut Checkpoint,
-    save: &mut (dyn FnMut(&Checkpoint) -> Result<(), String> + Send),
+    save: &mut (dyn FnMut(&Checkpoint) -> Result<(), CheckpointWriteError> + Send),
     progress: &dyn Progress,
 ) -> Result<RebuildOutcome, RebuildError> {
     let budget = WriteBudget::new(options.budget);
@@ -251,7 +251,7 @@ mod repair;
 mod verify;
 
 pub use budget::WriteBudget;
-pub use checkpoint::{fingerprint, Checkpoint};
+pub use checkpoint::{fingerprint, Checkpoint, CheckpointWriteError};
 pub use repair::{repair, KindCounts, RepairStats};
 pub use verify::verify;
 

@@ -48,7 +48,7 @@ impl DynamoGraph {
     }
 }
 
-fn refused(operation: &str, table: &str, reason: String) -> StoreError {
+fn refused(operation: &str, table: &str, reason: impl std::fmt::Display) -> StoreError {
     StoreError::refused(format!("{operation} on table `{table}`: {reason}"))
 }
 
@@ -76,7 +76,7 @@ impl Graph for DynamoGraph {
                     .set_key(Some(to_item(key)))
                     .build()
                     .map(|delete| WriteRequest::builder().delete_request(delete).build())
-                    .map_err(|e| refused("BatchWriteItem", table, e.to_string()))
+                    .map_err(|e| refused("BatchWriteItem", table, e))
             })
             .collect::<Result<_, _>>()?;
         let output = self

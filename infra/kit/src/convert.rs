@@ -30,9 +30,20 @@ pub fn to_attribute(value: &Value) -> AttributeValue {
     }
 }
 
+/// An SDK value the model cannot hold: of a type this SDK version does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    /// A value (at any depth) of an unknown type.
+    #[error("an attribute value of a type unknown to this SDK version")]
+    UnknownType,
+    /// An item's attribute `name` whose value is, or holds, one of an unknown type.
+    #[error("attribute `{name}`: {}", ConvertError::UnknownType)]
+    Attribute { name: String },
+}
+
 /// The SDK's `AttributeValue` as a model value; an error for a type this SDK
 /// version does not know.
-pub fn from_attribute(value: AttributeValue) -> Result<Value, String> {
+pub fn from_attribute(value: AttributeValue) -> Result<Value, ConvertError> {
     Ok(match value {
         AttributeValue::S(s) => Value::S(s),
         AttributeValue::N(n) => Value::N(n),
@@ -42,23 +53,22 @@ pub fn from_attribute(value: AttributeValue) -> Result<Value, String> {
         AttributeValue::M(m) => Value::M(
             m.into_iter()
                 .map(|(k, v)| Ok((k, from_attribute(v)?)))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, ConvertError>>()?,
         ),
         AttributeValue::L(l) => Value::L(l.into_iter().map(from_attribute).collect::<Result<_, _>>()?),
         AttributeValue::Ss(s) => Value::Ss(s),
         AttributeValue::Ns(n) => Value::Ns(n),
         AttributeValue::Bs(b) => Value::Bs(b.into_iter().map(Blob::into_inner).collect()),
-        _ => return Err("an attribute value of a type unknown to this SDK version".to_owned()),
+        _ => return Err(ConvertError::UnknownType),
     })
 }
 
 /// An SDK item as a model image.
-pub fn to_image(item: HashMap<String, AttributeValue>) -> Result<Image, String> {
+pub fn to_image(item: HashMap<String, AttributeValue>) -> Result<Image, ConvertError> {
     item.into_iter()
-        .map(|(name, value)| {
-            from_attribute(value)
-                .map(|v| (name.clone(), v))
-                .map_err(|e| format!("attribute `{name}`: {e}"))
+        .map(|(name, value)| match from_attribute(value) {
+            Ok(v) => Ok((name, v)),
+            Err(_) => Err(ConvertError::Attribute { name }),
         })
         .collect()
 }

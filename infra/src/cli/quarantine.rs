@@ -193,7 +193,7 @@ fn list(inbox: &Inbox, held: &[Held], output: Output, out: &mut dyn Write, err: 
                 if s.raw_claim.is_some() { " (s3)" } else { "     " },
                 s.entry.reason
             ),
-            (Err(e), Output::Json) => json!({ "id": h.message_id, "unreadable": e }).to_string(),
+            (Err(e), Output::Json) => json!({ "id": h.message_id, "unreadable": e.to_string() }).to_string(),
             (Err(e), Output::Table) => format!("{:<8}  unreadable: {e}", short(&h.message_id)),
         };
         if writeln!(out, "{line}").is_err() {

@@ -61,6 +61,45 @@ value (ANY), then by issue number (N)):
   streamdex query streamdex.toml issue-attrib --partition owner --begins al --output json
   streamdex query streamdex.toml issue-attrib --partition prio --eq '{\"S\":\"42\"}' --eq null";
 
+/// Why the arguments name no index of the config, or give conditions its
+/// sort columns cannot take (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum QueryArgsError {
+    #[error("unknown index `{name}`: the config declares no [[index]]")]
+    NoIndexes { name: String },
+    /// `known`: the config's index names.
+    #[error("unknown index `{name}` (the config's indexes: {})", .known.join(", "))]
+    UnknownIndex { name: String, known: Vec<String> },
+    #[error("index `{name}`: its source table `{table}` is not declared")]
+    NoSourceTable { name: String, table: String },
+    /// `count` --eq values for an index of `columns` sort columns (`list`: their values).
+    #[error("{count} --eq values, but index `{index}` has {columns} sort column(s) ({list})")]
+    TooManyEq {
+        count: usize,
+        index: String,
+        columns: usize,
+        list: String,
+    },
+    /// A range condition after `eq` --eq values that take every sort column.
+    #[error("--{op}: no sort column is left after the {eq} --eq value(s): index `{index}` has {columns} ({list})")]
+    NoColumnLeft {
+        op: Op,
+        eq: usize,
+        index: String,
+        columns: usize,
+        list: String,
+    },
+    /// The value `text` of `--op` that `column` (its label) cannot read.
+    #[error("--{op} `{text}`: {column}: {source}")]
+    Value {
+        op: Op,
+        text: String,
+        column: String,
+        #[source]
+        source: literal::LiteralError,
+    },
+}
+
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
@@ -198,21 +237,25 @@ pub fn run_with(args: &QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> u
 }
 
 /// The index named `name` and its source table.
-fn index_of<'c>(config: &'c Config, name: &str) -> Result<(&'c IndexConfig, &'c model::config::TableConfig), String> {
-    let names: Vec<&str> = config.indexes.iter().map(|i| i.name.as_str()).collect();
+fn index_of<'c>(
+    config: &'c Config,
+    name: &str,
+) -> Result<(&'c IndexConfig, &'c model::config::TableConfig), QueryArgsError> {
     let index = config.index(name).ok_or_else(|| {
-        if names.is_empty() {
-            format!("unknown index `{name}`: the config declares no [[index]]")
+        let name = name.to_owned();
+        let known: Vec<String> = config.indexes.iter().map(|i| i.name.clone()).collect();
+        if known.is_empty() {
+            QueryArgsError::NoIndexes { name }
         } else {
-            format!("unknown index `{name}` (the config's indexes: {})", names.join(", "))
+            QueryArgsError::UnknownIndex { name, known }
         }
     })?;
-    let source = config.table(&index.source.table).ok_or_else(|| {
-        format!(
-            "index `{name}`: its source table `{}` is not declared",
-            index.source.table
-        )
-    })?;
+    let source = config
+        .table(&index.source.table)
+        .ok_or_else(|| QueryArgsError::NoSourceTable {
+            name: name.to_owned(),
+            table: index.source.table.clone(),
+        })?;
     Ok((index, source))
 }
 
@@ -260,21 +303,27 @@ fn columns_list(index: &IndexConfig) -> String {
 }
 
 /// The flags' values, typed by the sort columns they apply to.
-fn conditions(args: &QueryArgs, index: &IndexConfig) -> Result<Conditions, String> {
+fn conditions(args: &QueryArgs, index: &IndexConfig) -> Result<Conditions, QueryArgsError> {
     let columns = index.sort.len();
     if args.eq.len() > columns {
-        return Err(format!(
-            "{} --eq values, but index `{}` has {columns} sort column(s) ({})",
-            args.eq.len(),
-            index.name,
-            columns_list(index)
-        ));
+        return Err(QueryArgsError::TooManyEq {
+            count: args.eq.len(),
+            index: index.name.clone(),
+            columns,
+            list: columns_list(index),
+        });
     }
+    // The value `text` of `--op` on sort column `number` (from 1), refused.
+    let refused = |op: Op, text: &str, number: usize, source: literal::LiteralError| QueryArgsError::Value {
+        op,
+        text: text.to_owned(),
+        column: column_label(index, number),
+        source,
+    };
     let mut equal = Vec::new();
-    for (i, text) in args.eq.iter().enumerate() {
-        let column = index.sort.get(i).map(|c| c.column).ok_or("no column")?;
-        let value =
-            literal::value(text, &column).map_err(|e| format!("--eq `{text}`: {}: {e}", column_label(index, i + 1)))?;
+    // No more --eq values than sort columns (checked above): each has its column.
+    for (i, (text, sort)) in args.eq.iter().zip(&index.sort).enumerate() {
+        let value = literal::value(text, &sort.column).map_err(|e| refused(Op::Eq, text, i + 1, e))?;
         equal.push(value);
     }
     let Some((op, texts)) = range_flag(args) else {
@@ -282,14 +331,16 @@ fn conditions(args: &QueryArgs, index: &IndexConfig) -> Result<Conditions, Strin
     };
     let j = args.eq.len();
     let Some(column) = index.sort.get(j).map(|c| c.column) else {
-        return Err(format!(
-            "--{op}: no sort column is left after the {j} --eq value(s): index `{}` has {columns} ({})",
-            index.name,
-            columns_list(index)
-        ));
+        return Err(QueryArgsError::NoColumnLeft {
+            op,
+            eq: j,
+            index: index.name.clone(),
+            columns,
+            list: columns_list(index),
+        });
     };
-    let typed = |text: &str| -> Result<SortValue, String> {
-        literal::value(text, &column).map_err(|e| format!("--{op} `{text}`: {}: {e}", column_label(index, j + 1)))
+    let typed = |text: &str| -> Result<SortValue, QueryArgsError> {
+        literal::value(text, &column).map_err(|e| refused(op, text, j + 1, e))
     };
     let first = texts.first().copied().unwrap_or_default();
     let range = match op {
@@ -301,9 +352,9 @@ fn conditions(args: &QueryArgs, index: &IndexConfig) -> Result<Conditions, Strin
             let second = texts.get(1).copied().unwrap_or_default();
             ColumnCondition::Between(typed(first)?, typed(second)?)
         }
-        Op::Begins | Op::Eq => ColumnCondition::BeginsWith(
-            literal::prefix(first).map_err(|e| format!("--begins `{first}`: {}: {e}", column_label(index, j + 1)))?,
-        ),
+        Op::Begins | Op::Eq => {
+            ColumnCondition::BeginsWith(literal::prefix(first).map_err(|e| refused(Op::Begins, first, j + 1, e))?)
+        }
     };
     Ok(Conditions {
         equal,

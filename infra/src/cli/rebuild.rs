@@ -14,7 +14,7 @@ use clap::Args;
 use model::config::Config;
 use model::drift::{DriftKind, Scope};
 use serde_json::json;
-use stream_indexer::rebuild::{self, Checkpoint, Progress, RebuildOutcome};
+use stream_indexer::rebuild::{self, Checkpoint, CheckpointWriteError, Progress, RebuildOutcome};
 use stream_indexer::store::scan::{Marker, Scan};
 use stream_indexer::store::Store;
 
@@ -95,13 +95,19 @@ pub fn load_checkpoint(path: &Path, fresh: bool, config: &Config, scope: &Scope)
 }
 
 /// Writes the checkpoint atomically (a temporary file renamed over it).
-pub fn save_checkpoint(path: &Path, checkpoint: &Checkpoint) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(checkpoint).map_err(|e| e.to_string())?;
+pub fn save_checkpoint(path: &Path, checkpoint: &Checkpoint) -> Result<(), CheckpointWriteError> {
+    let text = serde_json::to_string_pretty(checkpoint).map_err(CheckpointWriteError::Serialize)?;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(&tmp, text).map_err(|source| CheckpointWriteError::Write {
+        path: tmp.clone(),
+        source,
+    })?;
+    std::fs::rename(&tmp, path).map_err(|source| CheckpointWriteError::Write {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Runs `streamdex rebuild` against `store`; returns the exit code.

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use model::sortkey::{self, Schema};
+use model::sortkey::{self, Schema, SortKeyError};
 use model::Value;
 
 /// Exit status: every input was good.
@@ -138,6 +138,23 @@ pub fn run(
     Ok(if bad { EXIT_BAD_INPUT } else { EXIT_OK })
 }
 
+/// Why one tuple or key (an argument or a line of stdin) was not converted.
+#[derive(Debug, thiserror::Error)]
+pub enum SortkeyInputError {
+    #[error("not valid UTF-8 ({0})")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    #[error("not a DynamoDB JSON array (e.g. [{{\"N\":\"4.2\"}},{{\"S\":\"ab\"}}]): {0}")]
+    NotTuple(#[source] serde_json::Error),
+    #[error("not a JSON string literal (e.g. \"Sa\\u0001=\"): {0}")]
+    NotStringLiteral(#[source] serde_json::Error),
+    /// The tuple does not fit the schema, or the key is not one of it.
+    #[error(transparent)]
+    Key(#[from] SortKeyError),
+    /// The key or tuple could not be written as JSON.
+    #[error(transparent)]
+    Json(serde_json::Error),
+}
+
 /// Applies `one` to each argument, or to each non-blank line of `stdin` when
 /// there are none; prints results to `stdout` and failures (with their
 /// argument or line number) to `stderr`.
@@ -147,9 +164,9 @@ fn for_each_input(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
     bad: &mut bool,
-    one: impl Fn(&str) -> Result<String, String>,
+    one: impl Fn(&str) -> Result<String, SortkeyInputError>,
 ) -> anyhow::Result<()> {
-    let mut emit = |place: String, result: Result<String, String>| -> anyhow::Result<()> {
+    let mut emit = |place: String, result: Result<String, SortkeyInputError>| -> anyhow::Result<()> {
         match result {
             Ok(line) => writeln!(stdout, "{line}").context("writing stdout"),
             Err(reason) => {
@@ -175,7 +192,7 @@ fn for_each_input(
         let result = match std::str::from_utf8(line) {
             Ok(text) if text.trim().is_empty() => continue,
             Ok(text) => one(text),
-            Err(e) => Err(format!("not valid UTF-8 ({e})")),
+            Err(e) => Err(SortkeyInputError::NotUtf8(e)),
         };
         emit(format!("line {number}"), result)?;
     }
@@ -183,31 +200,29 @@ fn for_each_input(
 }
 
 /// One tuple (a DynamoDB JSON array) → its key, raw or as a JSON string literal.
-fn encode_line(schema: &Schema, escape: bool, text: &str) -> Result<String, String> {
-    let values: Vec<Option<Value>> = serde_json::from_str(text.trim())
-        .map_err(|e| format!("not a DynamoDB JSON array (e.g. [{{\"N\":\"4.2\"}},{{\"S\":\"ab\"}}]): {e}"))?;
+fn encode_line(schema: &Schema, escape: bool, text: &str) -> Result<String, SortkeyInputError> {
+    let values: Vec<Option<Value>> = serde_json::from_str(text.trim()).map_err(SortkeyInputError::NotTuple)?;
     let refs: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();
-    let key = sortkey::encode(schema, &refs).map_err(|e| e.to_string())?;
+    let key = sortkey::encode(schema, &refs)?;
     if escape {
-        serde_json::to_string(&key).map_err(|e| e.to_string())
+        serde_json::to_string(&key).map_err(SortkeyInputError::Json)
     } else {
         Ok(key)
     }
 }
 
 /// One key (raw, or a JSON string literal) → its tuple as a DynamoDB JSON array.
-fn decode_line(schema: &Schema, escaped: bool, text: &str) -> Result<String, String> {
+fn decode_line(schema: &Schema, escaped: bool, text: &str) -> Result<String, SortkeyInputError> {
     let unescaped;
     let key = if escaped {
-        unescaped = serde_json::from_str::<String>(text.trim())
-            .map_err(|e| format!("not a JSON string literal (e.g. \"Sa\\u0001=\"): {e}"))?;
+        unescaped = serde_json::from_str::<String>(text.trim()).map_err(SortkeyInputError::NotStringLiteral)?;
         unescaped.as_str()
     } else {
         text
     };
-    let values = sortkey::decode(schema, key).map_err(|e| e.to_string())?;
+    let values = sortkey::decode(schema, key)?;
     let values: Vec<Value> = values.iter().map(|v| v.to_value()).collect();
-    serde_json::to_string(&values).map_err(|e| e.to_string())
+    serde_json::to_string(&values).map_err(SortkeyInputError::Json)
 }
 
 #[cfg(test)]

@@ -30,22 +30,31 @@ pub struct Endpoint {
     pub region: Option<String>,
 }
 
-/// Checks an `--endpoint-url` value: an `http` or `https` URL with a host
-/// (a bad one is a usage error, exit 2, before anything is tried).
-pub fn endpoint_url(value: &str) -> Result<String, String> {
-    endpoint_problem(value).map_err(|e| format!("{e} (from --endpoint-url, or else AWS_ENDPOINT_URL)"))
+/// Why an `--endpoint-url` (or `AWS_ENDPOINT_URL`) value is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointUrlError {
+    #[error("not a URL ({0}); expected e.g. http://127.0.0.1:5005{FROM}")]
+    NotUrl(#[source] url::ParseError),
+    #[error("the scheme is `{scheme}`; expected http or https, e.g. http://127.0.0.1:5005{FROM}")]
+    Scheme { scheme: String },
+    #[error("no host; expected e.g. http://127.0.0.1:5005{FROM}")]
+    NoHost,
 }
 
-fn endpoint_problem(value: &str) -> Result<String, String> {
-    let url = url::Url::parse(value).map_err(|e| format!("not a URL ({e}); expected e.g. http://127.0.0.1:5005"))?;
+/// Where an endpoint URL comes from, said after every [`EndpointUrlError`].
+const FROM: &str = " (from --endpoint-url, or else AWS_ENDPOINT_URL)";
+
+/// Checks an `--endpoint-url` value: an `http` or `https` URL with a host
+/// (a bad one is a usage error, exit 2, before anything is tried).
+pub fn endpoint_url(value: &str) -> Result<String, EndpointUrlError> {
+    let url = url::Url::parse(value).map_err(EndpointUrlError::NotUrl)?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "the scheme is `{}`; expected http or https, e.g. http://127.0.0.1:5005",
-            url.scheme()
-        ));
+        return Err(EndpointUrlError::Scheme {
+            scheme: url.scheme().to_owned(),
+        });
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err("no host; expected e.g. http://127.0.0.1:5005".to_owned());
+        return Err(EndpointUrlError::NoHost);
     }
     Ok(value.to_owned())
 }
@@ -201,7 +210,7 @@ mod tests {
         assert!(endpoint_url("https://dynamodb.eu-west-1.amazonaws.com").is_ok());
         for bad in ["not a url", "127.0.0.1:5005", "ftp://host", "http://", ""] {
             let error = endpoint_url(bad).expect_err(bad);
-            assert!(error.contains("expected"), "{bad}: {error}");
+            assert!(error.to_string().contains("expected"), "{bad}: {error}");
         }
     }
 }

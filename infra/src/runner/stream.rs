@@ -126,7 +126,11 @@ pub enum StreamError {
     #[error("GetRecords on shard {shard}: {reason}")]
     Read { shard: String, reason: String },
     #[error("record of shard {shard}: {reason}")]
-    Record { shard: String, reason: String },
+    Record {
+        shard: String,
+        #[source]
+        reason: dynamo::StreamRecordError,
+    },
 }
 
 impl StreamError {

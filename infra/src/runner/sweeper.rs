@@ -17,7 +17,7 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use model::ttl::{self, Verdict};
-use model::{Config, Value};
+use model::{Config, Fault, Value};
 
 use super::expiry::{Expiries, Expiry};
 use super::RunEvent;
@@ -96,9 +96,9 @@ impl Sweeper {
                         }
                     }
                 }
-                Err(error) => swept.events.push(RunEvent::Problem {
+                Err(fault) => swept.events.push(RunEvent::Problem {
                     context: format!("local TTL of table {}", table.name),
-                    error,
+                    error: fault.message().to_owned(),
                 }),
             }
         }
@@ -110,7 +110,7 @@ impl Sweeper {
         &self,
         table: &TtlTable,
         now_s: u64,
-    ) -> Result<Vec<(std::collections::HashMap<String, AttributeValue>, String)>, String> {
+    ) -> Result<Vec<(std::collections::HashMap<String, AttributeValue>, String)>, Fault> {
         let mut found = Vec::new();
         let mut start = None;
         for _ in 0..MAX_PAGES {
@@ -138,7 +138,7 @@ impl Sweeper {
                 .projection_expression(projection.join(", "))
                 .send()
                 .await
-                .map_err(|e| format!("Scan: {}", aws_kit::error::sdk_message(&e)))?;
+                .map_err(|e| aws_kit::error::sdk_fault("Scan", e))?;
             for mut item in output.items.unwrap_or_default() {
                 let Some(AttributeValue::N(value)) = item.remove(&table.attribute) else {
                     continue;
@@ -160,7 +160,7 @@ impl Sweeper {
             .key
             .iter()
             .map(|(name, kind, value)| Ok((name.clone(), attribute(kind, value)?)))
-            .collect::<Result<std::collections::HashMap<_, _>, String>>();
+            .collect::<Result<std::collections::HashMap<_, _>, NotedKeyError>>();
         let shown = expiry.key_text().replace('\n', ", ");
         let key = match key {
             Ok(key) => key,
@@ -225,8 +225,17 @@ fn key_parts(key: &std::collections::HashMap<String, AttributeValue>) -> Option<
         .collect()
 }
 
+/// Why a noted key attribute (from the checkpoints file) cannot be sent back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotedKeyError {
+    #[error("binary value: {0}")]
+    Binary(#[source] base64::DecodeError),
+    #[error("type `{kind}` is not a key type")]
+    Type { kind: String },
+}
+
 /// A key attribute back from its (type, text).
-fn attribute(kind: &str, value: &str) -> Result<AttributeValue, String> {
+fn attribute(kind: &str, value: &str) -> Result<AttributeValue, NotedKeyError> {
     use base64::Engine as _;
     match kind {
         "S" => Ok(AttributeValue::S(value.to_owned())),
@@ -234,7 +243,7 @@ fn attribute(kind: &str, value: &str) -> Result<AttributeValue, String> {
         "B" => base64::engine::general_purpose::STANDARD
             .decode(value)
             .map(|b| AttributeValue::B(b.into()))
-            .map_err(|e| format!("binary value: {e}")),
-        other => Err(format!("type `{other}` is not a key type")),
+            .map_err(NotedKeyError::Binary),
+        other => Err(NotedKeyError::Type { kind: other.to_owned() }),
     }
 }

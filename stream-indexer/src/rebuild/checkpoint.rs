@@ -1,6 +1,23 @@
 //! Where an interrupted rebuild resumes: the tables done, for one config and scope.
 
+use std::path::PathBuf;
+
 use super::*;
+
+/// Why a rebuild checkpoint could not be saved.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointWriteError {
+    /// The checkpoint could not be turned into JSON.
+    #[error(transparent)]
+    Serialize(serde_json::Error),
+    /// The file `path` could not be written (or renamed into place).
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// Where an interrupted rebuild resumes: the source tables already rebuilt
 /// (verified clean after their repairs) for this config and scope.

@@ -364,11 +364,19 @@ fn a_checkpoint_that_cannot_be_saved_stops_the_rebuild() {
         &scope,
         &quick(),
         &mut checkpoint,
-        &mut |_| Err("disk full".to_owned()),
+        &mut |_| {
+            Err(CheckpointWriteError::Write {
+                path: "c.json".into(),
+                source: std::io::Error::other("disk full"),
+            })
+        },
         &Quiet,
     ));
     assert!(
-        matches!(result, Err(RebuildError::Checkpoint(ref m)) if m == "disk full"),
+        matches!(
+            result,
+            Err(RebuildError::Checkpoint(CheckpointWriteError::Write { ref source, .. })) if source.to_string() == "disk full"
+        ),
         "{result:?}"
     );
 }

@@ -32,6 +32,11 @@ struct Body<'a> {
     raw_claim: Option<&'a Claim>,
 }
 
+/// A message body that is not a quarantine entry (the JSON parser's reason).
+#[derive(Debug, thiserror::Error)]
+#[error("not a streamdex quarantine entry: {0}")]
+pub struct UnreadableBody(#[source] serde_json::Error);
+
 /// A message body read back.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Stored {
@@ -50,8 +55,8 @@ pub struct Stored {
 
 impl Stored {
     /// Reads a message body; the error says what is wrong with it.
-    pub fn parse(body: &str) -> Result<Stored, String> {
-        serde_json::from_str(body).map_err(|e| format!("not a streamdex quarantine entry: {e}"))
+    pub fn parse(body: &str) -> Result<Stored, UnreadableBody> {
+        serde_json::from_str(body).map_err(UnreadableBody)
     }
 
     /// The whole record's size in bytes.
@@ -223,6 +228,7 @@ mod tests {
         );
         assert!(Stored::parse(r#"{"foo":1}"#)
             .unwrap_err()
+            .to_string()
             .contains("not a streamdex quarantine entry"));
     }
 }

@@ -18,6 +18,11 @@ enum Top {
     Query(QueryArgs),
 }
 
+/// [`super::conditions`] with its error as the message it shows.
+fn conditions(args: &QueryArgs, index: &IndexConfig) -> Result<Conditions, String> {
+    super::conditions(args, index).map_err(|e| e.to_string())
+}
+
 fn parse(argv: &[&str]) -> Result<QueryArgs, clap::Error> {
     Cli::try_parse_from(["streamdex", "query"].into_iter().chain(argv.iter().copied())).map(|cli| {
         let Top::Query(args) = cli.command;

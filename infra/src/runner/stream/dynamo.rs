@@ -236,28 +236,47 @@ impl StreamSource for DynamoStreams {
     }
 }
 
+/// Why a GetRecords record (or one of its attribute values) has no Lambda shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamRecordError {
+    #[error("a record without `dynamodb`")]
+    NoStreamRecord,
+    #[error("a record without a sequence number")]
+    NoSequenceNumber,
+    #[error("record {sequence_number}: no eventName")]
+    NoEventName { sequence_number: String },
+    /// An attribute value of a type this SDK version does not know.
+    #[error("an attribute value of a type this version does not know")]
+    UnknownType,
+    /// A record whose images hold a value of such a type.
+    #[error("record {sequence_number}: {}", StreamRecordError::UnknownType)]
+    UnknownTypeIn { sequence_number: String },
+}
+
 /// A GetRecords record in the Lambda shape. Errors name the sequence number.
-pub fn lambda_record(record: &Record, stream_arn: &str) -> Result<StreamRecord, String> {
-    let stream = record.dynamodb.as_ref().ok_or("a record without `dynamodb`")?;
+pub fn lambda_record(record: &Record, stream_arn: &str) -> Result<StreamRecord, StreamRecordError> {
+    let stream = record.dynamodb.as_ref().ok_or(StreamRecordError::NoStreamRecord)?;
     let sequence_number = stream
         .sequence_number
         .clone()
-        .ok_or("a record without a sequence number")?;
+        .ok_or(StreamRecordError::NoSequenceNumber)?;
     let event_name = record
         .event_name
         .as_ref()
         .map(|n| n.as_str().to_owned())
-        .ok_or_else(|| format!("record {sequence_number}: no eventName"))?;
-    let image = |image: &HashMap<String, AttributeValue>| -> Result<Json, String> {
+        .ok_or_else(|| StreamRecordError::NoEventName {
+            sequence_number: sequence_number.clone(),
+        })?;
+    let image = |image: &HashMap<String, AttributeValue>| -> Result<Json, StreamRecordError> {
         image
             .iter()
             .map(|(k, v)| {
-                Ok((
-                    k.clone(),
-                    wire_value(v).map_err(|e| format!("record {sequence_number}: {e}"))?,
-                ))
+                let value = wire_value(v).map_err(|_| StreamRecordError::UnknownTypeIn {
+                    sequence_number: sequence_number.clone(),
+                })?;
+                Ok((k.clone(), value))
             })
-            .collect::<Result<Map<_, _>, String>>()
+            .collect::<Result<Map<_, _>, StreamRecordError>>()
             .map(Json::Object)
     };
     let mut dynamodb = Map::new();
@@ -321,7 +340,7 @@ pub fn lambda_record(record: &Record, stream_arn: &str) -> Result<StreamRecord, 
 }
 
 /// One attribute value in DynamoDB JSON (numbers as strings, binary as base64).
-pub fn wire_value(value: &AttributeValue) -> Result<Json, String> {
+pub fn wire_value(value: &AttributeValue) -> Result<Json, StreamRecordError> {
     let b64 =
         |b: &aws_sdk_dynamodbstreams::primitives::Blob| base64::engine::general_purpose::STANDARD.encode(b.as_ref());
     Ok(match value {
@@ -338,10 +357,10 @@ pub fn wire_value(value: &AttributeValue) -> Result<Json, String> {
             let map = m
                 .iter()
                 .map(|(k, v)| Ok((k.clone(), wire_value(v)?)))
-                .collect::<Result<Map<_, _>, String>>()?;
+                .collect::<Result<Map<_, _>, StreamRecordError>>()?;
             json!({ "M": map })
         }
-        _ => return Err("an attribute value of a type this version does not know".to_owned()),
+        _ => return Err(StreamRecordError::UnknownType),
     })
 }
 
