@@ -267,6 +267,7 @@ mod tests {
             sequence_number: Some("1".to_owned()),
             table: Some("records".to_owned()),
             reason: "test".to_owned(),
+            cause: None,
             raw: "{}".to_owned(),
         };
         assert!(quarantine.put(vec![entry]).await.is_err());

@@ -22,6 +22,7 @@ pub async fn settle<Q: Quarantine>(quarantine: &Q, consumer: &str, records: Vec<
             sequence_number: r.sequence_number.clone(),
             table: r.table.as_deref().map(str::to_owned),
             reason: r.poison.as_ref().map(ToString::to_string).unwrap_or_default(),
+            cause: r.poison.as_ref().map(|p| p.kind().to_owned()),
             raw: r.raw.text().into_owned(),
         })
         .collect();
@@ -70,6 +71,9 @@ mod tests {
             "in batch order, exactly as delivered"
         );
         assert!(entries.iter().all(|e| e.consumer == "c"));
+        // The entry says why, in words and by the cause's kind.
+        assert_eq!(entries[0].reason, "bad 0");
+        assert!(entries.iter().all(|e| e.cause.as_deref() == Some("refused")));
         assert_eq!(settled.quarantined.len(), 2);
     }
 

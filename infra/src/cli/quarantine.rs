@@ -180,6 +180,7 @@ fn list(inbox: &Inbox, held: &[Held], output: Output, out: &mut dyn Write, err: 
                 "bytes": s.raw_size(),
                 "claim": s.raw_claim.as_ref().map(|c| format!("s3://{}/{}", c.bucket, c.key)),
                 "truncated": s.raw_truncated,
+                "cause": s.entry.cause,
                 "reason": s.entry.reason,
             })
             .to_string(),
@@ -235,6 +236,7 @@ async fn show(inbox: &Inbox, held: &[Held], id: &str, out: &mut dyn Write, err: 
         consumer: &stored.entry.consumer,
         table: stored.entry.table.as_deref(),
         sequence_number: stored.entry.sequence_number.as_deref(),
+        cause: stored.entry.cause.as_deref(),
         reason: &stored.entry.reason,
         claim: stored.raw_claim.as_ref(),
         truncated: stored.raw_truncated,
@@ -256,6 +258,9 @@ struct Shown<'a> {
     consumer: &'a str,
     table: Option<&'a str>,
     sequence_number: Option<&'a str>,
+    /// The kind of its first cause, when the entry says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cause: Option<&'a str>,
     reason: &'a str,
     claim: Option<&'a aws_kit::quarantine::claim::Claim>,
     truncated: bool,

@@ -860,6 +860,7 @@ async fn sqs_quarantine_sends_every_entry() -> Result<()> {
         sequence_number: Some(format!("{}", 1000 + i)),
         table: Some("issues".into()),
         reason: format!("reason {i}"),
+        cause: None,
         raw,
     };
     let mut entries: Vec<QuarantineEntry> = (0..12).map(|i| entry(i, format!("{{\"record\":{i}}}"))).collect();

@@ -22,6 +22,8 @@ struct Body<'a> {
     sequence_number: Option<&'a str>,
     table: Option<&'a str>,
     reason: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cause: Option<&'a str>,
     raw: &'a str,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     raw_truncated: bool,
@@ -75,6 +77,7 @@ fn render(entry: &QuarantineEntry, raw: &str, truncated: bool, claim: Option<&Cl
         sequence_number: entry.sequence_number.as_deref(),
         table: entry.table.as_deref(),
         reason: &entry.reason,
+        cause: entry.cause.as_deref(),
         raw,
         raw_truncated: truncated,
         raw_bytes: truncated.then_some(entry.raw.len()),
@@ -159,6 +162,7 @@ mod tests {
             sequence_number: Some("4200".to_owned()),
             table: Some("issues".to_owned()),
             reason: "index `issue-attrib`: bad".to_owned(),
+            cause: None,
             raw,
         }
     }
@@ -170,6 +174,13 @@ mod tests {
         let back: QuarantineEntry = serde_json::from_str(&body).unwrap();
         assert_eq!(back, e);
         assert!(!body.contains("raw_truncated"));
+        // The cause's kind goes with it when known, and reads back.
+        let e = QuarantineEntry {
+            cause: Some("unplannable".to_owned()),
+            ..e
+        };
+        let back = Stored::parse(&message_body(&e, MAX_MESSAGE_BYTES).unwrap()).unwrap();
+        assert_eq!(back.entry, e);
     }
 
     #[test]

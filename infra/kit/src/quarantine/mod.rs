@@ -20,8 +20,13 @@ pub struct QuarantineEntry {
     pub sequence_number: Option<String>,
     /// The source table, when known.
     pub table: Option<String>,
-    /// Why it can never succeed.
+    /// Why it can never succeed (`model::poison::Poison`'s text).
     pub reason: String,
+    /// The kind of its first cause (`unreadable`, `unroutable`, `invalid`,
+    /// `unplannable`, `oversized`, `refused`: `model::poison::Cause::kind`),
+    /// when the entry was written with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
     /// The record exactly as delivered (JSON text).
     pub raw: String,
 }
