@@ -221,17 +221,25 @@ pub fn run_with(args: &QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> u
             return exit::FAILURE;
         }
     };
+    let mut cut = false;
     if args.output == Output::Table {
-        if let Err(e) = out.write_all(render::table(index, source, &plan.key_columns, &rows).as_bytes()) {
+        let table = render::table(index, source, &plan.key_columns, &rows, render::terminal_width());
+        cut = table.cut;
+        if let Err(e) = out.write_all(table.text.as_bytes()) {
             let _ = writeln!(err, "streamdex query: cannot write the output: {e}");
             return exit::FAILURE;
         }
     }
     let _ = writeln!(
         err,
-        "{written} row(s) from {} partition(s) of {} ({requests} Query request(s))",
+        "{written} row(s) from {} partition(s) of {} ({requests} Query request(s)){}",
         plan.partitions.len(),
-        index.table
+        index.table,
+        if cut {
+            "; values too wide for the terminal are cut with …: --output json gives them whole"
+        } else {
+            ""
+        }
     );
     exit::OK
 }

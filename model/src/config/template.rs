@@ -86,6 +86,18 @@ impl ValueRef {
     }
 }
 
+impl ValueRef {
+    /// What it names, unbraced: `entry.key`, `entry.value`, `num` (a
+    /// column's heading).
+    pub fn name(&self) -> &str {
+        match self {
+            ValueRef::Attribute(name) => name,
+            ValueRef::EntryKey => "entry.key",
+            ValueRef::EntryValue => "entry.value",
+        }
+    }
+}
+
 impl fmt::Display for ValueRef {
     /// The braced form: `{entry.key}`, `{entry.value}`, `{num}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
