@@ -202,14 +202,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn renders_rows() {
+    /// `check` with the example's `issue-attrib` index, its source table and sort key columns.
+    fn with_example_index(check: impl FnOnce(&IndexConfig, &TableConfig, &[Column])) {
         let config = parse(EXAMPLE_CONFIG, "example").unwrap();
         let index = config.index("issue-attrib").unwrap();
         let source = config.table("issues").unwrap();
         let key_columns = model::query::plan(index, source, "p", &Default::default())
             .unwrap()
             .key_columns;
+        check(index, source, &key_columns);
+    }
+
+    #[test]
+    fn renders_rows() {
+        with_example_index(renders_rows_of);
+    }
+
+    fn renders_rows_of(index: &IndexConfig, source: &TableConfig, key_columns: &[Column]) {
         let s = |v: &str| Value::S(v.to_owned());
         // ("high", 7) then the source key issue-7/issue-7; a row that does not decode.
         let rows = [
@@ -224,7 +233,7 @@ mod tests {
             ),
             row("junk", &[("id", s("x"))]),
         ];
-        let laid = table(index, source, &key_columns, &rows, DEFAULT_WIDTH);
+        let laid = table(index, source, key_columns, &rows, DEFAULT_WIDTH);
         assert_eq!(
             laid.text,
             "entry.value  num  id       rel      name          state\n\
@@ -233,29 +242,27 @@ mod tests {
         );
         assert!(!laid.cut);
         assert_eq!(
-            json_line(&rows[0], &key_columns, 2),
+            json_line(&rows[0], key_columns, 2),
             r#"{"columns":[{"S":"high"},{"N":"7"}],"row":{"id":{"S":"issue-7"},"name":{"S":"tab\there"},"pk":{"S":"prio"},"rel":{"S":"issue-7"}}}"#
         );
         assert_eq!(
-            json_line(&rows[1], &key_columns, 2),
+            json_line(&rows[1], key_columns, 2),
             r#"{"columns":null,"row":{"id":{"S":"x"}}}"#
         );
     }
 
     #[test]
     fn a_value_of_any_length_is_cut_to_its_share_of_the_width() {
-        let config = parse(EXAMPLE_CONFIG, "example").unwrap();
-        let index = config.index("issue-attrib").unwrap();
-        let source = config.table("issues").unwrap();
-        let key_columns = model::query::plan(index, source, "p", &Default::default())
-            .unwrap()
-            .key_columns;
+        with_example_index(a_value_of_any_length_is_cut_in);
+    }
+
+    fn a_value_of_any_length_is_cut_in(index: &IndexConfig, source: &TableConfig, key_columns: &[Column]) {
         let long = "\u{4e2d}e\u{301}x".repeat(100_000);
         let rows = [row(
             "junk",
             &[("id", Value::S("x".to_owned())), ("name", Value::S(long))],
         )];
-        let laid = table(index, source, &key_columns, &rows, 80);
+        let laid = table(index, source, key_columns, &rows, 80);
         assert!(laid.cut);
         for line in laid.text.lines() {
             assert!(line.width() <= 80, "{} columns: {line}", line.width());
