@@ -365,7 +365,7 @@ fn query_returns_exactly_the_recomputed_rows_sharded_or_not() -> Result<()> {
         lines.len() == 3
             && lines[0]
                 .split_whitespace()
-                .eq(["{entry.value}", "{num}", "id", "rel", "state"]),
+                .eq(["entry.value", "num", "id", "rel", "state"]),
         "{out}"
     );
     ensure!(
