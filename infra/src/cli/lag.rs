@@ -9,9 +9,9 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use super::exit;
 use super::run::state_path;
 use super::stack::{load, Endpoint};
+use super::{exit, table};
 use crate::runner::age::human;
 use crate::runner::checkpoint::Checkpoints;
 use crate::runner::lag;
@@ -109,11 +109,16 @@ pub fn run_with(args: &LagArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
             let _ = writeln!(out, "{json}");
         }
         Output::Text => {
-            let _ = writeln!(
-                out,
-                "{:<24} {:<8} {:<40} {:>8} {:>14} {:>14}  checkpoint",
-                "TABLE", "CONSUMER", "SHARD", "BACKLOG", "AGE", "TIME LEFT"
-            );
+            let header = [
+                "TABLE",
+                "CONSUMER",
+                "SHARD",
+                "BACKLOG",
+                "AGE",
+                "TIME LEFT",
+                "CHECKPOINT",
+            ];
+            let mut rows = vec![header.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>()];
             for l in &lags {
                 let age = if l.backlog == 0 {
                     "-".to_owned()
@@ -127,10 +132,22 @@ pub fn run_with(args: &LagArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
                 } else {
                     l.checkpoint.clone().unwrap_or_else(|| "none (TRIM_HORIZON)".to_owned())
                 };
+                rows.push(vec![
+                    table::escaped(&l.table),
+                    table::escaped(&l.consumer),
+                    table::escaped(&l.shard),
+                    l.backlog.to_string(),
+                    age,
+                    left,
+                    format!("{checkpoint}{flag}"),
+                ]);
+            }
+            let laid = table::layout(&rows, table::terminal_width());
+            let _ = out.write_all(laid.text.as_bytes());
+            if laid.cut {
                 let _ = writeln!(
-                    out,
-                    "{:<24} {:<8} {:<40} {:>8} {:>14} {:>14}  {checkpoint}{flag}",
-                    l.table, l.consumer, l.shard, l.backlog, age, left
+                    err,
+                    "(values too wide for the terminal are cut with …: --output json gives them whole)"
                 );
             }
             let _ = writeln!(

@@ -13,6 +13,7 @@
 //! - [`verify`]: `verify` (and the selection and report rendering `rebuild` shares); [`rebuild`]: `rebuild`.
 //! - [`exit`]: the exit codes; [`progress`]: progress bars on a terminal.
 //! - [`reference`]: the command-line reference (`docs/cli.md`), rendered from the above.
+//! - [`table`]: tables laid out for the terminal (`query`, `quarantine list`).
 
 use std::process::ExitCode;
 
@@ -34,6 +35,7 @@ pub mod show;
 pub mod signal;
 pub mod sortkey;
 pub mod stack;
+pub mod table;
 pub mod template;
 pub mod verify;
 

@@ -10,8 +10,8 @@ use aws_kit::clock::SystemClock;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
-use super::exit;
 use super::stack::{load, Endpoint};
+use super::{exit, table};
 use crate::quarantine::{Held, Inbox, Redrive, Redriver};
 use crate::stack;
 
@@ -170,39 +170,60 @@ pub fn run_with(args: &QuarantineArgs, out: &mut dyn Write, err: &mut dyn Write)
 }
 
 fn list(inbox: &Inbox, held: &[Held], output: Output, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    for h in held {
-        let line = match (&h.stored, output) {
-            (Ok(s), Output::Json) => json!({
-                "id": h.message_id,
-                "consumer": s.entry.consumer,
-                "table": s.entry.table,
-                "sequence_number": s.entry.sequence_number,
-                "bytes": s.raw_size(),
-                "claim": s.raw_claim.as_ref().map(|c| format!("s3://{}/{}", c.bucket, c.key)),
-                "truncated": s.raw_truncated,
-                "cause": s.entry.cause,
-                "reason": s.entry.reason,
-            })
-            .to_string(),
-            (Ok(s), Output::Table) => format!(
-                "{:<8}  {:<14}  {:<12}  {:<24}  {:>7}{}  {}",
-                short(&h.message_id),
-                s.entry.consumer,
-                s.entry.table.as_deref().unwrap_or("-"),
-                s.entry.sequence_number.as_deref().unwrap_or("-"),
-                s.raw_size(),
-                if s.raw_claim.is_some() { " (s3)" } else { "     " },
-                s.entry.reason
-            ),
-            (Err(e), Output::Json) => json!({ "id": h.message_id, "unreadable": e.to_string() }).to_string(),
-            (Err(e), Output::Table) => format!("{:<8}  unreadable: {e}", short(&h.message_id)),
-        };
-        if writeln!(out, "{line}").is_err() {
-            return exit::FAILURE;
+    let text = match output {
+        Output::Json => held.iter().map(|h| format!("{}\n", json_entry(h))).collect(),
+        Output::Table => {
+            let rows: Vec<Vec<String>> = held.iter().map(table_row).collect();
+            let table = table::layout(&rows, table::terminal_width());
+            if table.cut {
+                let _ = writeln!(
+                    err,
+                    "(values too wide for the terminal are cut with …: --output json gives them whole)"
+                );
+            }
+            table.text
         }
+    };
+    if out.write_all(text.as_bytes()).is_err() {
+        return exit::FAILURE;
     }
     let _ = writeln!(err, "{} entries in {}", held.len(), inbox.name());
     exit::OK
+}
+
+/// One entry as a JSON line.
+fn json_entry(h: &Held) -> serde_json::Value {
+    match &h.stored {
+        Ok(s) => json!({
+            "id": h.message_id,
+            "consumer": s.entry.consumer,
+            "table": s.entry.table,
+            "sequence_number": s.entry.sequence_number,
+            "bytes": s.raw_size(),
+            "claim": s.raw_claim.as_ref().map(|c| format!("s3://{}/{}", c.bucket, c.key)),
+            "truncated": s.raw_truncated,
+            "cause": s.entry.cause,
+            "reason": s.entry.reason,
+        }),
+        Err(e) => json!({ "id": h.message_id, "unreadable": e.to_string() }),
+    }
+}
+
+/// One entry as a table's cells: id, consumer, table, sequence number,
+/// size (with `(s3)` for a claim check), reason.
+fn table_row(h: &Held) -> Vec<String> {
+    let id = table::escaped(short(&h.message_id));
+    match &h.stored {
+        Ok(s) => vec![
+            id,
+            table::escaped(&s.entry.consumer),
+            table::escaped(s.entry.table.as_deref().unwrap_or("-")),
+            table::escaped(s.entry.sequence_number.as_deref().unwrap_or("-")),
+            format!("{}{}", s.raw_size(), if s.raw_claim.is_some() { " (s3)" } else { "" }),
+            table::escaped(&s.entry.reason),
+        ],
+        Err(e) => vec![id, table::escaped(&format!("unreadable: {e}"))],
+    }
 }
 
 fn short(id: &str) -> &str {

@@ -223,7 +223,7 @@ pub fn run_with(args: &QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> u
     };
     let mut cut = false;
     if args.output == Output::Table {
-        let table = render::table(index, source, &plan.key_columns, &rows, render::terminal_width());
+        let table = render::table(index, source, &plan.key_columns, &rows, super::table::terminal_width());
         cut = table.cut;
         if let Err(e) = out.write_all(table.text.as_bytes()) {
             let _ = writeln!(err, "streamdex query: cannot write the output: {e}");

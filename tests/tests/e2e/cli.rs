@@ -20,7 +20,7 @@ use model::config::{self, EXAMPLE_CONFIG};
 use streamdex_tests::moto::{prefixed, prefixed_toml, unique_prefix, Moto};
 
 /// Runs one command line; returns its exit code, stdout and stderr.
-fn streamdex(args: &[&str]) -> Result<(u8, String, String)> {
+pub(crate) fn streamdex(args: &[&str]) -> Result<(u8, String, String)> {
     let parsed = Cli::try_parse_from(std::iter::once("streamdex").chain(args.iter().copied()))
         .with_context(|| format!("streamdex {}", args.join(" ")))?;
     let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -33,6 +33,7 @@ fn streamdex(args: &[&str]) -> Result<(u8, String, String)> {
         Command::Show(a) => cli::show::run_with(a, &mut out, &mut err),
         Command::Quarantine(a) => cli::quarantine::run_with(a, &mut out, &mut err),
         Command::Up(a) => cli::stack::up_with(a, &mut out, &mut err),
+        Command::Query(a) => cli::query::run_with(a, &mut out, &mut err),
         other => bail!("not a command this test drives: {other:?}"),
     };
     Ok((code, String::from_utf8(out)?, String::from_utf8(err)?))

@@ -7,6 +7,7 @@
 
 mod cli;
 mod indexer_dynamodb;
+mod items_of_any_size;
 mod layering;
 mod out_of_order;
 mod quarantine;

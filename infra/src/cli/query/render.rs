@@ -12,17 +12,14 @@
 //!   blank when absent), every line within the terminal's width (100 columns
 //!   when stdout is not a terminal): a wider cell is cut with `…`.
 
-use std::borrow::Cow;
-use std::fmt::Write as _;
-
 use base64::Engine as _;
 use model::config::{IndexConfig, TableConfig};
 use model::sortkey::{self, Column};
 use model::Value;
 use serde_json::{json, Value as Json};
-use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::fetch::Row;
+use crate::cli::table::{escaped, layout, Table};
 
 /// The sort columns' values decoded from a row's sort key (`None` when it does not decode).
 fn columns(row: &Row, key_columns: &[Column], count: usize) -> Option<Vec<Value>> {
@@ -37,24 +34,6 @@ pub fn json_line(row: &Row, key_columns: &[Column], count: usize) -> String {
         "row": row.item.iter().collect::<std::collections::BTreeMap<_, _>>(),
     });
     line.to_string()
-}
-
-/// The width tables are laid out in: the terminal's, when stdout is one,
-/// else 100 columns.
-pub fn terminal_width() -> usize {
-    terminal_size::terminal_size_of(std::io::stdout())
-        .map_or(DEFAULT_WIDTH, |(terminal_size::Width(w), _)| usize::from(w).max(1))
-}
-
-/// The width when stdout is not a terminal.
-pub const DEFAULT_WIDTH: usize = 100;
-
-/// A table laid out for a terminal: its text, and whether a cell was cut to fit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Table {
-    pub text: String,
-    /// Some cell was wider than its share of the width and was cut with `…`.
-    pub cut: bool,
 }
 
 /// The table of rows, header first (the sort columns named after what they
@@ -82,85 +61,6 @@ pub fn table(index: &IndexConfig, source: &TableConfig, key_columns: &[Column], 
     layout(&lines, width)
 }
 
-/// Lays `lines` of cells out in columns within `width` (see [`table`]).
-pub fn layout(lines: &[Vec<String>], width: usize) -> Table {
-    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
-    let natural: Vec<usize> = (0..columns)
-        .map(|i| {
-            lines
-                .iter()
-                .filter_map(|l| l.get(i))
-                .map(|c| c.width())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let widths = shares(&natural, width);
-    let mut cut = false;
-    let mut out = String::new();
-    for line in lines {
-        let mut text = String::new();
-        for (i, (value, &room)) in line.iter().zip(&widths).enumerate() {
-            let (shown, was_cut) = fit(value, room);
-            cut |= was_cut;
-            text.push_str(&shown);
-            if i + 1 < line.len() {
-                text.extend(std::iter::repeat_n(' ', room.saturating_sub(shown.width()) + 2));
-            }
-        }
-        let text = text.trim_end();
-        // More columns than the width has room for: the line itself is cut.
-        let (text, was_cut) = fit(text, width);
-        cut |= was_cut;
-        out.push_str(&text);
-        out.push('\n');
-    }
-    Table { text: out, cut }
-}
-
-/// Each column's width: its widest cell's when all fit in `width` (two
-/// spaces between columns), else a fair share of it, the narrow columns
-/// keeping their own width and the wide ones sharing what is left.
-fn shares(natural: &[usize], width: usize) -> Vec<usize> {
-    let n = natural.len();
-    let room = width.saturating_sub(2 * n.saturating_sub(1));
-    if natural.iter().sum::<usize>() <= room {
-        return natural.to_vec();
-    }
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| natural[i]);
-    let mut widths = vec![0; n];
-    let mut left = room;
-    for (k, &i) in order.iter().enumerate() {
-        let share = left / (n - k);
-        widths[i] = natural[i].min(share).max(1);
-        left = left.saturating_sub(widths[i]);
-    }
-    widths
-}
-
-/// `text` cut to at most `width` terminal columns, ending in `…` when cut;
-/// whether it was.
-fn fit(text: &str, width: usize) -> (Cow<'_, str>, bool) {
-    if text.width() <= width {
-        return (Cow::Borrowed(text), false);
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w + 1 > width {
-            break;
-        }
-        out.push(c);
-        used += w;
-    }
-    if width > 0 {
-        out.push('…');
-    }
-    (Cow::Owned(out), true)
-}
-
 /// A value as one table cell.
 fn cell(value: &Value) -> String {
     match value {
@@ -173,24 +73,13 @@ fn cell(value: &Value) -> String {
     }
 }
 
-/// A string with its control characters (which would break the table) escaped.
-fn escaped(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_control() {
-            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::table::DEFAULT_WIDTH;
     use model::config::{parse, EXAMPLE_CONFIG};
     use model::Image;
+    use unicode_width::UnicodeWidthStr;
 
     fn row(sort: &str, attributes: &[(&str, Value)]) -> Row {
         Row {
@@ -270,31 +159,7 @@ mod tests {
         assert!(laid.text.lines().nth(1).is_some_and(|l| l.ends_with('…')));
     }
 
-    #[test]
-    fn a_table_wider_than_the_width_gives_each_column_a_fair_share() {
-        // Narrow columns keep their width; the wide ones share the rest.
-        assert_eq!(shares(&[3, 50, 50], 40), vec![3, 16, 17]);
-        assert_eq!(shares(&[3, 5], 40), vec![3, 5]);
-        // More columns than room: each gets one, and the line is cut.
-        let lines = vec![vec!["abc".to_owned(); 10]];
-        let laid = layout(&lines, 12);
-        assert!(laid.cut && laid.text.trim_end().width() <= 12, "{:?}", laid.text);
-    }
-
     proptest::proptest! {
-        #[test]
-        fn every_line_fits_the_width_and_nothing_panics(
-            cells in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<String>(), 0..6), 0..6),
-            width in 1usize..300,
-        ) {
-            let lines: Vec<Vec<String>> = cells.iter().map(|l| l.iter().map(|c| escaped(c)).collect()).collect();
-            let laid = layout(&lines, width);
-            proptest::prop_assert_eq!(laid.text.lines().count(), lines.len());
-            for line in laid.text.lines() {
-                proptest::prop_assert!(line.width() <= width, "{} > {}: {:?}", line.width(), width, line);
-            }
-        }
-
         #[test]
         fn the_json_of_the_same_rows_gives_them_back_whole(
             values in proptest::collection::vec(proptest::prelude::any::<String>(), 1..4),
