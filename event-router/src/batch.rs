@@ -222,16 +222,8 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                 }
                 Fate::Refused(fault) => {
                     stats.refused += 1;
-                    let cause = Cause::Refused(fault);
-                    match &mut record.poison {
-                        Some(poison) => poison.push(cause),
-                        None => {
-                            record.poison = Some(Poison::new(
-                                Some(record.sequence_number.as_deref().unwrap_or("?")),
-                                cause,
-                            ))
-                        }
-                    }
+                    let seq = record.sequence_number.as_deref().unwrap_or("?");
+                    Poison::add(&mut record.poison, Some(seq), Cause::Refused(fault));
                 }
                 Fate::Unfinished(fault) => {
                     record.unfinished.get_or_insert(fault);

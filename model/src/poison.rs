@@ -82,6 +82,15 @@ impl Poison {
         self.causes.push(cause);
     }
 
+    /// Adds `cause` to the record's poison in `slot`, or makes it poison
+    /// for `cause` (named by `sequence_number`) when it was not yet.
+    pub fn add(slot: &mut Option<Poison>, sequence_number: Option<&str>, cause: Cause) {
+        match slot {
+            Some(poison) => poison.push(cause),
+            None => *slot = Some(Poison::new(sequence_number, cause)),
+        }
+    }
+
     /// The causes, in the order they were found.
     pub fn causes(&self) -> &[Cause] {
         &self.causes

@@ -24,7 +24,7 @@
 //!    applied, and then counts as handled.
 //! 5. Which records failed, which are quarantined and what Lambda is told
 //!    is `model::settlement`'s, shared with the event router: the batch's
-//!    failure ([`Outcome<BatchStats>::failed`]) is the lowest record not fully
+//!    failure ([`Outcome::failed`](model::outcome::Outcome::failed)) is the lowest record not fully
 //!    applied, every record before it being fully applied; poison at or
 //!    after it is redelivered rather than quarantined; a quarantine failure
 //!    fails its records.
@@ -425,14 +425,10 @@ fn reckon<'a>(entries: Vec<Entry<'a>>, mut applied: Applied, handled: &mut Vec<H
         // Most records have no problem and no refusal: no lookup for them.
         let refused = if refusals.is_empty() { None } else { refusals.remove(&i) };
         let causes = entry.problems.into_iter().map(Cause::Unplannable);
-        let causes = causes.chain(refused.into_iter().flatten().map(Cause::Refused));
-        let poison = causes.fold(None, |poison: Option<Poison>, cause| match poison {
-            Some(mut poison) => {
-                poison.push(cause);
-                Some(poison)
-            }
-            None => Some(Poison::new(Some(&entry.sequence_number), cause)),
-        });
+        let mut poison = None;
+        for cause in causes.chain(refused.into_iter().flatten().map(Cause::Refused)) {
+            Poison::add(&mut poison, Some(&entry.sequence_number), cause);
+        }
         handled.push(Handled {
             position: entry.position,
             sequence_number: Some(entry.sequence_number),

@@ -96,12 +96,9 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                             entry,
                             size,
                         }),
-                        Err(oversized) => match &mut poison {
-                            Some(poison) => poison.push(Cause::Oversized(oversized)),
-                            None => {
-                                poison = Some(Poison::new(Some(&record.sequence_number), Cause::Oversized(oversized)));
-                            }
-                        },
+                        Err(oversized) => {
+                            Poison::add(&mut poison, Some(&record.sequence_number), Cause::Oversized(oversized))
+                        }
                     }
                 }
             }
