@@ -145,10 +145,7 @@ pub fn run_with(args: &LagArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
             let laid = table::layout(&rows, table::terminal_width());
             let _ = out.write_all(laid.text.as_bytes());
             if laid.cut {
-                let _ = writeln!(
-                    err,
-                    "(values too wide for the terminal are cut with …: --output json gives them whole)"
-                );
+                let _ = writeln!(err, "({})", table::CUT_NOTE);
             }
             let _ = writeln!(
                 err,

@@ -176,10 +176,7 @@ fn list(inbox: &Inbox, held: &[Held], output: Output, out: &mut dyn Write, err: 
             let rows: Vec<Vec<String>> = held.iter().map(table_row).collect();
             let table = table::layout(&rows, table::terminal_width());
             if table.cut {
-                let _ = writeln!(
-                    err,
-                    "(values too wide for the terminal are cut with …: --output json gives them whole)"
-                );
+                let _ = writeln!(err, "({})", table::CUT_NOTE);
             }
             table.text
         }

@@ -232,14 +232,11 @@ pub fn run_with(args: &QueryArgs, out: &mut dyn Write, err: &mut dyn Write) -> u
     }
     let _ = writeln!(
         err,
-        "{written} row(s) from {} partition(s) of {} ({requests} Query request(s)){}",
+        "{written} row(s) from {} partition(s) of {} ({requests} Query request(s)){}{}",
         plan.partitions.len(),
         index.table,
-        if cut {
-            "; values too wide for the terminal are cut with …: --output json gives them whole"
-        } else {
-            ""
-        }
+        if cut { "; " } else { "" },
+        if cut { super::table::CUT_NOTE } else { "" }
     );
     exit::OK
 }

@@ -15,6 +15,9 @@ pub fn terminal_width() -> usize {
         .map_or(DEFAULT_WIDTH, |(terminal_size::Width(w), _)| usize::from(w).max(1))
 }
 
+/// What a command says on stderr when it cut a value to fit.
+pub const CUT_NOTE: &str = "values too wide for the terminal are cut with …: --output json gives them whole";
+
 /// The width when stdout is not a terminal.
 pub const DEFAULT_WIDTH: usize = 100;
 
