@@ -28,7 +28,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use aws_kit::clock::{Clock, SystemClock};
+use aws_kit::clock::SystemClock;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
@@ -57,8 +57,6 @@ pub const MAX_ADD_ROUNDS: usize = 4;
 pub struct DynamoStore {
     client: Client,
     config: Arc<Config>,
-    /// When tombstones written now expire.
-    clock: Arc<dyn Clock>,
 }
 
 impl DynamoStore {
@@ -68,16 +66,7 @@ impl DynamoStore {
     /// `UnprocessedItems`; build `client` with [`dynamodb_client`] so that
     /// the SDK does not retry underneath it.
     pub fn new(client: Client, config: Arc<Config>) -> DynamoStore {
-        DynamoStore {
-            client,
-            config,
-            clock: Arc::new(SystemClock),
-        }
-    }
-
-    /// The store, its tombstones' expiry read from `clock`.
-    pub fn with_clock(self, clock: Arc<dyn Clock>) -> DynamoStore {
-        DynamoStore { clock, ..self }
+        DynamoStore { client, config }
     }
 
     pub fn client(&self) -> &Client {
@@ -277,7 +266,7 @@ impl Store for DynamoStore {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        let expires = super::tombstone_expiry(&self.config, &*self.clock);
+        let expires = super::tombstone_expiry(&self.config, &SystemClock);
         let mut requests: HashMap<String, Vec<WriteRequest>> = HashMap::new();
         // Each write's table and row key: where an unprocessed item goes back to.
         let mut pending: Vec<Option<(&str, &RowWrite)>> = Vec::with_capacity(writes.len());

@@ -7,7 +7,6 @@
 //! is the record's JSON exactly as delivered.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
@@ -32,8 +31,6 @@ pub struct Claim {
 pub struct ClaimBucket {
     client: Client,
     bucket: String,
-    /// Where object keys' nonces come from.
-    clock: Arc<dyn Clock>,
 }
 
 /// The object key of an entry: unique per call (the time `clock` gives, and a
@@ -58,18 +55,12 @@ impl ClaimBucket {
         ClaimBucket {
             client,
             bucket: bucket.into(),
-            clock: Arc::new(SystemClock),
         }
-    }
-
-    /// The bucket, its object keys' nonces read from `clock`.
-    pub fn with_clock(self, clock: Arc<dyn Clock>) -> ClaimBucket {
-        ClaimBucket { clock, ..self }
     }
 
     /// Keeps the entry's whole record; the claim says where.
     pub async fn put(&self, entry: &QuarantineEntry) -> Result<Claim, Fault> {
-        let key = object_key(entry, &*self.clock);
+        let key = object_key(entry, &SystemClock);
         self.client
             .put_object()
             .bucket(&self.bucket)

@@ -61,7 +61,7 @@ impl DynamoStore {
         guard: &RowGuard,
     ) -> Result<RowOutcome, StoreError> {
         let index = self.index(write.index)?;
-        let expires = crate::store::tombstone_expiry(&self.config, &*self.clock);
+        let expires = crate::store::tombstone_expiry(&self.config, &aws_kit::clock::SystemClock);
         let item = row_item(index, &write, expires);
         let request = self
             .client

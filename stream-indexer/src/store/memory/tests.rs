@@ -263,3 +263,30 @@ fn remove_item_deletes_and_records_as_delete_item_does() {
     assert_eq!(removed.len(), 1, "one delete recorded");
     assert_eq!(removed, deleted);
 }
+
+#[test]
+fn a_tombstone_expires_the_configured_time_after_the_store_s_clock() {
+    let clock = Arc::new(aws_kit::clock::ManualClock::at(1_700_000_000_999));
+    let store = store().with_clock(clock.clone());
+    let ttl = store.config().pipeline.tombstone_ttl_seconds();
+    let key = RowKey {
+        partition: "a".into(),
+        sort: "1".into(),
+    };
+    let write = |put: Option<Image>, version: &str| RowWrite {
+        index: 0,
+        key: key.clone(),
+        put: put.map(Into::into),
+        version: model::Version::of_sequence(version).expect("a version"),
+    };
+    assert_eq!(block(store.write_rows(&[write(Some(Image::new()), "1")])), Ok(vec![]));
+    clock.advance(5_000);
+    assert_eq!(block(store.write_rows(&[write(None, "2")])), Ok(vec![]));
+    let read = block(store.read_rows(0, vec![key.clone()])).expect("read");
+    let (_, tombstone) = read.found.first().expect("the tombstone");
+    let expires = (1_700_000_000_999 + 5_000) / 1000 + ttl;
+    assert_eq!(
+        tombstone.get(model::version::TOMBSTONE_ATTRIBUTE),
+        Some(&Value::N(expires.to_string()))
+    );
+}
