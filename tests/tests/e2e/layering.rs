@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use streamdex_tests::layering::cycles;
+use streamdex_tests::layering::{cycles, production_sources};
 
 /// The workspace's crates' `src/` folders, from the root `Cargo.toml`'s members.
 fn crate_sources() -> Vec<PathBuf> {
@@ -125,31 +125,12 @@ fn a_child_may_name_what_encloses_it_and_tests_comments_and_strings_do_not_count
     assert!(found.is_empty(), "{found:?}");
 }
 
-/// Every `.rs` file under `dir` that is not test code (see `layering`'s doc).
-fn production_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir)
-        .expect("a source folder")
-        .map(|e| e.expect("an entry"))
-    {
-        let path = entry.path();
-        let name = entry.file_name();
-        if path.is_dir() && name != "tests" {
-            production_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") && name != "tests.rs" {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn only_the_clock_reads_the_system_time_outside_the_mains() {
     let mut readers = Vec::new();
     for src in crate_sources() {
-        let mut files = Vec::new();
-        production_files(&src, &mut files);
-        for file in files {
-            let text = std::fs::read_to_string(&file).expect("a source file");
-            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let sources = production_sources(&src).unwrap_or_else(|e| panic!("reading {}: {e}", src.display()));
+        for (file, code) in sources {
             let allowed = file.ends_with("kit/src/clock.rs") || file.ends_with("main.rs");
             if code.contains("SystemTime::now") && !allowed {
                 readers.push(file.display().to_string());
