@@ -15,13 +15,15 @@
 //!   reaper is the target of `reap` routes' rules (with a retry policy and a
 //!   dead-letter queue); other rules have no target: add yours;
 //! - the functions `stream-indexer`, `event-router` and `reaper`
-//!   (`provided.al2023`, arm64, the `bootstrap` that
-//!   `cargo lambda build --release --arm64` leaves in `target/lambda/BIN/`),
+//!   (`provided.al2023`, the architecture a parameter, arm64 by default,
+//!   the `bootstrap.zip` that `scripts/build-functions.sh` leaves in
+//!   `target/lambda/BIN/`),
 //!   each with its own log group and least-privilege role ([`iam`]), the
 //!   config inline in `STREAMDEX_CONFIG` ([`environment`]);
 //! - one event source mapping per consumer per table ([`crate::stack::MappingSettings`],
 //!   `ReportBatchItemFailures`, the consumer's on-failure queue, and the
 //!   filter criteria of [`model::filter::patterns`]);
+//! - a CloudWatch dashboard of the pipeline's health ([`dashboard`]);
 //! - the quarantine and failure queues, the alarms ([`alarms`]) and the SNS
 //!   topic they notify, subscribed to by the parameters `AlarmEndpoint` and
 //!   `AlarmProtocol`;
@@ -34,6 +36,7 @@
 
 pub mod alarms;
 pub mod bucket;
+pub mod dashboard;
 pub mod encryption;
 pub mod environment;
 pub mod function;
@@ -52,8 +55,14 @@ use crate::stack::{FunctionRole, Mapping, QueuePurpose, Stack, QUEUE_RETENTION_S
 pub const EXAMPLE_TEMPLATE: &str = include_str!("../streamdex.template.json");
 
 /// Where the functions' code is, relative to the template (`infra/`): what
-/// `cargo lambda build --release --arm64` writes.
+/// `scripts/build-functions.sh` writes, a folder per function.
 pub const CODE_DIR: &str = "../target/lambda";
+
+/// The zip in each function's folder (Lambda's `bootstrap` alone in it).
+pub const CODE_ZIP: &str = "bootstrap.zip";
+
+/// The architectures the functions are built for; the first is the default.
+pub const ARCHITECTURES: [&str; 2] = ["arm64", "x86_64"];
 
 /// Days the functions' logs are kept.
 pub const LOG_RETENTION_DAYS: u32 = 30;
@@ -174,14 +183,18 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
     for (id, resource) in bucket::resources() {
         resources.add(id, resource)?;
     }
-    let bus_name: Json = if stack.bus.is_default() {
-        json!(stack.bus.name)
+    // A rule names its bus by name, not by a `Ref` to it (which gives the
+    // same name): moto's CloudFormation cannot create a rule whose bus is a
+    // `Ref`, and the rehearsal creates this template there. `DependsOn`
+    // keeps the order a `Ref` would.
+    let bus_dependency: Vec<&str> = if stack.bus.is_default() {
+        Vec::new()
     } else {
         resources.add(
             ids::BUS.to_owned(),
             json!({ "Type": "AWS::Events::EventBus", "Properties": { "Name": stack.bus.name } }),
         )?;
-        json!({ "Ref": ids::BUS })
+        vec![ids::BUS]
     };
     let reaper_queue = stack.queue(&QueuePurpose::ReaperDeadLetter);
     let mut reaper_rules = Vec::new();
@@ -189,7 +202,7 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
         let mut properties = json!({
             "Name": rule.name,
             "Description": format!("streamdex: {} events of table {}", rule.detail_type, rule.table),
-            "EventBusName": bus_name,
+            "EventBusName": stack.bus.name,
             "EventPattern": rule.pattern,
             "State": "ENABLED",
         });
@@ -220,10 +233,11 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
                 }),
             )?;
         }
-        resources.add(
-            ids::rule(rule),
-            json!({ "Type": "AWS::Events::Rule", "Properties": properties }),
-        )?;
+        let mut resource = json!({ "Type": "AWS::Events::Rule", "Properties": properties });
+        if !bus_dependency.is_empty() {
+            resource["DependsOn"] = json!(bus_dependency);
+        }
+        resources.add(ids::rule(rule), resource)?;
     }
     if let (Some(queue), false) = (reaper_queue, reaper_rules.is_empty()) {
         let sources: Vec<Json> = reaper_rules
@@ -269,6 +283,7 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
     for (id, alarm) in alarms::alarms(config, &stack) {
         resources.add(id, alarm)?;
     }
+    resources.add(ids::DASHBOARD.to_owned(), dashboard::resource(config, &stack))?;
     let mut outputs = Map::new();
     for queue in stack.queues.iter().filter(|q| q.on_aws()) {
         outputs.insert(
@@ -282,6 +297,10 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
             "Description": "The quarantine's claim checks: records too large for a queue message",
             "Value": { "Ref": ids::QUARANTINE_BUCKET },
         }),
+    );
+    outputs.insert(
+        "DashboardName".to_owned(),
+        json!({ "Description": "The CloudWatch dashboard of the pipeline", "Value": { "Ref": ids::DASHBOARD } }),
     );
     outputs.insert(
         "AlarmTopicArn".to_owned(),
@@ -316,6 +335,12 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
                 "Default": "email",
                 "AllowedValues": ["email", "email-json", "https", "sqs", "lambda", "sms"],
                 "Description": "The SNS protocol of AlarmEndpoint",
+            },
+            ids::PARAM_ARCHITECTURE: {
+                "Type": "String",
+                "Default": ARCHITECTURES[0],
+                "AllowedValues": ARCHITECTURES,
+                "Description": "The functions' instruction set: what scripts/build-functions.sh built them for",
             },
         },
         "Resources": resources.0,

@@ -8,7 +8,10 @@
 
 use std::sync::Arc;
 
+use std::time::Instant;
+
 use aws_kit::clients::dynamodb_client;
+use aws_kit::clock::{Clock, SystemClock};
 use aws_kit::lambda::{config_from_env, init_tracing, EnvironmentError};
 use lambda_runtime::{service_fn, LambdaEvent};
 use model::Backoff;
@@ -22,6 +25,7 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
     init_tracing();
     let env = |name: &str| std::env::var(name).ok();
     let config = Arc::new(config_from_env(env).map_err(EnvironmentError::from)?);
+    let function = env("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "reaper".to_owned());
     let aws = aws_kit::lambda::sdk_config().await;
     let reaper = Reaper::new(
         config.clone(),
@@ -29,11 +33,17 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
         Backoff::default(),
     );
     lambda_runtime::run(service_fn(|event: LambdaEvent<Box<RawValue>>| {
-        let reaper = &reaper;
+        let (reaper, function) = (&reaper, &function);
         async move {
+            let started = Instant::now();
             let reaped: Reaped = reaper.reap(event.payload.get().as_bytes()).await.inspect_err(|e| {
                 tracing::error!(error = %e, retryable = e.is_retryable(), "reap failed");
             })?;
+            // The EMF line CloudWatch turns into the dashboard's reaper figures.
+            println!(
+                "{}",
+                crate::metrics::reaped_line(function, &reaped, started.elapsed(), SystemClock.now_ms())
+            );
             Ok::<Reaped, lambda_runtime::Error>(reaped)
         }
     }))

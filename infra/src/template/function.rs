@@ -6,7 +6,7 @@
 use serde_json::{json, Map, Value as Json};
 
 use super::suppress::{self, Kept};
-use super::{encryption, iam, ids, CODE_DIR, LOG_RETENTION_DAYS, MEMORY_MB, TIMEOUT_SECONDS};
+use super::{encryption, iam, ids, CODE_DIR, CODE_ZIP, LOG_RETENTION_DAYS, MEMORY_MB, TIMEOUT_SECONDS};
 use crate::stack::{Function, FunctionRole, QueuePurpose, Stack};
 
 /// Times Lambda retries a failed asynchronous invocation of the reaper
@@ -51,10 +51,10 @@ pub fn resources(stack: &Stack, function: &Function, inline_config: &str) -> Vec
     let properties = json!({
         "FunctionName": function.name,
         "Description": format!("streamdex {}", role.binary()),
-        "CodeUri": format!("{CODE_DIR}/{}/", role.binary()),
+        "CodeUri": format!("{CODE_DIR}/{}/{CODE_ZIP}", role.binary()),
         "Handler": "bootstrap",
         "Runtime": "provided.al2023",
-        "Architectures": ["arm64"],
+        "Architectures": [{ "Ref": ids::PARAM_ARCHITECTURE }],
         "MemorySize": MEMORY_MB,
         "Timeout": TIMEOUT_SECONDS,
         "Tracing": "Active",

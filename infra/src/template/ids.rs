@@ -11,6 +11,8 @@ pub const ALARM_DEAD_LETTER_POLICY: &str = "AlarmDeadLetterQueuePolicy";
 pub const REAPER_DEAD_LETTER_POLICY: &str = "ReaperDeadLetterQueuePolicy";
 pub const PARAM_ALARM_ENDPOINT: &str = "AlarmEndpoint";
 pub const PARAM_ALARM_PROTOCOL: &str = "AlarmProtocol";
+pub const PARAM_ARCHITECTURE: &str = "Architecture";
+pub const DASHBOARD: &str = "Dashboard";
 
 /// `some-name.x` → `SomeNameX`: every run of letters and digits, capitalised.
 pub fn pascal(name: &str) -> String {

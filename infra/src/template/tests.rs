@@ -78,8 +78,20 @@ fn source_tables_have_keys_stream_ttl_pitr_and_the_target_gsi() {
     }
 }
 
+/// The binary a function runs: its name after the namespace.
+fn names_binary(function: &str) -> &str {
+    function.strip_prefix("streamdex-").unwrap()
+}
+
 #[test]
-fn functions_are_arm64_al2023_with_the_config_inline() {
+fn the_architecture_is_a_parameter_arm64_by_default() {
+    let parameter = &rendered()["Parameters"]["Architecture"];
+    assert_eq!(parameter["Default"], "arm64");
+    assert_eq!(parameter["AllowedValues"], serde_json::json!(["arm64", "x86_64"]));
+}
+
+#[test]
+fn functions_are_al2023_on_the_architecture_parameter_with_the_config_inline() {
     let template = rendered();
     let functions = of_type(&template, "AWS::Serverless::Function");
     let names: Vec<&str> = functions
@@ -93,7 +105,13 @@ fn functions_are_arm64_al2023_with_the_config_inline() {
     for (id, f) in functions {
         let p = &f["Properties"];
         assert_eq!(p["Runtime"], "provided.al2023", "{id}");
-        assert_eq!(p["Architectures"], serde_json::json!(["arm64"]), "{id}");
+        assert_eq!(
+            p["Architectures"],
+            serde_json::json!([{ "Ref": "Architecture" }]),
+            "{id}"
+        );
+        let binary = names_binary(p["FunctionName"].as_str().unwrap());
+        assert_eq!(p["CodeUri"], format!("../target/lambda/{binary}/bootstrap.zip"), "{id}");
         assert_eq!(p["Handler"], "bootstrap");
         let inline = p["Environment"]["Variables"]["STREAMDEX_CONFIG"].as_str().unwrap();
         assert_eq!(
