@@ -86,6 +86,7 @@ async fn main() -> Result<()> {
         Arc::new(SystemClock),
         Checkpoints::default(),
         wiring,
+        None,
     )
     .await?;
     let runner_task = tokio::spawn(async move {

@@ -13,7 +13,9 @@
 //! - [`quarantine`]: the quarantine read, shown and redriven (`streamdex quarantine`).
 
 pub mod cli;
+pub mod deploy;
 pub mod derived;
+pub mod package;
 pub mod quarantine;
 pub mod runner;
 pub mod seed;

@@ -399,5 +399,8 @@ fn merge(a: &Pattern, b: &Pattern) -> Pattern {
     Pattern { fields }
 }
 
+mod parse;
+pub use parse::PatternError;
+
 #[cfg(test)]
 mod tests;

@@ -89,7 +89,7 @@ impl ReaperError {
 }
 
 /// What one event did.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[must_use]
 #[serde(rename_all = "camelCase")]
 pub struct Reaped {

@@ -4,7 +4,8 @@
 //!
 //! - [`config`]: `config check`, `config example`.
 //! - [`sortkey`]: `sortkey encode`, `sortkey decode` (CSS1).
-//! - [`template`]: `template` (the AWS template of a config).
+//! - [`template`]: `template` (the AWS template of a config); [`package`](mod@package):
+//!   `package` (the functions' zips to S3); [`deploy`](mod@deploy): `deploy` (a stack, reported).
 //! - [`stack`]: `up`, `down`, and the `--endpoint-url`/`--region` flags every networked command takes.
 //! - [`replay`]: `replay` (recorded streams through both consumers).
 //! - [`run`](mod@run): `run` (the local runner); [`lag`]: `lag`; [`record`]: `record`.
@@ -20,8 +21,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod config;
+pub mod deploy;
 pub mod exit;
 pub mod lag;
+pub mod package;
 pub mod progress;
 pub mod quarantine;
 pub mod query;
@@ -74,6 +77,13 @@ pub enum Command {
     Down(stack::DownArgs),
     /// Render the AWS SAM / CloudFormation template of a config (JSON).
     Template(template::TemplateArgs),
+    /// Upload the built functions' zips to S3 and point the template at
+    /// them, as `sam package` does.
+    Package(package::PackageArgs),
+    /// Create a packaged, expanded template as a CloudFormation stack and
+    /// report each resource: created, skipped by a condition, failed, or
+    /// absent.
+    Deploy(deploy::DeployArgs),
     /// Check every index row and edge set against the source tables and
     /// report drift by kind (exit 3 when there is drift); --repair fixes it.
     Verify(verify::VerifyArgs),
@@ -110,6 +120,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Up(args) => stack::run_up(&args),
         Command::Down(args) => stack::run_down(&args),
         Command::Template(args) => template::run(&args),
+        Command::Package(args) => package::run(&args),
+        Command::Deploy(args) => deploy::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Rebuild(args) => rebuild::run(&args),
         Command::Run(args) => run::run(&args),

@@ -18,6 +18,7 @@ use super::exit;
 use super::stack::{load, Endpoint};
 use crate::runner::checkpoint::{default_path, Checkpoints};
 use crate::runner::function::Response;
+use crate::runner::host::Hosting;
 use crate::runner::local::{self, Wiring};
 use crate::runner::{RunEvent, Runner};
 use crate::stack;
@@ -89,6 +90,18 @@ pub struct RunArgs {
     /// rather than wait forever on a stuck shard or a failing function.
     #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400), requires = "exit_when_idle")]
     pub give_up_after: u64,
+    /// Run the built functions instead of the consumers in process: each
+    /// `DIR/BINARY/bootstrap.zip` (what scripts/build-functions.sh writes)
+    /// is started as Lambda starts it, with the environment of the function
+    /// deployed on the endpoint (`streamdex deploy`), under a Lambda Runtime
+    /// API stand-in, and fed as the deployed event source mappings say.
+    /// Each function's output goes to DIR/BINARY/run.log.
+    #[arg(long, value_name = "DIR", requires = "mappings")]
+    pub functions: Option<PathBuf>,
+    /// With --functions: the event source mappings that feed them, as
+    /// `streamdex deploy --defer-mappings FILE` wrote them down.
+    #[arg(long, value_name = "FILE", requires = "functions")]
+    pub mappings: Option<PathBuf>,
 }
 
 /// Runs `streamdex run`.
@@ -159,10 +172,37 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
             local_ttl_every_ms: args.local_ttl.then_some(LOCAL_TTL_EVERY_MS),
             window_ms: args.batching_window_ms,
         };
-        let mut runner = match local::connect(&sdk, config.clone(), Arc::new(SystemClock), checkpoints, wiring).await {
+        let hosting = match (&args.functions, &args.mappings) {
+            (Some(dir), Some(mappings)) => {
+                let lambda = aws_sdk_lambda::Client::new(&sdk);
+                let extra = function_environment(&sdk);
+                let stack = stack::Stack::new(&config);
+                match Hosting::start(&lambda, &stack, dir, mappings, &extra, Arc::new(SystemClock)).await {
+                    Ok(hosting) => Some(hosting),
+                    Err(e) => {
+                        let _ = writeln!(err, "streamdex run: {e}");
+                        return exit::FAILURE;
+                    }
+                }
+            }
+            _ => None,
+        };
+        let connected = local::connect(
+            &sdk,
+            config.clone(),
+            Arc::new(SystemClock),
+            checkpoints,
+            wiring,
+            hosting.as_ref(),
+        )
+        .await;
+        let mut runner = match connected {
             Ok(runner) => runner,
             Err(e) => {
                 let _ = writeln!(err, "streamdex run: {e}");
+                if let Some(hosting) = &hosting {
+                    hosting.stop().await;
+                }
                 return exit::FAILURE;
             }
         };
@@ -178,8 +218,44 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
                 .join(", "),
             path.display()
         );
-        drive(&mut runner, args, &path, out, err).await
+        let code = drive(&mut runner, args, &path, out, err).await;
+        if let Some(hosting) = &hosting {
+            for (_, hosted) in &hosting.functions {
+                let cold = hosted.cold_start().map_or_else(
+                    || "never invoked".to_owned(),
+                    |d| format!("cold start {} ms", d.as_millis()),
+                );
+                let _ = writeln!(
+                    err,
+                    "streamdex run: {}: {} invocations, {cold}",
+                    hosted.name,
+                    hosted.invocations()
+                );
+            }
+            hosting.stop().await;
+        }
+        code
     })
+}
+
+/// What a hosted function's process gets besides the deployed environment:
+/// the endpoint, region and credentials this command uses (on Lambda, the
+/// region and the role's credentials).
+fn function_environment(sdk: &aws_config::SdkConfig) -> std::collections::BTreeMap<String, String> {
+    let mut extra = std::collections::BTreeMap::new();
+    if let Some(region) = sdk.region() {
+        extra.insert("AWS_REGION".to_owned(), region.to_string());
+        extra.insert("AWS_DEFAULT_REGION".to_owned(), region.to_string());
+    }
+    if let Some(endpoint) = sdk.endpoint_url() {
+        extra.insert("AWS_ENDPOINT_URL".to_owned(), endpoint.to_owned());
+    }
+    for name in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"] {
+        if let Ok(value) = std::env::var(name) {
+            extra.insert(name.to_owned(), value);
+        }
+    }
+    extra
 }
 
 /// The shards not idle (their backlog), for the give-up message.
@@ -372,6 +448,8 @@ mod tests {
             no_emf: true,
             exit_when_idle: true,
             give_up_after: 1,
+            functions: None,
+            mappings: None,
         };
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = tokio::time::timeout(

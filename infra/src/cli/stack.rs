@@ -111,7 +111,7 @@ pub(crate) fn load(path: &std::path::Path, command: &str, err: &mut dyn Write) -
     })
 }
 
-fn runtime(command: &str, err: &mut dyn Write) -> Result<tokio::runtime::Runtime, u8> {
+pub(crate) fn runtime(command: &str, err: &mut dyn Write) -> Result<tokio::runtime::Runtime, u8> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

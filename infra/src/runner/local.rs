@@ -21,8 +21,9 @@ use stream_indexer::{Backoff, Indexer};
 use super::age::Thresholds;
 use super::checkpoint::Checkpoints;
 use super::expiry::Expiries;
-use super::failure::SqsOnFailure;
+use super::failure::{OnFailure, SqsOnFailure};
 use super::function::{ConsumerFunction, Function};
+use super::host::{HostedFunction, HostedReaper, Hosting};
 use super::mapping::Settings;
 use super::reaper_feed::{Queue, ReaperFeed};
 use super::stream::dynamo::DynamoStreams;
@@ -38,6 +39,8 @@ pub enum WiringError {
     MissingQueue { name: String },
     #[error("bucket `{name}` does not exist on this endpoint: run `streamdex up CONFIG` against it first")]
     MissingBucket { name: String },
+    #[error("the deployed mapping of table `{table}` has no on-failure queue; the template gives every mapping one")]
+    NoOnFailureQueue { table: String },
     /// Looking a queue or bucket up failed (the error names which).
     #[error(transparent)]
     Lookup(#[from] StackError),
@@ -107,31 +110,77 @@ pub fn consumer_function<Q: Quarantine + 'static>(
     }
 }
 
-/// The runner for `config` on the endpoint of `sdk`.
+/// One mapping to wire: its table, consumer, settings, filters and on-failure queue.
+type Planned = (String, Consumer, Settings, Vec<model::filter::Pattern>, Option<String>);
+
+/// The runner for `config` on the endpoint of `sdk`: the consumers in
+/// process, fed as the config's stack describes, or (with `hosting`) the
+/// built functions, fed as the deployed mappings say.
 pub async fn connect(
     sdk: &SdkConfig,
     config: Arc<Config>,
     clock: Arc<dyn Clock>,
     checkpoints: Checkpoints,
     wiring: Wiring,
+    hosting: Option<&Hosting>,
 ) -> Result<Runner, WiringError> {
     let stack = Stack::new(&config);
     let sqs = sqs_client(sdk);
-    let quarantine_url = queue_url(&sqs, &stack::quarantine_queue_name(&config)).await?;
-    let s3 = s3_client(sdk);
-    check_bucket(&s3, &stack.quarantine_bucket).await?;
     let dynamodb = dynamodb_client(sdk);
-    let function = |consumer: Consumer| -> Arc<dyn Function> {
-        let quarantine = SqsQuarantine::new(sqs.clone(), quarantine_url.clone())
-            .with_claims(ClaimBucket::new(s3.clone(), stack.quarantine_bucket.clone()));
-        consumer_function(sdk, &dynamodb, &config, consumer, quarantine)
-    };
     let mut functions: Vec<(Consumer, Arc<dyn Function>)> = Vec::new();
-    for consumer in Consumer::ALL {
-        if stack.mappings.iter().any(|m| m.consumer == consumer) {
-            functions.push((consumer, function(consumer)));
+    let planned: Vec<Planned> = match hosting {
+        Some(hosting) => {
+            for consumer in Consumer::ALL {
+                if let Some(hosted) = hosting.function(FunctionRole::of(consumer)) {
+                    functions.push((consumer, Arc::new(HostedFunction(hosted.clone()))));
+                }
+            }
+            hosting
+                .mappings
+                .iter()
+                .filter_map(|m| {
+                    let role = stack.functions.iter().find(|f| f.name == m.function)?.role;
+                    let consumer = Consumer::ALL.into_iter().find(|c| FunctionRole::of(*c) == role)?;
+                    Some((
+                        m.table.clone(),
+                        consumer,
+                        m.settings,
+                        m.filters.clone(),
+                        m.on_failure_queue.clone(),
+                    ))
+                })
+                .collect()
         }
-    }
+        None => {
+            let quarantine_url = queue_url(&sqs, &stack::quarantine_queue_name(&config)).await?;
+            let s3 = s3_client(sdk);
+            check_bucket(&s3, &stack.quarantine_bucket).await?;
+            for consumer in Consumer::ALL {
+                if stack.mappings.iter().any(|m| m.consumer == consumer) {
+                    let quarantine = SqsQuarantine::new(sqs.clone(), quarantine_url.clone())
+                        .with_claims(ClaimBucket::new(s3.clone(), stack.quarantine_bucket.clone()));
+                    functions.push((
+                        consumer,
+                        consumer_function(sdk, &dynamodb, &config, consumer, quarantine),
+                    ));
+                }
+            }
+            stack
+                .mappings
+                .iter()
+                .map(|m| {
+                    let settings = Settings::of(&m.settings);
+                    (
+                        m.table.clone(),
+                        m.consumer,
+                        settings,
+                        m.filters.clone(),
+                        Some(m.on_failure_queue.clone()),
+                    )
+                })
+                .collect()
+        }
+    };
     let expiries = Arc::new(Expiries::new(checkpoints.expiries.clone()));
     let sweeper = wiring
         .local_ttl_every_ms
@@ -150,26 +199,27 @@ pub async fn connect(
         },
         checkpoints,
     );
-    for mapping in &stack.mappings {
-        let Some((_, function)) = functions.iter().find(|(c, _)| *c == mapping.consumer) else {
+    for (table, consumer, settings, filters, on_failure_queue) in planned {
+        let Some((_, function)) = functions.iter().find(|(c, _)| *c == consumer) else {
             continue;
         };
-        let on_failure = SqsOnFailure {
-            client: sqs.clone(),
-            queue_url: queue_url(&sqs, &mapping.on_failure_queue).await?,
+        let on_failure: Arc<dyn OnFailure> = match on_failure_queue {
+            Some(name) => Arc::new(SqsOnFailure {
+                client: sqs.clone(),
+                queue_url: queue_url(&sqs, &name).await?,
+            }),
+            None => return Err(WiringError::NoOnFailureQueue { table }),
         };
         runner.add_mapping(MappingSpec {
-            table: mapping.table.clone(),
-            consumer: mapping.consumer,
+            table,
+            consumer,
             settings: Settings {
-                window_ms: wiring
-                    .window_ms
-                    .unwrap_or(u64::from(mapping.settings.batching_window_seconds) * 1000),
-                ..Settings::of(&mapping.settings)
+                window_ms: wiring.window_ms.unwrap_or(settings.window_ms),
+                ..settings
             },
-            filters: mapping.filters.clone(),
+            filters,
             function: function.clone(),
-            on_failure: Arc::new(on_failure),
+            on_failure,
         });
     }
     let reap_rules: Vec<&stack::Rule> = stack.rules.iter().filter(|r| r.reaper).collect();
@@ -192,11 +242,14 @@ pub async fn connect(
             sqs: sqs.clone(),
             queues,
             dead_letters,
-            reaper: Arc::new(Reaper::new(
-                config.clone(),
-                DynamoGraph::new(dynamodb.clone(), config.clone()),
-                Backoff::default(),
-            )),
+            reaper: match hosting.and_then(|h| h.function(FunctionRole::Reaper)) {
+                Some(hosted) => Arc::new(HostedReaper(hosted.clone())),
+                None => Arc::new(Reaper::new(
+                    config.clone(),
+                    DynamoGraph::new(dynamodb.clone(), config.clone()),
+                    Backoff::default(),
+                )),
+            },
         });
     }
     if let Some((sweeper, every)) = sweeper {

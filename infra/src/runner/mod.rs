@@ -39,6 +39,7 @@ pub mod expiry;
 pub mod failure;
 pub mod function;
 pub mod graph;
+pub mod host;
 pub mod lag;
 pub mod local;
 pub mod mapping;

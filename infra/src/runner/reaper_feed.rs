@@ -22,14 +22,32 @@ use super::RunEvent;
 /// a failed reap is retried after it.
 pub const VISIBILITY_TIMEOUT_SECONDS: i32 = 30;
 
-/// What reaps an event.
+/// What reaps an event: the reaper in process, or its built function
+/// (`super::host`).
 pub trait ReapTarget: Send + Sync {
-    fn reap<'a>(&'a self, event: &'a [u8]) -> BoxFuture<'a, Result<Reaped, ReaperError>>;
+    fn reap<'a>(&'a self, event: &'a [u8]) -> BoxFuture<'a, Result<Reaped, ReapFailed>>;
+}
+
+/// Why an event was not reaped, and whether reaping it again may help.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ReapFailed {
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl From<ReaperError> for ReapFailed {
+    fn from(e: ReaperError) -> ReapFailed {
+        ReapFailed {
+            message: e.to_string(),
+            retryable: e.is_retryable(),
+        }
+    }
 }
 
 impl<G: Graph + 'static> ReapTarget for Reaper<G> {
-    fn reap<'a>(&'a self, event: &'a [u8]) -> BoxFuture<'a, Result<Reaped, ReaperError>> {
-        Reaper::reap(self, event).boxed()
+    fn reap<'a>(&'a self, event: &'a [u8]) -> BoxFuture<'a, Result<Reaped, ReapFailed>> {
+        async move { Reaper::reap(self, event).await.map_err(ReapFailed::from) }.boxed()
     }
 }
 
@@ -101,7 +119,7 @@ impl ReaperFeed {
                         )));
                         true
                     }
-                    Err(e) if e.is_retryable() => {
+                    Err(e) if e.retryable => {
                         fed.events.push(problem(format!(
                             "{e}; the event comes back in {VISIBILITY_TIMEOUT_SECONDS} s and is reaped again"
                         )));
@@ -128,7 +146,7 @@ impl ReaperFeed {
     }
 
     /// Sends an event that can never be reaped to the dead-letter queue; whether it went.
-    async fn dead_letter(&self, body: &str, error: &ReaperError, fed: &mut Fed) -> bool {
+    async fn dead_letter(&self, body: &str, error: &ReapFailed, fed: &mut Fed) -> bool {
         let Some(dlq) = &self.dead_letters else {
             fed.events.push(RunEvent::Problem {
                 context: "reaper".to_owned(),

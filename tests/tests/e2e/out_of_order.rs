@@ -353,6 +353,7 @@ async fn racing(moto: &Moto, test: &str, after: After) -> Result<Racing> {
         Arc::new(SystemClock),
         Checkpoints::default(),
         wiring,
+        None,
     )
     .await?;
     let racing = Hooked {

@@ -63,7 +63,7 @@ async fn wired_runner(
         local_ttl_every_ms,
         window_ms,
     };
-    Ok(local::connect(sdk, config.clone(), Arc::new(SystemClock), checkpoints, wiring).await?)
+    Ok(local::connect(sdk, config.clone(), Arc::new(SystemClock), checkpoints, wiring, None).await?)
 }
 
 /// Runs rounds until `done` holds (checked after each round), within `limit`;

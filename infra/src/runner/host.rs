@@ -1,0 +1,286 @@
+//! The built functions run as Lambda runs them (`streamdex run
+//! --functions DIR`): each `bootstrap`, taken from the zip that ships, is a
+//! process of its own, with the environment the deployed function has
+//! (its variables, and what Lambda adds: its name, memory, the Runtime API's
+//! address), pulling its invocations from a Runtime API stand-in on
+//! loopback ([`api`]). A [`Hosted`] function is a [`Function`] to the
+//! runner's mappings, or the reaper's [`ReapTarget`].
+//!
+//! The process is started at once, as Lambda starts an execution
+//! environment, and its cold start (from the process's start to its first
+//! answer) is measured.
+
+pub mod api;
+pub mod deployment;
+pub mod process;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use event_router::Reaped;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use model::settlement::BatchResponse;
+
+use self::api::{Answer, Api};
+use self::deployment::DeployedMapping;
+use self::process::Process;
+use super::function::{Function, Invocation, Response};
+use super::reaper_feed::{ReapFailed, ReapTarget};
+use crate::stack::{FunctionRole, Stack};
+use aws_kit::clock::Clock;
+
+/// A deployed function, as the stack describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deployed {
+    pub name: String,
+    pub arn: String,
+    /// The function's own variables.
+    pub environment: BTreeMap<String, String>,
+    pub memory_mb: i32,
+    pub timeout: Duration,
+}
+
+/// Why a function could not be hosted or invoked.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("{function}: {source}")]
+    Process {
+        function: String,
+        #[source]
+        source: process::ProcessError,
+    },
+    #[error(transparent)]
+    Deployment(#[from] deployment::DeploymentError),
+    #[error("{function}: cannot serve the Runtime API: {source}")]
+    Serve {
+        function: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One function process and its Runtime API.
+pub struct Hosted {
+    pub name: String,
+    api: Api,
+    process: Process,
+    clock: Arc<dyn Clock>,
+    timeout: Duration,
+    started: Instant,
+    /// Milliseconds from the process's start to its first answer (0: none yet).
+    cold_start_ms: AtomicU64,
+    invocations: AtomicU64,
+}
+
+impl Hosted {
+    /// Starts the `bootstrap` of `zip` (extracted into `work`) as `function`,
+    /// with `extra` added to its environment (the endpoint, credentials and
+    /// region the stand-in's account gives).
+    pub async fn start(
+        function: &Deployed,
+        zip: &Path,
+        work: &Path,
+        extra: &BTreeMap<String, String>,
+        log: PathBuf,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Hosted, HostError> {
+        let api = Api::start(&function.arn).await.map_err(|source| HostError::Serve {
+            function: function.name.clone(),
+            source,
+        })?;
+        let started = Instant::now();
+        let process =
+            Process::start(function, zip, work, extra, api.address, log).map_err(|source| HostError::Process {
+                function: function.name.clone(),
+                source,
+            })?;
+        Ok(Hosted {
+            name: function.name.clone(),
+            api,
+            process,
+            clock,
+            timeout: function.timeout,
+            started,
+            cold_start_ms: AtomicU64::new(0),
+            invocations: AtomicU64::new(0),
+        })
+    }
+
+    /// The cold start: from the process's start to its first answer.
+    pub fn cold_start(&self) -> Option<Duration> {
+        match self.cold_start_ms.load(Ordering::Relaxed) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    /// Invocations answered or failed so far.
+    pub fn invocations(&self) -> u64 {
+        self.invocations.load(Ordering::Relaxed)
+    }
+
+    /// Hands `payload` to the process and waits for its answer, at most the
+    /// function's timeout; a process that has exited answers nothing.
+    pub async fn invoke(&self, payload: &[u8]) -> Result<Bytes, String> {
+        let n = self.invocations.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("{:08x}-{n:012}", self.clock.now_ms() & 0xffff_ffff);
+        let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let deadline_ms = self.clock.now_ms().saturating_add(timeout_ms);
+        let answered = self
+            .api
+            .invoke(id, Bytes::copy_from_slice(payload), deadline_ms)
+            .await
+            .map_err(|e| e.to_string())?;
+        let outcome = tokio::select! {
+            answer = answered => answer.map_err(|_| api::ApiError::Dropped.to_string()),
+            status = self.process.exited() => Err(match self.api.init_error() {
+                Some(init) => format!("the process exited ({status}) after failing to start: {init}"),
+                None => format!("the process exited ({status})"),
+            }),
+            () = tokio::time::sleep(self.timeout) => Err(format!(
+                "no answer within the function's timeout of {} s (Task timed out)",
+                self.timeout.as_secs()
+            )),
+        };
+        if self.cold_start_ms.load(Ordering::Relaxed) == 0 {
+            let ms = u64::try_from(self.started.elapsed().as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1);
+            let _ = self
+                .cold_start_ms
+                .compare_exchange(0, ms, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        match outcome? {
+            Answer::Response(body) => Ok(body),
+            Answer::Error(error) => Err(format!("function error: {error}")),
+        }
+    }
+
+    /// Stops the process.
+    pub async fn stop(&self) {
+        self.process.stop().await;
+    }
+}
+
+/// The built functions, each a process of its own, and the deployed
+/// mappings that feed them: what [`super::local::connect`] wires instead
+/// of the consumers in process.
+pub struct Hosting {
+    pub functions: Vec<(FunctionRole, Arc<Hosted>)>,
+    pub mappings: Vec<DeployedMapping>,
+}
+
+impl Hosting {
+    /// The hosted function of `role`.
+    pub fn function(&self, role: FunctionRole) -> Option<&Arc<Hosted>> {
+        self.functions.iter().find(|(r, _)| *r == role).map(|(_, f)| f)
+    }
+
+    /// Starts each function of `stack` that is deployed on the endpoint of
+    /// `lambda`, from `dir/BINARY/bootstrap.zip` (what
+    /// `scripts/build-functions.sh` writes), with the deployed environment
+    /// and `extra`; its log is `dir/BINARY/run.log`. The mappings are the
+    /// ones `streamdex deploy --defer-mappings` wrote to `mappings`.
+    pub async fn start(
+        lambda: &aws_sdk_lambda::Client,
+        stack: &Stack,
+        dir: &Path,
+        mappings: &Path,
+        extra: &BTreeMap<String, String>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Hosting, HostError> {
+        let mut hosting = Hosting {
+            functions: Vec::new(),
+            mappings: deployment::read_mappings(mappings)?,
+        };
+        for function in &stack.functions {
+            let deployed = deployment::function(lambda, &function.name).await?;
+            let own = dir.join(function.role.binary());
+            let hosted = Hosted::start(
+                &deployed,
+                &own.join(crate::template::CODE_ZIP),
+                &own.join("run"),
+                extra,
+                own.join("run.log"),
+                clock.clone(),
+            )
+            .await?;
+            hosting.functions.push((function.role, Arc::new(hosted)));
+        }
+        Ok(hosting)
+    }
+
+    /// Stops every process.
+    pub async fn stop(&self) {
+        for (_, hosted) in &self.functions {
+            hosted.stop().await;
+        }
+    }
+}
+
+/// A hosted stream consumer, as a mapping's function.
+pub struct HostedFunction(pub Arc<Hosted>);
+
+impl Function for HostedFunction {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn invoke<'a>(&'a self, payload: &'a [u8], _now_ms: u64) -> BoxFuture<'a, Invocation> {
+        async move {
+            let failed = |error: String| Invocation {
+                response: Response::Error(error.clone()),
+                emf: None,
+                failures: vec![error],
+                quarantined: 0,
+            };
+            let body = match self.0.invoke(payload).await {
+                Ok(body) => body,
+                Err(e) => return failed(e),
+            };
+            match serde_json::from_slice::<BatchResponse>(&body) {
+                Ok(answer) => Invocation {
+                    response: match answer.batch_item_failures.first() {
+                        None => Response::Success,
+                        Some(f) if f.item_identifier.is_empty() => Response::Error("the whole batch failed".to_owned()),
+                        Some(f) => Response::FailedFrom(f.item_identifier.clone()),
+                    },
+                    // The process prints its own EMF line and its failures' reasons to its log.
+                    emf: None,
+                    failures: Vec::new(),
+                    quarantined: 0,
+                },
+                Err(e) => failed(format!(
+                    "the answer is not a batch response ({e}): {}",
+                    String::from_utf8_lossy(&body)
+                )),
+            }
+        }
+        .boxed()
+    }
+}
+
+/// The hosted reaper, as the reap rules' target.
+pub struct HostedReaper(pub Arc<Hosted>);
+
+impl ReapTarget for HostedReaper {
+    fn reap<'a>(&'a self, event: &'a [u8]) -> BoxFuture<'a, Result<Reaped, ReapFailed>> {
+        async move {
+            // A function error is retried, as Lambda retries an asynchronous invocation.
+            let body = self.0.invoke(event).await.map_err(|message| ReapFailed {
+                message,
+                retryable: true,
+            })?;
+            serde_json::from_slice(&body).map_err(|e| ReapFailed {
+                message: format!("the reaper's answer is not what it reaped ({e})"),
+                retryable: false,
+            })
+        }
+        .boxed()
+    }
+}
