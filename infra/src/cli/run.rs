@@ -223,7 +223,14 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
             for (_, hosted) in &hosting.functions {
                 let cold = hosted.cold_start().map_or_else(
                     || "never invoked".to_owned(),
-                    |d| format!("cold start {} ms", d.as_millis()),
+                    |(init, first)| {
+                        format!(
+                            "cold start {:.1} ms (start-up {:.1} ms, first invocation {:.1} ms)",
+                            (init + first).as_secs_f64() * 1e3,
+                            init.as_secs_f64() * 1e3,
+                            first.as_secs_f64() * 1e3
+                        )
+                    },
                 );
                 let _ = writeln!(
                     err,

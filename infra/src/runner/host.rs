@@ -72,8 +72,8 @@ pub struct Hosted {
     clock: Arc<dyn Clock>,
     timeout: Duration,
     started: Instant,
-    /// Milliseconds from the process's start to its first answer (0: none yet).
-    cold_start_ms: AtomicU64,
+    /// Microseconds the first invocation took, from handing it over to its answer (0: none yet).
+    first_answer_us: AtomicU64,
     invocations: AtomicU64,
 }
 
@@ -106,16 +106,20 @@ impl Hosted {
             clock,
             timeout: function.timeout,
             started,
-            cold_start_ms: AtomicU64::new(0),
+            first_answer_us: AtomicU64::new(0),
             invocations: AtomicU64::new(0),
         })
     }
 
-    /// The cold start: from the process's start to its first answer.
-    pub fn cold_start(&self) -> Option<Duration> {
-        match self.cold_start_ms.load(Ordering::Relaxed) {
+    /// The cold start: the process's start-up (from its start to its
+    /// first request for an invocation) and its first invocation (from
+    /// handing it over to its answer). Time the process spent waiting for
+    /// records to arrive is in neither.
+    pub fn cold_start(&self) -> Option<(Duration, Duration)> {
+        let init = self.api.first_poll()?.checked_duration_since(self.started)?;
+        match self.first_answer_us.load(Ordering::Relaxed) {
             0 => None,
-            ms => Some(Duration::from_millis(ms)),
+            us => Some((init, Duration::from_micros(us))),
         }
     }
 
@@ -131,6 +135,7 @@ impl Hosted {
         let id = format!("{:08x}-{n:012}", self.clock.now_ms() & 0xffff_ffff);
         let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
         let deadline_ms = self.clock.now_ms().saturating_add(timeout_ms);
+        let handed = Instant::now();
         let answered = self
             .api
             .invoke(id, Bytes::copy_from_slice(payload), deadline_ms)
@@ -147,13 +152,9 @@ impl Hosted {
                 self.timeout.as_secs()
             )),
         };
-        if self.cold_start_ms.load(Ordering::Relaxed) == 0 {
-            let ms = u64::try_from(self.started.elapsed().as_millis())
-                .unwrap_or(u64::MAX)
-                .max(1);
-            let _ = self
-                .cold_start_ms
-                .compare_exchange(0, ms, Ordering::Relaxed, Ordering::Relaxed);
+        if n == 1 {
+            let us = u64::try_from(handed.elapsed().as_micros()).unwrap_or(u64::MAX).max(1);
+            self.first_answer_us.store(us, Ordering::Relaxed);
         }
         match outcome? {
             Answer::Response(body) => Ok(body),

@@ -274,6 +274,8 @@ pub struct Runner {
     reaper: Option<ReaperFeed>,
     /// When to poll the reaper's queues next.
     reaper_due_ms: u64,
+    /// The last round whose poll found the reaper's queues empty.
+    reaper_quiet_round: u64,
     /// Local TTL: the sweeper, its interval, when it is due, and what it deleted.
     sweeper: Option<(Sweeper, u64)>,
     sweep_due_ms: u64,
@@ -302,6 +304,7 @@ impl Runner {
             changed: false,
             reaper: None,
             reaper_due_ms: 0,
+            reaper_quiet_round: 0,
             sweeper: None,
             sweep_due_ms: 0,
             expiries: None,
@@ -343,9 +346,12 @@ impl Runner {
 
     /// Whether every started shard is read to its end or its tip with
     /// nothing left to do, each by a read after the last round that did
-    /// something (whose writes may be on the streams by now).
+    /// something (whose writes may be on the streams by now), and the
+    /// reaper's queues were found empty since (a consumer's events may be
+    /// on their way to them).
     pub fn idle(&self) -> bool {
-        self.workers.iter().all(|w| w.idle(self.last_busy_round + 1))
+        let reaper_quiet = self.reaper.is_none() || self.reaper_quiet_round > self.last_busy_round;
+        reaper_quiet && self.workers.iter().all(|w| w.idle(self.last_busy_round + 1))
     }
 
     /// Asks every shard for a fresh look: [`Runner::idle`] is false until
@@ -410,6 +416,9 @@ impl Runner {
         if let Some(feed) = &self.reaper {
             if self.clock.now_ms() >= self.reaper_due_ms {
                 let fed = feed.poll().await;
+                if !fed.busy {
+                    self.reaper_quiet_round = self.rounds;
+                }
                 round.busy |= fed.busy;
                 round.events.extend(fed.events);
                 self.reaper_due_ms = if fed.busy {

@@ -13,6 +13,7 @@ mod out_of_order;
 mod quarantine;
 mod query;
 mod reaper;
+mod rehearsal;
 mod replay;
 mod replay_golden;
 mod router_dynamodb;

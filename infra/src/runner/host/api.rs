@@ -46,6 +46,8 @@ struct Shared {
     taken: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
     /// What the process posted to `/init/error`, if it did.
     init_error: Mutex<Option<String>>,
+    /// When the process first asked for an invocation: its start-up was done.
+    first_poll: std::sync::OnceLock<std::time::Instant>,
 }
 
 /// The API of one function process.
@@ -76,6 +78,7 @@ impl Api {
             queue: tokio::sync::Mutex::new(receiver),
             taken: Mutex::new(HashMap::new()),
             init_error: Mutex::new(None),
+            first_poll: std::sync::OnceLock::new(),
         });
         let serving = shared.clone();
         let server = tokio::spawn(async move {
@@ -99,6 +102,11 @@ impl Api {
             shared,
             server,
         })
+    }
+
+    /// When the process first asked for an invocation, if it has.
+    pub fn first_poll(&self) -> Option<std::time::Instant> {
+        self.shared.first_poll.get().copied()
     }
 
     /// What the process posted to `/init/error`, if it did.
@@ -146,6 +154,7 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Result<Respo
         return Ok(reply(StatusCode::NOT_FOUND, format!("no such path {path}")));
     };
     if method == Method::GET && rest == "/invocation/next" {
+        let _ = shared.first_poll.set(std::time::Instant::now());
         let next = shared.queue.lock().await.recv().await;
         let Some(pending) = next else {
             return Ok(reply(StatusCode::GONE, "the stand-in is stopping"));

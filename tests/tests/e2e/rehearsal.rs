@@ -1,0 +1,244 @@
+//! The deploy rehearsal, checked: `scripts/rehearse.sh` built the functions,
+//! packaged, expanded and linted the template and created it as a stack on
+//! a moto server of its own (`STREAMDEX_REHEARSAL_ENDPOINT`); this test
+//! writes a history to the stack's tables and runs the built `bootstrap`s
+//! as Lambda runs them (`streamdex run --functions`, with the deployed
+//! functions' environment, under the Runtime API stand-in, fed as the
+//! template's mappings say). Then:
+//!
+//! - every resource of the expanded template is in the deploy report, and
+//!   every output the template declares is in the stack;
+//! - the derived data is what an independent recomputation from the final
+//!   tables gives (no drift);
+//! - the bus delivered one `Goal Inserted` event per goal to its rule;
+//! - the reaper (fed the `Node Expired` rule's events) deleted the expired
+//!   node's edges;
+//! - a poison issue, larger than a queue message, is in the quarantine
+//!   whole (from the stack's bucket), and the rest of its batch was applied.
+//!
+//! `scripts/test.sh` runs the rehearsal and then this test; run alone
+//! without the variable, it fails at once saying what is missing.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::{ensure, Context, Result};
+use aws_kit::clock::{Clock, SystemClock};
+use model::config::EXAMPLE_CONFIG;
+use model::{Image, Value};
+use serde_json::Value as Json;
+use streamdex_tests::derived::verify;
+use streamdex_tests::images::{item, s};
+use streamdex_tests::moto::Moto;
+
+use crate::cli::streamdex;
+
+/// The variable `scripts/test.sh` sets to the rehearsal's moto server.
+const ENDPOINT_VAR: &str = "STREAMDEX_REHEARSAL_ENDPOINT";
+
+/// The repository's root (the rehearsal's files are under its `target/`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// 300 KB: over a queue message (256 KiB), so the quarantine keeps it in the bucket.
+fn large() -> String {
+    "poison ".repeat(300_000 / 7)
+}
+
+#[test]
+#[ignore = "needs STREAMDEX_REHEARSAL_ENDPOINT (scripts/test.sh runs the rehearsal, then it)"]
+fn the_built_functions_keep_the_deployed_stack_in_step() -> Result<()> {
+    let endpoint = match std::env::var(ENDPOINT_VAR) {
+        Ok(e) if !e.trim().is_empty() => e.trim().to_owned(),
+        _ => {
+            panic!("{ENDPOINT_VAR} is not set: run scripts/test.sh, which runs scripts/rehearse.sh and then this test")
+        }
+    };
+    let rehearsal = root().join("target/rehearsal");
+    let config_path = root().join("streamdex.example.toml");
+    let config = model::config::parse(EXAMPLE_CONFIG, "example").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
+
+    // The deploy report names every resource, and the stack has every output.
+    let expanded: Json = serde_json::from_str(&std::fs::read_to_string(rehearsal.join("expanded.json"))?)?;
+    let report = std::fs::read_to_string(rehearsal.join("deploy.txt"))?;
+    let resources = expanded["Resources"]
+        .as_object()
+        .context("the expanded template's resources")?;
+    for id in resources.keys() {
+        let named = report.lines().any(|l| l.split_whitespace().nth(2) == Some(id.as_str()));
+        ensure!(named, "the deploy report does not name {id}:\n{report}");
+    }
+    for output in expanded["Outputs"].as_object().context("outputs")?.keys() {
+        ensure!(
+            report.lines().any(|l| l.starts_with(&format!("output   {output} = "))),
+            "the stack has no output {output}:\n{report}"
+        );
+    }
+    ensure!(report.contains(": CREATE_COMPLETE;"), "{report}");
+
+    // A history: the sample graph and issues, a node that has expired, and a poison issue.
+    let cfg = config_path.display().to_string();
+    let on_endpoint = ["--endpoint-url", endpoint.as_str(), "--region", region.as_str()];
+    let run = |args: &[&str]| -> Result<(u8, String, String)> {
+        let line: Vec<&str> = args.iter().chain(on_endpoint.iter()).copied().collect();
+        streamdex(&line)
+    };
+    let (code, out, err) = run(&["seed", &cfg])?;
+    ensure!(code == 0, "seed: {code}\n{out}\n{err}");
+    let setup = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let moto = setup.block_on(Moto::at(&endpoint));
+    let expired_at = SystemClock.now_ms() / 1000 - 60;
+    let poison: Image = item(&[
+        ("id", s("issue-poison")),
+        ("rel", s("issue-poison")),
+        ("num", s("not a number")),
+        ("name", Value::S(large())),
+        (
+            "custom_fields",
+            Value::M(HashMap::from([("priority".to_owned(), s("high"))])),
+        ),
+    ]);
+    let neighbour: Image = item(&[
+        ("id", s("issue-neighbour")),
+        ("rel", s("issue-neighbour")),
+        ("num", Value::N("9".to_owned())),
+        ("name", s("in the poison's batch")),
+        (
+            "custom_fields",
+            Value::M(HashMap::from([("priority".to_owned(), s("low"))])),
+        ),
+    ]);
+    let goals = setup.block_on(async {
+        let mut node = moto
+            .get("records", &item(&[("source", s("GOAL-3")), ("target", s("GOAL-3"))]))
+            .await?
+            .context("the seeded GOAL-3")?;
+        node.insert("expiresAt".to_owned(), Value::N(expired_at.to_string()));
+        moto.put("records", &node).await?;
+        moto.put("issues", &poison).await?;
+        moto.put("issues", &neighbour).await?;
+        let records = moto.scan("records").await?;
+        let goals: BTreeSet<String> = records
+            .iter()
+            .filter_map(|i| match (&i["source"], &i["target"]) {
+                (Value::S(a), Value::S(b)) if a == b && a.starts_with("GOAL-") => Some(a.clone()),
+                _ => None,
+            })
+            .collect();
+        anyhow::Ok(goals)
+    })?;
+    ensure!(goals.len() == 3, "three goals seeded: {goals:?}");
+
+    // The built functions, as Lambda runs them.
+    let state = rehearsal.join("state.json");
+    let _ = std::fs::remove_file(&state);
+    let functions = root().join("target/lambda").display().to_string();
+    let mappings = rehearsal.join("mappings.json").display().to_string();
+    let state = state.display().to_string();
+    let (code, out, err) = run(&[
+        "run",
+        &cfg,
+        "--functions",
+        &functions,
+        "--mappings",
+        &mappings,
+        "--local-ttl",
+        "--state",
+        &state,
+        "--exit-when-idle",
+        "--give-up-after",
+        "120",
+        "--no-emf",
+    ])?;
+    ensure!(code == 0, "run --functions: {code}\n{out}\n{err}");
+    for function in ["streamdex-stream-indexer", "streamdex-event-router", "streamdex-reaper"] {
+        ensure!(
+            err.lines()
+                .any(|l| l.contains(&format!("{function}: ")) && l.contains("cold start")),
+            "{function} was invoked:\n{err}"
+        );
+    }
+
+    setup.block_on(async {
+        // No drift: the rows and edge sets are what a recomputation from the tables gives.
+        let rows = verify(&moto, &config).await?;
+        ensure!(rows > 0, "no index rows at all");
+
+        // The reaper deleted the expired node's edges.
+        let records = moto.scan("records").await?;
+        let left: Vec<&Image> = records
+            .iter()
+            .filter(|i| i["source"] == s("GOAL-3") || i["target"] == s("GOAL-3"))
+            .collect();
+        ensure!(left.is_empty(), "GOAL-3 expired, but these remain: {left:?}");
+        ensure!(
+            records
+                .iter()
+                .any(|i| i["source"] == s("GOAL-1") && i["source"] != i["target"]),
+            "GOAL-1's edges stay"
+        );
+
+        // The neighbour in the poison's batch was indexed.
+        let rows = moto.scan("IssueAttribIndex").await?;
+        ensure!(
+            rows.iter().any(|r| r.get("name") == Some(&s("in the poison's batch"))),
+            "the poison's neighbour was indexed: {rows:?}"
+        );
+
+        // One Goal Inserted event per goal reached its rule's queue.
+        let url = moto
+            .sqs
+            .get_queue_url()
+            .queue_name("streamdex-rule-records-goal-inserted")
+            .send()
+            .await?
+            .queue_url
+            .context("the rule's queue")?;
+        let mut delivered = BTreeSet::new();
+        for _ in 0..5 {
+            let got = moto
+                .sqs
+                .receive_message()
+                .queue_url(&url)
+                .max_number_of_messages(10)
+                .send()
+                .await?;
+            for m in got.messages.unwrap_or_default() {
+                let event: Json = serde_json::from_str(m.body().unwrap_or_default())?;
+                ensure!(event["detail-type"] == "Goal Inserted", "{event}");
+                delivered.insert(event.to_string());
+            }
+            if delivered.len() >= goals.len() {
+                break;
+            }
+        }
+        let named: BTreeSet<&String> = goals
+            .iter()
+            .filter(|g| delivered.iter().any(|e| e.contains(g.as_str())))
+            .collect();
+        ensure!(
+            named.len() == goals.len() && delivered.len() == goals.len(),
+            "events: {delivered:?}"
+        );
+        anyhow::Ok(())
+    })?;
+    drop(setup);
+
+    // The poison issue is quarantined whole, from the stack's bucket.
+    let (code, out, err) = run(&["quarantine", "list", &cfg, "--output", "json"])?;
+    ensure!(code == 0, "quarantine list: {code}\n{err}");
+    let listed: Json = serde_json::from_str(out.trim()).context("one quarantined record")?;
+    ensure!(listed["cause"] == "unplannable", "{listed}");
+    let id = listed["id"].as_str().context("an id")?.to_owned();
+    let (code, out, err) = run(&["quarantine", "show", &cfg, &id])?;
+    ensure!(code == 0, "quarantine show: {code}\n{err}");
+    let shown: Json = serde_json::from_str(&out).context("show's JSON")?;
+    ensure!(
+        shown["record"]["dynamodb"]["NewImage"]["name"]["S"] == large().as_str(),
+        "the whole record, from its claim check: {:.300}",
+        out
+    );
+    Ok(())
+}
