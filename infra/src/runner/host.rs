@@ -93,12 +93,14 @@ impl Hosted {
             function: function.name.clone(),
             source,
         })?;
+        let failed = |source| HostError::Process {
+            function: function.name.clone(),
+            source,
+        };
+        let bootstrap = process::extract(zip, work).map_err(failed)?;
+        // The cold start counts from here: the zip is read before, as Lambda reads it before the start.
         let started = Instant::now();
-        let process =
-            Process::start(function, zip, work, extra, api.address, log).map_err(|source| HostError::Process {
-                function: function.name.clone(),
-                source,
-            })?;
+        let process = Process::start(function, &bootstrap, work, extra, api.address, log).map_err(failed)?;
         Ok(Hosted {
             name: function.name.clone(),
             api,

@@ -109,18 +109,17 @@ pub fn lambda_environment(function: &Deployed, api: SocketAddr, task_root: &Path
 }
 
 impl Process {
-    /// Starts `function` from `zip` in `work`, its Runtime API at `api`,
-    /// with `extra` (endpoint, credentials, region) added; stdout and
-    /// stderr go to `log`.
+    /// Starts `bootstrap` (from [`extract`]) as `function` in `work`, its
+    /// Runtime API at `api`, with `extra` (endpoint, credentials, region)
+    /// added; stdout and stderr go to `log`.
     pub fn start(
         function: &Deployed,
-        zip: &Path,
+        bootstrap: &Path,
         work: &Path,
         extra: &BTreeMap<String, String>,
         api: SocketAddr,
         log: PathBuf,
     ) -> Result<Process, ProcessError> {
-        let bootstrap = extract(zip, work)?;
         let mut environment = lambda_environment(function, api, work);
         environment.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         environment.extend(function.environment.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -132,7 +131,7 @@ impl Process {
             path: log.clone(),
             source,
         })?;
-        let mut child = tokio::process::Command::new(&bootstrap)
+        let mut child = tokio::process::Command::new(bootstrap)
             .current_dir(work)
             .env_clear()
             .envs(&environment)
@@ -142,7 +141,7 @@ impl Process {
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| ProcessError::Spawn {
-                path: bootstrap.clone(),
+                path: bootstrap.to_path_buf(),
                 source,
             })?;
         let (exited_tx, exited) = watch::channel(None);
