@@ -10,6 +10,7 @@
 //! deleted with their claim-check object. A command that dies half way
 //! loses nothing: its messages reappear when the timeout passes.
 
+pub mod failed;
 use std::sync::Arc;
 
 use aws_config::SdkConfig;

@@ -35,8 +35,8 @@ use model::config::{Config, RouteConfig, TableConfig};
 use model::filter::{self, Consumer, Pattern};
 
 pub use names::{
-    function_name, namespace, on_failure_queue_name, quarantine_bucket_name, quarantine_queue_name,
-    reaper_dead_letter_queue_name, rule_queue_name,
+    function_name, namespace, quarantine_bucket_name, quarantine_queue_name, reaper_dead_letter_queue_name,
+    rule_queue_name,
 };
 pub use provision::{bucket_exists, down, queue_url, sdk_config, up, Action, Change, DownReport, StackError, UpReport};
 
@@ -67,6 +67,9 @@ pub struct Stack {
     /// The quarantine's claim-check bucket (records too large for a
     /// message), as `up` names it locally ([`quarantine_bucket_name`]); on
     /// AWS the template lets CloudFormation name it, bucket names being global.
+    /// It is every mapping's on-failure destination too: Lambda writes each
+    /// batch it gives up on, whole, under `aws/lambda/`
+    /// ([`model::record::FAILED_BATCH_PREFIX`]).
     pub quarantine_bucket: String,
     pub rules: Vec<Rule>,
     pub functions: Vec<Function>,
@@ -147,9 +150,6 @@ pub struct IndexTable {
 pub enum QueuePurpose {
     /// Records that can never succeed, with the reason (written by the indexer and the router).
     Quarantine,
-    /// The on-failure destination of a consumer's event source mappings:
-    /// metadata of batches whose retries or record age ran out.
-    OnFailure(Consumer),
     /// Events the reaper rule could not deliver to the reaper.
     ReaperDeadLetter,
     /// Locally only: the stand-in for the target of this rule (by name).
@@ -286,8 +286,6 @@ pub struct Mapping {
     pub settings: MappingSettings,
     /// ORed; empty: no filter.
     pub filters: Vec<Pattern>,
-    /// The on-failure destination queue's name.
-    pub on_failure_queue: String,
 }
 
 impl Stack {
@@ -327,10 +325,6 @@ impl Stack {
             name: quarantine_queue_name(config),
             purpose: QueuePurpose::Quarantine,
         }];
-        queues.extend(consumers.iter().map(|c| Queue {
-            name: on_failure_queue_name(config, *c),
-            purpose: QueuePurpose::OnFailure(*c),
-        }));
         if reaper {
             queues.push(Queue {
                 name: reaper_dead_letter_queue_name(config),
@@ -361,7 +355,6 @@ impl Stack {
                     consumer: *c,
                     settings: MappingSettings::of(*c),
                     filters: filter::patterns(config, table, *c),
-                    on_failure_queue: on_failure_queue_name(config, *c),
                 })
             })
             .collect();

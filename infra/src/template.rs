@@ -274,7 +274,7 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
     for mapping in &stack.mappings {
         resources.add(
             ids::mapping(mapping.consumer, &mapping.table),
-            event_source_mapping(&stack, mapping),
+            event_source_mapping(mapping),
         )?;
     }
     for (id, resource) in alarms::topic(&stack) {
@@ -366,14 +366,8 @@ fn key_schema(partition: &str, sort: Option<&str>) -> Json {
     Json::Array(keys)
 }
 
-fn event_source_mapping(stack: &Stack, mapping: &Mapping) -> Json {
+fn event_source_mapping(mapping: &Mapping) -> Json {
     let settings = &mapping.settings;
-    let failures = stack
-        .queues
-        .iter()
-        .find(|q| q.name == mapping.on_failure_queue)
-        .map(ids::queue)
-        .unwrap_or_default();
     let mut properties = json!({
         "EventSourceArn": { "Fn::GetAtt": [ids::source_table(&mapping.table), "StreamArn"] },
         "FunctionName": { "Ref": ids::function(FunctionRole::of(mapping.consumer)) },
@@ -385,7 +379,8 @@ fn event_source_mapping(stack: &Stack, mapping: &Mapping) -> Json {
         "MaximumRecordAgeInSeconds": settings.maximum_record_age_seconds,
         "BisectBatchOnFunctionError": settings.bisect_on_error,
         "FunctionResponseTypes": ["ReportBatchItemFailures"],
-        "DestinationConfig": { "OnFailure": { "Destination": { "Fn::GetAtt": [failures, "Arn"] } } },
+        // Lambda writes a batch it gives up on, whole, under `aws/lambda/`.
+        "DestinationConfig": { "OnFailure": { "Destination": { "Fn::GetAtt": [ids::QUARANTINE_BUCKET, "Arn"] } } },
     });
     if !mapping.filters.is_empty() {
         properties["FilterCriteria"] = json!({

@@ -57,6 +57,7 @@
 mod ahead;
 mod attr;
 mod document;
+mod failed;
 mod glance;
 mod invalid;
 #[cfg(feature = "lambda-events")]
@@ -75,6 +76,9 @@ use std::fmt;
 
 use crate::value::{borrowed, Attrs, Image};
 
+pub use failed::{
+    failed_batch_key, is_failed_batch, read_failed_batch, FailedBatch, FailedBatchError, FAILED_BATCH_PREFIX,
+};
 pub use invalid::Invalid;
 #[cfg(test)]
 use parse::parse_json_lines;

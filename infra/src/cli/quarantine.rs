@@ -1,5 +1,6 @@
-//! `streamdex quarantine list|show|redrive CONFIG`: the quarantine of a
-//! deployment (see [`crate::quarantine`]).
+//! `streamdex quarantine list|show|redrive|failures CONFIG`: the quarantine
+//! of a deployment (see [`crate::quarantine`]); the failed batches are
+//! [`failures`]'s.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,6 +10,8 @@ use std::sync::Arc;
 use aws_kit::clock::SystemClock;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
+
+pub mod failures;
 
 use super::stack::{load, Endpoint};
 use super::{exit, table};
@@ -57,6 +60,17 @@ Examples:\n  \
     streamdex quarantine redrive streamdex.toml --all"
     )]
     Redrive(RedriveArgs),
+    /// List the batches the event source mappings gave up on (retries or
+    /// record age ran out), which Lambda keeps whole in the quarantine
+    /// bucket; --save writes them as files `streamdex replay` replays.
+    #[command(
+        after_help = "Exit codes: 0 listed (also when there are none), 1 an AWS or file failure, 2 a bad config.\n\n\
+Examples:\n  \
+    streamdex quarantine failures streamdex.toml --endpoint-url http://127.0.0.1:5005\n  \
+    streamdex quarantine failures streamdex.toml --bucket BUCKET --save failed/   # BUCKET: the stack's QuarantineBucketName\n  \
+    streamdex replay failed/2026-11-29T07.20.00-1a2b.json --config streamdex.toml --endpoint-url ..."
+    )]
+    Failures(failures::FailuresArgs),
 }
 
 #[derive(Debug, Args)]
@@ -117,6 +131,7 @@ pub fn run(args: &QuarantineArgs) -> ExitCode {
 /// `streamdex quarantine`, writing to `out` and `err`; returns the exit code.
 pub fn run_with(args: &QuarantineArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let (common, verb) = match &args.command {
+        QuarantineCommand::Failures(a) => return failures::run_with(a, out, err),
         QuarantineCommand::List(a) => (&a.common, "quarantine list"),
         QuarantineCommand::Show(a) => (&a.common, "quarantine show"),
         QuarantineCommand::Redrive(a) => (&a.common, "quarantine redrive"),
@@ -156,6 +171,7 @@ pub fn run_with(args: &QuarantineArgs, out: &mut dyn Write, err: &mut dyn Write)
             QuarantineCommand::List(a) => (list(&inbox, &held, a.output, out, err), held.iter().collect()),
             QuarantineCommand::Show(a) => (show(&inbox, &held, &a.id, out, err).await, held.iter().collect()),
             QuarantineCommand::Redrive(a) => redrive_all(&sdk, &config, &inbox, &held, a, out, err).await,
+            QuarantineCommand::Failures(_) => return exit::OK,
         };
         if let Err(e) = inbox.release(&kept).await {
             let _ = writeln!(

@@ -5,7 +5,7 @@
 //! so `streamdex run --functions` does what the mappings would, as the file
 //! says. Each mapping is written as the template has it, its references
 //! resolved to the stack's resources: the function's name, the table, the
-//! on-failure queue.
+//! on-failure bucket.
 
 use std::collections::BTreeMap;
 
@@ -24,8 +24,8 @@ pub struct DeferredMapping {
     pub function_name: String,
     /// The table whose stream it reads.
     pub table: String,
-    /// The on-failure destination's queue name.
-    pub on_failure_queue: Option<String>,
+    /// The on-failure destination's bucket.
+    pub on_failure_bucket: Option<String>,
     /// The rest of its properties, as the template has them
     /// (`BatchSize`, `FilterCriteria`, `BisectBatchOnFunctionError`, ...).
     pub properties: Map<String, Json>,
@@ -87,12 +87,11 @@ pub fn resolve(id: &str, mapping: &Json, physical: &BTreeMap<String, String>) ->
     let function_name = lookup("FunctionName", &properties["FunctionName"])?;
     let table = lookup("EventSourceArn", &properties["EventSourceArn"])?;
     let destination = &properties["DestinationConfig"]["OnFailure"]["Destination"];
-    let on_failure_queue = if destination.is_null() {
+    let on_failure_bucket = if destination.is_null() {
         None
     } else {
-        // A queue's physical id is its URL; its name is the last part.
-        let url = lookup("DestinationConfig", destination)?;
-        Some(url.rsplit('/').next().unwrap_or(&url).to_owned())
+        // A bucket's physical id is its name.
+        Some(lookup("DestinationConfig", destination)?)
     };
     let mut rest = properties.as_object().cloned().unwrap_or_default();
     for resolved in ["FunctionName", "EventSourceArn", "DestinationConfig"] {
@@ -102,7 +101,7 @@ pub fn resolve(id: &str, mapping: &Json, physical: &BTreeMap<String, String>) ->
         id: id.to_owned(),
         function_name,
         table,
-        on_failure_queue,
+        on_failure_bucket,
         properties: rest,
     })
 }
@@ -118,7 +117,7 @@ mod tests {
             "Mapping": { "Type": MAPPING_TYPE, "Properties": {
                 "FunctionName": { "Ref": "Function" },
                 "EventSourceArn": { "Fn::GetAtt": ["Table", "StreamArn"] },
-                "DestinationConfig": { "OnFailure": { "Destination": { "Fn::GetAtt": ["Failures", "Arn"] } } },
+                "DestinationConfig": { "OnFailure": { "Destination": { "Fn::GetAtt": ["Bucket", "Arn"] } } },
                 "BatchSize": 1000,
                 "FilterCriteria": { "Filters": [{ "Pattern": "{}" }] },
             } },
@@ -134,17 +133,14 @@ mod tests {
         let physical = BTreeMap::from([
             ("Function".to_owned(), "streamdex-stream-indexer".to_owned()),
             ("Table".to_owned(), "records".to_owned()),
-            (
-                "Failures".to_owned(),
-                "https://sqs.us-east-1.amazonaws.com/1/streamdex-indexer-failures".to_owned(),
-            ),
+            ("Bucket".to_owned(), "streamdex-quarantinebucket-1x2y".to_owned()),
         ]);
         let m = resolve(&taken[0].0, &taken[0].1, &physical).unwrap();
         assert_eq!(
             (m.function_name.as_str(), m.table.as_str()),
             ("streamdex-stream-indexer", "records")
         );
-        assert_eq!(m.on_failure_queue.as_deref(), Some("streamdex-indexer-failures"));
+        assert_eq!(m.on_failure_bucket.as_deref(), Some("streamdex-quarantinebucket-1x2y"));
         assert_eq!(m.properties["BatchSize"], 1000);
         assert!(m.properties.get("FunctionName").is_none());
         let text = serde_json::to_string(&m).unwrap();

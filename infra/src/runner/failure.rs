@@ -1,8 +1,9 @@
 //! The on-failure destination: when a mapping gives up on records (retries
-//! or record age ran out), it sends what Lambda sends to an SQS or SNS
+//! or record age ran out), it writes what Lambda writes to an S3
 //! destination: the batch's metadata (shard, sequence range, arrival
-//! times, size, condition), not the records. `streamdex up` creates one
-//! queue per consumer ([`crate::stack::on_failure_queue_name`]).
+//! times, size, condition) and the whole event (`payload`), under
+//! `aws/lambda/MAPPING/SHARD/...` in the quarantine's bucket
+//! ([`model::record::FailedBatch`] reads it back; `replay` replays it).
 
 use std::sync::Mutex;
 
@@ -12,6 +13,7 @@ use serde_json::{json, Value as Json};
 
 use super::mapping::Condition;
 use aws_kit::clock::rfc3339;
+use model::record::failed_batch_key;
 
 /// What Lambda sends for a batch it gave up on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,10 +32,13 @@ pub struct FailureNotice {
     /// Invocations that failed before giving up.
     pub attempts: u32,
     pub timestamp_ms: u64,
+    /// The event the records were (or would have been) invoked with.
+    pub payload: String,
 }
 
 impl FailureNotice {
-    /// The message body, in Lambda's on-failure record shape for streams.
+    /// The object's body, in Lambda's on-failure record shape for streams
+    /// written to S3 (the event, escaped, in `payload`).
     pub fn to_json(&self) -> Json {
         let time = |ms: Option<u64>| ms.map(rfc3339);
         json!({
@@ -59,6 +64,7 @@ impl FailureNotice {
                 "batchSize": self.batch_size,
                 "streamArn": self.stream_arn,
             },
+            "payload": self.payload,
         })
     }
 }
@@ -80,25 +86,31 @@ pub struct DestinationError {
     pub reason: String,
 }
 
-/// An SQS queue as the destination.
+/// An S3 bucket as the destination, for one mapping (`mapping` names it
+/// in the keys, as Lambda names a mapping by its UUID).
 #[derive(Debug, Clone)]
-pub struct SqsOnFailure {
-    pub client: aws_sdk_sqs::Client,
-    pub queue_url: String,
+pub struct S3OnFailure {
+    pub client: aws_sdk_s3::Client,
+    pub bucket: String,
+    pub mapping: String,
 }
 
-impl OnFailure for SqsOnFailure {
+impl OnFailure for S3OnFailure {
     fn send<'a>(&'a self, notice: &'a FailureNotice) -> BoxFuture<'a, Result<(), DestinationError>> {
         async move {
+            let suffix = format!("{:016x}", fastrand::u64(..));
+            let key = failed_batch_key(&self.mapping, &notice.shard_id, &rfc3339(notice.timestamp_ms), &suffix);
             self.client
-                .send_message()
-                .queue_url(&self.queue_url)
-                .message_body(notice.to_json().to_string())
+                .put_object()
+                .bucket(&self.bucket)
+                .key(&key)
+                .content_type("application/json")
+                .body(notice.to_json().to_string().into_bytes().into())
                 .send()
                 .await
                 .map(|_| ())
                 .map_err(|e| DestinationError {
-                    destination: self.queue_url.clone(),
+                    destination: format!("s3://{}/{key}", self.bucket),
                     shard: notice.shard_id.clone(),
                     start: notice.start_sequence_number.clone(),
                     end: notice.end_sequence_number.clone(),
@@ -171,6 +183,7 @@ mod tests {
             batch_size: 3,
             attempts: 0,
             timestamp_ms: 2_000,
+            payload: r#"{"Records":[]}"#.to_owned(),
         };
         let json = notice.to_json();
         assert_eq!(json["requestContext"]["condition"], "RecordAgeExceeded");
@@ -182,5 +195,9 @@ mod tests {
         assert_eq!(info["approximateArrivalOfFirstRecord"], "1970-01-01T00:00:01.000Z");
         assert_eq!(info["streamArn"], "arn:s");
         assert_eq!(json["timestamp"], "1970-01-01T00:00:02.000Z");
+        // What `replay` reads back: the event, whole.
+        let read = model::record::read_failed_batch(json.to_string().as_bytes()).unwrap();
+        assert_eq!(read.payload.as_deref(), Some(r#"{"Records":[]}"#));
+        assert_eq!(read.condition, "RecordAgeExceeded");
     }
 }

@@ -21,7 +21,7 @@ use stream_indexer::{Backoff, Indexer};
 use super::age::Thresholds;
 use super::checkpoint::Checkpoints;
 use super::expiry::Expiries;
-use super::failure::{OnFailure, SqsOnFailure};
+use super::failure::{OnFailure, S3OnFailure};
 use super::function::{ConsumerFunction, Function};
 use super::host::{HostedFunction, HostedReaper, Hosting};
 use super::mapping::Settings;
@@ -39,8 +39,8 @@ pub enum WiringError {
     MissingQueue { name: String },
     #[error("bucket `{name}` does not exist on this endpoint: run `streamdex up CONFIG` against it first")]
     MissingBucket { name: String },
-    #[error("the deployed mapping of table `{table}` has no on-failure queue; the template gives every mapping one")]
-    NoOnFailureQueue { table: String },
+    #[error("the deployed mapping of table `{table}` has no on-failure bucket; the template gives every mapping one")]
+    NoOnFailureDestination { table: String },
     /// Looking a queue or bucket up failed (the error names which).
     #[error(transparent)]
     Lookup(#[from] StackError),
@@ -110,8 +110,15 @@ pub fn consumer_function<Q: Quarantine + 'static>(
     }
 }
 
-/// One mapping to wire: its table, consumer, settings, filters and on-failure queue.
-type Planned = (String, Consumer, Settings, Vec<model::filter::Pattern>, Option<String>);
+/// One mapping to wire: its table, consumer, settings, filters, and its
+/// on-failure destination: a bucket and the mapping's name in its keys.
+type Planned = (
+    String,
+    Consumer,
+    Settings,
+    Vec<model::filter::Pattern>,
+    Option<(String, String)>,
+);
 
 /// The runner for `config` on the endpoint of `sdk`: the consumers in
 /// process, fed as the config's stack describes, or (with `hosting`) the
@@ -146,7 +153,7 @@ pub async fn connect(
                         consumer,
                         m.settings,
                         m.filters.clone(),
-                        m.on_failure_queue.clone(),
+                        m.on_failure_bucket.clone().map(|b| (b, m.id.clone())),
                     ))
                 })
                 .collect()
@@ -170,13 +177,9 @@ pub async fn connect(
                 .iter()
                 .map(|m| {
                     let settings = Settings::of(&m.settings);
-                    (
-                        m.table.clone(),
-                        m.consumer,
-                        settings,
-                        m.filters.clone(),
-                        Some(m.on_failure_queue.clone()),
-                    )
+                    let name = format!("{}-{}", m.consumer, m.table);
+                    let destination = Some((stack.quarantine_bucket.clone(), name));
+                    (m.table.clone(), m.consumer, settings, m.filters.clone(), destination)
                 })
                 .collect()
         }
@@ -199,16 +202,21 @@ pub async fn connect(
         },
         checkpoints,
     );
-    for (table, consumer, settings, filters, on_failure_queue) in planned {
+    let s3 = s3_client(sdk);
+    for (table, consumer, settings, filters, destination) in planned {
         let Some((_, function)) = functions.iter().find(|(c, _)| *c == consumer) else {
             continue;
         };
-        let on_failure: Arc<dyn OnFailure> = match on_failure_queue {
-            Some(name) => Arc::new(SqsOnFailure {
-                client: sqs.clone(),
-                queue_url: queue_url(&sqs, &name).await?,
-            }),
-            None => return Err(WiringError::NoOnFailureQueue { table }),
+        let on_failure: Arc<dyn OnFailure> = match destination {
+            Some((bucket, mapping)) => {
+                check_bucket(&s3, &bucket).await?;
+                Arc::new(S3OnFailure {
+                    client: s3.clone(),
+                    bucket,
+                    mapping,
+                })
+            }
+            None => return Err(WiringError::NoOnFailureDestination { table }),
         };
         runner.add_mapping(MappingSpec {
             table,

@@ -346,6 +346,7 @@ impl Worker {
                     batch_size: count,
                     attempts: discard.attempts,
                     timestamp_ms: now_ms,
+                    payload: event_payload(self.buffer.iter().take(count).map(|b| &b.record)),
                 };
                 match spec.on_failure.send(&notice).await {
                     Ok(()) => {
@@ -371,14 +372,7 @@ impl Worker {
             Step::Invoke(n) => {
                 let n = n.min(self.buffer.len());
                 let batch: Vec<&StreamRecord> = self.buffer.iter().take(n).map(|b| &b.record).collect();
-                let mut payload = String::from("{\"Records\":[");
-                for (i, record) in batch.iter().enumerate() {
-                    if i > 0 {
-                        payload.push(',');
-                    }
-                    payload.push_str(&record.json);
-                }
-                payload.push_str("]}");
+                let payload = event_payload(batch.iter().copied());
                 let first = batch.first().map(|r| r.sequence_number.clone()).unwrap_or_default();
                 let last = batch.last().map(|r| r.sequence_number.clone()).unwrap_or_default();
                 let invocation = spec.function.invoke(payload.as_bytes(), now_ms).await;
@@ -418,6 +412,19 @@ impl Worker {
             }
         }
     }
+}
+
+/// The Lambda event of `records`: `{"Records":[...]}`, each as read.
+fn event_payload<'a>(records: impl Iterator<Item = &'a StreamRecord>) -> String {
+    let mut payload = String::from("{\"Records\":[");
+    for (i, record) in records.enumerate() {
+        if i > 0 {
+            payload.push(',');
+        }
+        payload.push_str(&record.json);
+    }
+    payload.push_str("]}");
+    payload
 }
 
 /// What every worker of a runner shares in a round.

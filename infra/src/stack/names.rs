@@ -58,11 +58,6 @@ pub fn quarantine_bucket_name(config: &Config) -> String {
         .replace('_', "-")
 }
 
-/// A consumer's on-failure destination: `NAMESPACE-indexer-failures`, `NAMESPACE-router-failures`.
-pub fn on_failure_queue_name(config: &Config, consumer: Consumer) -> String {
-    bounded_name(config, &format!("{consumer}-failures"), QUEUE_NAME_CHARS)
-}
-
 /// The dead-letter queue of the reaper rules' target: `NAMESPACE-reaper-dead-letters`.
 pub fn reaper_dead_letter_queue_name(config: &Config) -> String {
     bounded_name(config, "reaper-dead-letters", QUEUE_NAME_CHARS)

@@ -16,8 +16,6 @@ fn the_example_stack() {
         names,
         [
             "streamdex-quarantine",
-            "streamdex-indexer-failures",
-            "streamdex-router-failures",
             "streamdex-reaper-dead-letters",
             "streamdex-rule-records-goal-inserted",
             "streamdex-rule-records-node-expired",
@@ -78,8 +76,6 @@ proptest! {
             && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         let mut queues: Vec<String> = config.routes.iter().map(|r| rule_queue_name(&config, r)).collect();
         queues.push(quarantine_queue_name(&config));
-        queues.push(on_failure_queue_name(&config, Consumer::Indexer));
-        queues.push(on_failure_queue_name(&config, Consumer::Router));
         queues.push(reaper_dead_letter_queue_name(&config));
         for q in &queues {
             prop_assert!(valid(q, QUEUE_NAME_CHARS), "{q}");

@@ -9,8 +9,9 @@
 //!   only failures a retry may fix (poison is quarantined), so any error is
 //!   a deployment or service problem;
 //! - the depth of every queue that holds trouble (`ApproximateNumberOfMessagesVisible`
-//!   ≥ 1): the quarantine, each consumer's on-failure destination, the
-//!   reaper rules' dead letters;
+//!   ≥ 1): the quarantine, the reaper rules' dead letters;
+//! - batches the event source mappings gave up on: S3 `PutRequests` under
+//!   `aws/lambda/` in the quarantine bucket (its request metrics), ≥ 1;
 //! - `FailedInvocations` (AWS/Events) of each rule with a target (the reaper rules).
 //!
 //! Missing data (no traffic) is not breaching.
@@ -22,6 +23,7 @@ use serde_json::{json, Value as Json};
 
 use crate::stack::{FunctionRole, Queue, QueuePurpose, Stack};
 use model::config::Config;
+use model::record::FAILED_BATCH_PREFIX;
 
 use super::{encryption, ids};
 
@@ -125,11 +127,12 @@ fn function_dimension(role: FunctionRole) -> Json {
 
 fn queue_alarm(stack: &Stack, queue: &Queue) -> Option<Alarm> {
     let what = match &queue.purpose {
-        QueuePurpose::Quarantine => "records were quarantined (they can never succeed as they are): read the queue for the reasons".to_owned(),
-        QueuePurpose::OnFailure(consumer) => format!(
-            "the {consumer}'s retries or record age ran out for a batch: its records were skipped; the message names the shard and sequence range to rebuild"
-        ),
-        QueuePurpose::ReaperDeadLetter => "events could not be delivered to the reaper: their nodes' edges were not deleted".to_owned(),
+        QueuePurpose::Quarantine => {
+            "records were quarantined (they can never succeed as they are): read the queue for the reasons".to_owned()
+        }
+        QueuePurpose::ReaperDeadLetter => {
+            "events could not be delivered to the reaper: their nodes' edges were not deleted".to_owned()
+        }
         QueuePurpose::RuleTarget(_) => return None,
     };
     Some((
@@ -212,6 +215,28 @@ pub fn alarms(config: &Config, stack: &Stack) -> Vec<Alarm> {
         ));
     }
     out.extend(stack.queues.iter().filter_map(|q| queue_alarm(stack, q)));
+    out.push((
+        "FailedBatches".to_owned(),
+        alarm(
+            format!("{}-failed-batches", stack.namespace),
+            format!(
+                "streamdex {}: a consumer's retries or record age ran out for a batch: its records were skipped \
+                 and written whole to the quarantine bucket under {FAILED_BATCH_PREFIX} \
+                 (`streamdex quarantine failures` lists them; `streamdex replay` replays one)",
+                stack.namespace
+            ),
+            "AWS/S3",
+            "PutRequests",
+            json!([
+                { "Name": "BucketName", "Value": { "Ref": ids::QUARANTINE_BUCKET } },
+                { "Name": "FilterId", "Value": super::bucket::FAILED_BATCH_METRICS },
+            ]),
+            "Sum",
+            300,
+            1,
+            1,
+        ),
+    ));
     for rule in stack.rules.iter().filter(|r| r.reaper) {
         let mut dimensions = vec![json!({ "Name": "RuleName", "Value": rule.name })];
         if !stack.bus.is_default() {

@@ -1,5 +1,6 @@
 //! The quarantine's claim-check bucket: the whole of every quarantined
-//! record too large for a queue message. Private (every public access
+//! record too large for a queue message, and every batch an event source
+//! mapping gives up on (Lambda writes it whole under `aws/lambda/`). Private (every public access
 //! blocked, owner-enforced objects, TLS only), encrypted, versioned, and
 //! objects expire a day after the queue's messages that name them.
 
@@ -7,6 +8,7 @@ use serde_json::{json, Value as Json};
 
 use super::{encryption, ids, suppress};
 use crate::stack::QUEUE_RETENTION_SECONDS;
+use model::record::FAILED_BATCH_PREFIX;
 
 /// Days an object is kept: one more than a queue keeps the message that names it.
 pub const OBJECT_DAYS: u32 = QUEUE_RETENTION_SECONDS / 86_400 + 1;
@@ -27,6 +29,8 @@ pub fn resources() -> Vec<(String, Json)> {
             },
             "OwnershipControls": { "Rules": [{ "ObjectOwnership": "BucketOwnerEnforced" }] },
             "VersioningConfiguration": { "Status": "Enabled" },
+            // Request metrics of the failed batches' prefix: their alarm's figure.
+            "MetricsConfigurations": [{ "Id": FAILED_BATCH_METRICS, "Prefix": FAILED_BATCH_PREFIX }],
             "LifecycleConfiguration": {
                 "Rules": [{
                     "Id": "expire-with-the-queue",
@@ -62,6 +66,15 @@ pub fn resources() -> Vec<(String, Json)> {
         (ids::QUARANTINE_BUCKET_POLICY.to_owned(), policy),
     ]
 }
+
+/// Where Lambda writes the batches a mapping gives up on (`aws/lambda/*`).
+pub fn failed_batch_objects() -> Json {
+    json!({ "Fn::Sub": format!("${{{}.Arn}}/{FAILED_BATCH_PREFIX}*", ids::QUARANTINE_BUCKET) })
+}
+
+/// The id of the bucket's request metrics of failed batches (`PutRequests`
+/// under `aws/lambda/`), which their alarm watches.
+pub const FAILED_BATCH_METRICS: &str = "failed-batches";
 
 /// Where a consumer's function may write: its own prefix (`stream-indexer/*`).
 pub fn consumer_objects(binary: &str) -> Json {

@@ -5,13 +5,15 @@
 //!
 //! - iterator age of each consumer, with its alarms' warn and page lines;
 //! - records in, and what the indexer wrote (rows, members);
-//! - records quarantined, and the depth of the queues that hold trouble;
+//! - records quarantined, batches the mappings gave up on (written whole to
+//!   the quarantine bucket), and the depth of the queues that hold trouble;
 //! - events published, retried and refused, and the reaper rules' failed
 //!   deliveries;
 //! - the reaper's deletions;
 //! - errors and duration (p99 and maximum) of every function.
 //!
-//! The body is JSON in a string; `${AWS::Region}` is its one substitution.
+//! The body is JSON in a string; `${AWS::Region}` and `${QuarantineBucket}`
+//! (the bucket's name) are its substitutions.
 
 use serde_json::{json, Value as Json};
 
@@ -134,8 +136,17 @@ fn widgets(config: &Config, stack: &Stack) -> Vec<Json> {
             { "stat": "Maximum", "label": format!("{} (depth)", queue.name) },
         ]));
     }
+    trouble.push(json!([
+        "AWS/S3",
+        "PutRequests",
+        "BucketName",
+        "${QuarantineBucket}",
+        "FilterId",
+        super::bucket::FAILED_BATCH_METRICS,
+        { "stat": "Sum", "label": "batches given up on (kept whole in the quarantine bucket)" },
+    ]));
     out.push(graph(
-        "Quarantined records, and the queues that hold trouble",
+        "Quarantined records, batches given up on, and the queues that hold trouble",
         trouble,
         "Sum",
         300,

@@ -95,15 +95,22 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
             ],
             tables.iter().map(|t| stream_arns(t)).collect(),
         ));
-        let queues: Vec<Json> = [QueuePurpose::Quarantine, QueuePurpose::OnFailure(consumer)]
-            .iter()
-            .filter_map(|p| queue_arn(stack, p))
-            .collect();
-        out.push(statement("QuarantineAndFailures", &["sqs:SendMessage"], queues));
+        let queues: Vec<Json> = queue_arn(stack, &QueuePurpose::Quarantine).into_iter().collect();
+        out.push(statement("Quarantine", &["sqs:SendMessage"], queues));
+        // The claim checks under the function's prefix, and the batches its
+        // mappings give up on, which Lambda writes as the function's role.
         out.push(statement(
-            "QuarantineClaims",
+            "QuarantineClaimsAndFailedBatches",
             &["s3:PutObject"],
-            vec![super::bucket::consumer_objects(role.binary())],
+            vec![
+                super::bucket::consumer_objects(role.binary()),
+                super::bucket::failed_batch_objects(),
+            ],
+        ));
+        out.push(statement(
+            "FailedBatchesBucket",
+            &["s3:ListBucket"],
+            vec![json!({ "Fn::GetAtt": [ids::QUARANTINE_BUCKET, "Arn"] })],
         ));
     }
     match role {

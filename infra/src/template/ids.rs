@@ -63,7 +63,6 @@ pub fn index_table(name: &str) -> String {
 pub fn queue(queue: &Queue) -> String {
     match &queue.purpose {
         QueuePurpose::Quarantine => "QuarantineQueue".to_owned(),
-        QueuePurpose::OnFailure(c) => format!("{}FailureQueue", consumer(*c)),
         QueuePurpose::ReaperDeadLetter => "ReaperDeadLetterQueue".to_owned(),
         QueuePurpose::RuleTarget(rule) => format!("RuleQueue{}", pascal(rule)),
     }

@@ -159,7 +159,11 @@ fn one_mapping_per_consumer_per_table_never_more_than_two_per_stream() {
             age > config.alarms.iterator_age_page_seconds as i64,
             "{id}: the page comes before the skip"
         );
-        assert!(p["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0].is_string());
+        // Failed batches go whole to the quarantine bucket (an S3 destination keeps the records).
+        assert_eq!(
+            p["DestinationConfig"]["OnFailure"]["Destination"],
+            serde_json::json!({ "Fn::GetAtt": [ids::QUARANTINE_BUCKET, "Arn"] })
+        );
         assert!((1..=10).contains(&p["ParallelizationFactor"].as_i64().unwrap()));
         assert!(p["BatchSize"].as_i64().unwrap() >= 1 && p["MaximumBatchingWindowInSeconds"].as_i64().unwrap() <= 300);
         let filters = p["FilterCriteria"]["Filters"].as_array().unwrap();
@@ -363,8 +367,17 @@ fn every_consumer_has_iterator_age_alarms_at_the_config_thresholds() {
     assert_eq!(metric("Errors"), 3, "one per function");
     assert_eq!(
         metric("ApproximateNumberOfMessagesVisible"),
-        4,
-        "quarantine, two on-failure queues, reaper dead letters"
+        2,
+        "the quarantine and the reaper's dead letters"
+    );
+    // Batches the mappings gave up on: the quarantine bucket's requests under `aws/lambda/`.
+    let failed = &template["Resources"]["FailedBatches"]["Properties"];
+    assert_eq!(failed["MetricName"], "PutRequests");
+    assert_eq!(failed["Dimensions"][1]["Value"], super::bucket::FAILED_BATCH_METRICS);
+    let bucket = &template["Resources"][ids::QUARANTINE_BUCKET]["Properties"];
+    assert_eq!(
+        bucket["MetricsConfigurations"],
+        serde_json::json!([{ "Id": super::bucket::FAILED_BATCH_METRICS, "Prefix": "aws/lambda/" }])
     );
     assert_eq!(metric("FailedInvocations"), 1, "the reaper rule");
     let subscription = &template["Resources"][ids::ALARM_SUBSCRIPTION]["Properties"];
@@ -432,8 +445,8 @@ fn everything_that_holds_data_is_encrypted_with_or_without_a_customer_key() {
     let queues = of_type(&template, "AWS::SQS::Queue");
     assert_eq!(
         queues.len(),
-        5,
-        "quarantine, two failure queues, the reaper's and the alarms' dead letters"
+        3,
+        "the quarantine, the reaper's and the alarms' dead letters"
     );
     for (id, queue) in queues {
         let p = &queue["Properties"];

@@ -6,6 +6,7 @@
 //! runs one module's tests.
 
 mod cli;
+mod failed_batches;
 mod indexer_dynamodb;
 mod items_of_any_size;
 mod layering;

@@ -82,8 +82,6 @@ async fn queue_arn(moto: &Moto, url: &str) -> Result<String> {
 fn expected_queues(config: &Config) -> Vec<String> {
     let mut names = vec![
         stack::quarantine_queue_name(config),
-        stack::on_failure_queue_name(config, model::filter::Consumer::Indexer),
-        stack::on_failure_queue_name(config, model::filter::Consumer::Router),
         stack::reaper_dead_letter_queue_name(config),
     ];
     names.extend(config.routes.iter().map(|r| stack::rule_queue_name(config, r)));

@@ -15,10 +15,14 @@
 //!   perhaps pretty-printed) is read whole and parsed with
 //!   [`model::record::parse_any`]; those are a few MB at most.
 //!
+//! - A failed batch's record from an S3 on-failure destination
+//!   ([`model::record::FailedBatch`]) is a document whose `payload` is the
+//!   event: that event is read.
+//!
 //! Which one a file is: its first non-blank line is a JSON value on its own
-//! and not an object with `Records` → JSON Lines; anything else → a
-//! document (so errors in it are reported exactly as `parse_any` reports
-//! them).
+//! and not an object with `Records` or `DDBStreamBatchInfo` → JSON Lines;
+//! anything else → a document (so errors in it are reported exactly as
+//! `parse_any` reports them).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -44,9 +48,24 @@ const READ_AHEAD_RECORDS: usize = 500;
 pub enum SourceError {
     #[error("cannot read {path}")]
     Read { path: String, source: std::io::Error },
+    /// A failed batch's record that holds no event to replay.
+    #[error("{path}: {message}")]
+    FailedBatch { path: String, message: String },
     /// Not a stream record file: where, and why.
     #[error("{path}:{}:{}: {}", .error.line, .error.column, .error.message)]
     Parse { path: String, error: ParseError },
+}
+
+/// The event a failed batch's record carries, or why there is none.
+fn failed_batch_payload(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let batch = model::record::read_failed_batch(bytes).map_err(|e| e.to_string())?;
+    batch.payload.map(String::into_bytes).ok_or_else(|| {
+        format!(
+            "a failed batch's record without its payload (shard {}, {}..{}): only an S3 on-failure \
+             destination keeps the records; rebuild that range instead",
+            batch.shard_id, batch.start_sequence_number, batch.end_sequence_number
+        )
+    })
 }
 
 /// Calls `each` with the records of `path`, at most `batch_size` at a time,
@@ -81,6 +100,13 @@ pub fn each_batch<T: Send>(
         // A document: read it whole (the part already read is in `first`).
         let mut bytes = std::mem::take(&mut first.text);
         input.reader.read_to_end(&mut bytes).map_err(read_error)?;
+        if model::record::is_failed_batch(&bytes) {
+            // A failed batch from an S3 on-failure destination: its payload is the event.
+            bytes = failed_batch_payload(&bytes).map_err(|message| SourceError::FailedBatch {
+                path: path.display().to_string(),
+                message,
+            })?;
+        }
         let records: Vec<BorrowedReceived<'_>> = parse_any(&bytes)
             .map_err(parse_error)?
             .into_iter()
@@ -244,7 +270,10 @@ impl<R: BufRead> Input<R> {
             }
             return Ok(match serde_json::from_str::<&RawValue>(line) {
                 Err(_) => false,
-                Ok(value) => !serde_json::from_str::<Document<'_>>(value.get()).is_ok_and(|d| d.records.is_some()),
+                Ok(value) => {
+                    let event = serde_json::from_str::<Document<'_>>(value.get()).is_ok_and(|d| d.records.is_some());
+                    !event && !model::record::is_failed_batch(value.get().as_bytes())
+                }
             });
         }
     }

@@ -19,12 +19,15 @@ use crate::runner::mapping::Settings;
 /// A deployed event source mapping of a table's stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeployedMapping {
+    /// Its name (the template's logical id): Lambda names a mapping's
+    /// failed batches by its UUID, the rehearsal by this.
+    pub id: String,
     pub table: String,
     pub function: String,
     pub settings: Settings,
     pub filters: Vec<Pattern>,
-    /// The on-failure destination's queue name, when it is a queue.
-    pub on_failure_queue: Option<String>,
+    /// The on-failure destination's bucket.
+    pub on_failure_bucket: Option<String>,
 }
 
 /// Why the deployment could not be read.
@@ -93,7 +96,8 @@ pub fn read_mappings(path: &Path) -> Result<Vec<DeployedMapping>, DeploymentErro
                 table: m.table,
                 function: m.function_name,
                 filters,
-                on_failure_queue: m.on_failure_queue,
+                on_failure_bucket: m.on_failure_bucket,
+                id: m.id,
             })
         })
         .collect()
@@ -157,7 +161,7 @@ mod tests {
     fn written_mappings_read_back_with_their_filters() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.json");
-        let text = r#"[{"Id": "M", "FunctionName": "f", "Table": "records", "OnFailureQueue": "q",
+        let text = r#"[{"Id": "M", "FunctionName": "f", "Table": "records", "OnFailureBucket": "q",
             "Properties": {"BatchSize": 7, "FilterCriteria": {"Filters": [{"Pattern": "{\"eventName\": [\"INSERT\"]}"}]}}}]"#;
         std::fs::write(&path, text).unwrap();
         let m = read_mappings(&path).unwrap();
@@ -166,7 +170,7 @@ mod tests {
             ("records", "f", 7)
         );
         assert_eq!(m[0].filters.len(), 1);
-        assert_eq!(m[0].on_failure_queue.as_deref(), Some("q"));
+        assert_eq!(m[0].on_failure_bucket.as_deref(), Some("q"));
         std::fs::write(&path, "[{").unwrap();
         assert!(read_mappings(&path)
             .unwrap_err()
