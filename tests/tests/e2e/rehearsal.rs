@@ -22,11 +22,19 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use anyhow::{ensure, Context, Result};
 use aws_kit::clock::{Clock, SystemClock};
+use clap::Parser;
+use infra::cli::verify::execute as streamdex_verify;
+use infra::cli::{exit, Cli, Command};
 use model::config::EXAMPLE_CONFIG;
+use model::drift::Scope;
 use model::{Image, Value};
 use serde_json::Value as Json;
+use stream_indexer::rebuild::Quiet;
+use stream_indexer::store::dynamo::DynamoStore;
 use streamdex_tests::derived::verify;
 use streamdex_tests::images::{item, s};
 use streamdex_tests::moto::Moto;
@@ -70,11 +78,24 @@ fn the_built_functions_keep_the_deployed_stack_in_step() -> Result<()> {
         let named = report.lines().any(|l| l.split_whitespace().nth(2) == Some(id.as_str()));
         ensure!(named, "the deploy report does not name {id}:\n{report}");
     }
+    // Every output is in the stack, and is one docs/deploying.md lists.
+    let documented = std::fs::read_to_string(root().join("docs/deploying.md"))?;
+    let outputs_table = documented
+        .split("## Outputs")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .context("docs/deploying.md has an Outputs section")?;
     for output in expanded["Outputs"].as_object().context("outputs")?.keys() {
         ensure!(
             report.lines().any(|l| l.starts_with(&format!("output   {output} = "))),
             "the stack has no output {output}:\n{report}"
         );
+        let listed = if output.starts_with("Rule") && output.ends_with("Arn") {
+            outputs_table.contains("`RuleNAMEArn`")
+        } else {
+            outputs_table.contains(&format!("`{output}`"))
+        };
+        ensure!(listed, "docs/deploying.md's outputs do not list {output}");
     }
     ensure!(report.contains(": CREATE_COMPLETE;"), "{report}");
 
@@ -162,9 +183,21 @@ fn the_built_functions_keep_the_deployed_stack_in_step() -> Result<()> {
     }
 
     setup.block_on(async {
-        // No drift: the rows and edge sets are what a recomputation from the tables gives.
+        // No drift: the rows and edge sets are what a recomputation from the tables gives,
         let rows = verify(&moto, &config).await?;
         ensure!(rows > 0, "no index rows at all");
+        // and what `streamdex verify` says.
+        let sdk = infra::stack::sdk_config(Some(&endpoint), Some(&region)).await;
+        let config = Arc::new(config.clone());
+        let store = DynamoStore::new(aws_kit::clients::dynamodb_client(&sdk), config.clone());
+        let parsed = Cli::try_parse_from(["streamdex", "verify", cfg.as_str(), "--no-progress"])?;
+        let Command::Verify(args) = parsed.command else {
+            anyhow::bail!("not verify");
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = streamdex_verify(&store, &config, &Scope::all(&config), &args, &Quiet, &mut out, &mut err).await;
+        let said = String::from_utf8(out)? + &String::from_utf8(err)?;
+        ensure!(code == exit::OK, "streamdex verify: exit {code}\n{said:.3000}");
 
         // The reaper deleted the expired node's edges.
         let records = moto.scan("records").await?;
