@@ -81,10 +81,28 @@ pub fn local_code(template: &Json, base: &Path) -> Result<Vec<LocalCode>, Packag
             (!uri.starts_with("s3://")).then(|| LocalCode {
                 resource: id.clone(),
                 uri: uri.to_owned(),
-                path: base.join(uri),
+                path: joined(base, uri),
             })
         })
         .collect())
+}
+
+/// `base` joined with `relative`, each `x/..` taken out as written (no
+/// file is looked at): `target` and `../target/lambda/a` give `target/lambda/a`.
+fn joined(base: &Path, relative: &str) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in base.join(relative).components() {
+        match part {
+            std::path::Component::ParentDir
+                if matches!(out.components().next_back(), Some(std::path::Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The key of a zip: `prefix/` and the SHA-256 of its content, so the same
@@ -199,13 +217,18 @@ mod tests {
             [LocalCode {
                 resource: "A".to_owned(),
                 uri: "../target/lambda/a/bootstrap.zip".to_owned(),
-                path: PathBuf::from("infra/../target/lambda/a/bootstrap.zip"),
+                path: PathBuf::from("target/lambda/a/bootstrap.zip"),
             }]
         );
         assert!(matches!(
             local_code(&json!({}), Path::new(".")),
             Err(PackageError::NoResources)
         ));
+        assert_eq!(
+            joined(Path::new("./target"), "../target/x.zip"),
+            PathBuf::from("target/x.zip")
+        );
+        assert_eq!(joined(Path::new(""), "../x.zip"), PathBuf::from("../x.zip"));
     }
 
     #[test]
