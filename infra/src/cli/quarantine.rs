@@ -68,7 +68,7 @@ Examples:\n  \
 Examples:\n  \
     streamdex quarantine failures streamdex.toml --endpoint-url http://127.0.0.1:5005\n  \
     streamdex quarantine failures streamdex.toml --bucket BUCKET --save failed/   # BUCKET: the stack's QuarantineBucketName\n  \
-    streamdex replay failed/2026-11-29T07.20.00-1a2b.json --config streamdex.toml --endpoint-url ..."
+    streamdex replay failed/BATCH.json --config streamdex.toml --endpoint-url ..."
     )]
     Failures(failures::FailuresArgs),
 }
