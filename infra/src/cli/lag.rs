@@ -142,11 +142,7 @@ pub fn run_with(args: &LagArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
                     format!("{checkpoint}{flag}"),
                 ]);
             }
-            let laid = table::layout(&rows, table::terminal_width());
-            let _ = out.write_all(laid.text.as_bytes());
-            if laid.cut {
-                let _ = writeln!(err, "({})", table::CUT_NOTE);
-            }
+            let _ = out.write_all(table::for_terminal(&rows, err).as_bytes());
             let _ = writeln!(
                 err,
                 "checkpoints: {}{}",

@@ -190,11 +190,7 @@ fn list(inbox: &Inbox, held: &[Held], output: Output, out: &mut dyn Write, err: 
         Output::Json => held.iter().map(|h| format!("{}\n", json_entry(h))).collect(),
         Output::Table => {
             let rows: Vec<Vec<String>> = held.iter().map(table_row).collect();
-            let table = table::layout(&rows, table::terminal_width());
-            if table.cut {
-                let _ = writeln!(err, "({})", table::CUT_NOTE);
-            }
-            table.text
+            table::for_terminal(&rows, err)
         }
     };
     if out.write_all(text.as_bytes()).is_err() {

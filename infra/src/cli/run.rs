@@ -175,7 +175,7 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
         let hosting = match (&args.functions, &args.mappings) {
             (Some(dir), Some(mappings)) => {
                 let lambda = aws_sdk_lambda::Client::new(&sdk);
-                let extra = function_environment(&sdk);
+                let extra = function_environment(&sdk).await;
                 let stack = stack::Stack::new(&config);
                 match Hosting::start(&lambda, &stack, dir, mappings, &extra, Arc::new(SystemClock)).await {
                     Ok(hosting) => Some(hosting),
@@ -246,9 +246,12 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
 }
 
 /// What a hosted function's process gets besides the deployed environment:
-/// the endpoint, region and credentials this command uses (on Lambda, the
-/// region and the role's credentials).
-fn function_environment(sdk: &aws_config::SdkConfig) -> std::collections::BTreeMap<String, String> {
+/// the endpoint, region and credentials this command uses, from wherever
+/// its SDK config found them (on Lambda, the region and the role's
+/// credentials). Credentials that cannot be had are left out: the
+/// function's AWS calls then say so in its log.
+async fn function_environment(sdk: &aws_config::SdkConfig) -> std::collections::BTreeMap<String, String> {
+    use aws_credential_types::provider::ProvideCredentials;
     let mut extra = std::collections::BTreeMap::new();
     if let Some(region) = sdk.region() {
         extra.insert("AWS_REGION".to_owned(), region.to_string());
@@ -257,9 +260,16 @@ fn function_environment(sdk: &aws_config::SdkConfig) -> std::collections::BTreeM
     if let Some(endpoint) = sdk.endpoint_url() {
         extra.insert("AWS_ENDPOINT_URL".to_owned(), endpoint.to_owned());
     }
-    for name in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"] {
-        if let Ok(value) = std::env::var(name) {
-            extra.insert(name.to_owned(), value);
+    if let Some(provider) = sdk.credentials_provider() {
+        if let Ok(credentials) = provider.provide_credentials().await {
+            extra.insert("AWS_ACCESS_KEY_ID".to_owned(), credentials.access_key_id().to_owned());
+            extra.insert(
+                "AWS_SECRET_ACCESS_KEY".to_owned(),
+                credentials.secret_access_key().to_owned(),
+            );
+            if let Some(token) = credentials.session_token() {
+                extra.insert("AWS_SESSION_TOKEN".to_owned(), token.to_owned());
+            }
         }
     }
     extra

@@ -29,6 +29,16 @@ pub struct Table {
     pub cut: bool,
 }
 
+/// `lines` laid out for this terminal ([`terminal_width`]); when a value
+/// was cut, [`CUT_NOTE`] goes to `err`.
+pub fn for_terminal(lines: &[Vec<String>], err: &mut dyn std::io::Write) -> String {
+    let laid = layout(lines, terminal_width());
+    if laid.cut {
+        let _ = writeln!(err, "({CUT_NOTE})");
+    }
+    laid.text
+}
+
 /// Lays `lines` of cells out in columns within `width` (see [`table`]).
 pub fn layout(lines: &[Vec<String>], width: usize) -> Table {
     let columns = lines.iter().map(Vec::len).max().unwrap_or(0);

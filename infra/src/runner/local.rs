@@ -133,7 +133,10 @@ pub async fn connect(
 ) -> Result<Runner, WiringError> {
     let stack = Stack::new(&config);
     let sqs = sqs_client(sdk);
+    let s3 = s3_client(sdk);
     let dynamodb = dynamodb_client(sdk);
+    // Buckets known to exist: each is looked up once.
+    let mut buckets = std::collections::BTreeSet::new();
     let mut functions: Vec<(Consumer, Arc<dyn Function>)> = Vec::new();
     let planned: Vec<Planned> = match hosting {
         Some(hosting) => {
@@ -160,8 +163,8 @@ pub async fn connect(
         }
         None => {
             let quarantine_url = queue_url(&sqs, &stack::quarantine_queue_name(&config)).await?;
-            let s3 = s3_client(sdk);
             check_bucket(&s3, &stack.quarantine_bucket).await?;
+            buckets.insert(stack.quarantine_bucket.clone());
             for consumer in Consumer::ALL {
                 if stack.mappings.iter().any(|m| m.consumer == consumer) {
                     let quarantine = SqsQuarantine::new(sqs.clone(), quarantine_url.clone())
@@ -202,14 +205,16 @@ pub async fn connect(
         },
         checkpoints,
     );
-    let s3 = s3_client(sdk);
     for (table, consumer, settings, filters, destination) in planned {
         let Some((_, function)) = functions.iter().find(|(c, _)| *c == consumer) else {
             continue;
         };
         let on_failure: Arc<dyn OnFailure> = match destination {
             Some((bucket, mapping)) => {
-                check_bucket(&s3, &bucket).await?;
+                if !buckets.contains(&bucket) {
+                    check_bucket(&s3, &bucket).await?;
+                    buckets.insert(bucket.clone());
+                }
                 Arc::new(S3OnFailure {
                     client: s3.clone(),
                     bucket,

@@ -98,11 +98,7 @@ pub fn run_with(args: &FailuresArgs, out: &mut dyn Write, err: &mut dyn Write) -
         Output::Json => objects.iter().map(|o| format!("{}\n", json_row(o))).collect(),
         Output::Table => {
             let rows: Vec<Vec<String>> = objects.iter().map(row).collect();
-            let laid = table::layout(&rows, table::terminal_width());
-            if laid.cut {
-                let _ = writeln!(err, "({})", table::CUT_NOTE);
-            }
-            laid.text
+            table::for_terminal(&rows, err)
         }
     };
     if out.write_all(text.as_bytes()).is_err() {
