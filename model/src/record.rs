@@ -60,6 +60,7 @@ mod document;
 mod failed;
 mod glance;
 mod invalid;
+pub mod kinesis;
 #[cfg(feature = "lambda-events")]
 mod lambda;
 mod one;
@@ -493,6 +494,10 @@ pub enum RecordError {
         attribute: String,
         problem: KeyProblem,
     },
+    /// A Kinesis record that cannot be unwrapped into a change (see
+    /// [`kinesis`]): `reason` says why.
+    #[error("{record}: {reason}")]
+    Kinesis { record: RecordId, reason: String },
     /// `ApproximateCreationDateTime` is not epoch seconds (or an RFC 3339 time).
     #[error("{record}: bad ApproximateCreationDateTime: {reason}")]
     BadCreationTime {
@@ -519,6 +524,7 @@ impl RecordError {
             | RecordError::MissingImage { record, .. }
             | RecordError::ViewTypeLacksImage { record, .. }
             | RecordError::KeyMismatch { record, .. }
+            | RecordError::Kinesis { record, .. }
             | RecordError::BadCreationTime { record, .. } => record,
         }
     }

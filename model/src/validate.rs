@@ -61,6 +61,11 @@ pub fn check<I: Attrs>(record: &ChangeRecord<I>, table: &TableConfig) -> Result<
             kind: record.kind.as_str(),
         });
     }
+    if record.created.is_none() && table.stream.is_unordered() {
+        return Err(Invalid::NoCreationTime {
+            table: table.name.clone(),
+        });
+    }
     if let Some(created) = &record.created {
         if !(MIN_CREATION_SECONDS..=MAX_CREATION_SECONDS).contains(&created.seconds) {
             return Err(Invalid::CreationTime {

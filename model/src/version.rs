@@ -1,7 +1,13 @@
 //! Source versions of derived data: what lets an old record lose to newer
 //! derived data (`docs/DESIGN.md`, invariant 9, "Old never beats new").
 //!
-//! A version is a stream sequence number (decimal, up to 40 digits) stored
+//! A record's version is its place in its source: in a DynamoDB stream its
+//! sequence number ([`Version::of_sequence`]); in a Kinesis data stream,
+//! which may reorder and repeat records, its creation time in the table's
+//! precision ([`Version::of_created`], microseconds or milliseconds since
+//! 1970). [`of_record`] picks by the table's `stream`.
+//!
+//! A version is a decimal number (up to 40 digits) stored
 //! as a fixed-width, zero-padded decimal String of [`WIDTH`] digits. A
 //! DynamoDB N holds only 38 significant digits, and strings of one width
 //! compare as their numbers do, so a ConditionExpression such as
@@ -16,6 +22,9 @@
 //! refuses to use these names for anything else.
 
 use std::fmt;
+
+use crate::config::{ChangeSource, Precision, TableConfig};
+use crate::record::{ChangeRecord, CreationTime};
 
 /// Digits of a stored version: the longest sequence number DynamoDB gives.
 pub const WIDTH: usize = 40;
@@ -40,6 +49,10 @@ pub enum VersionError {
     NotDecimal(String),
     #[error("sequence number {0:?} has more than {WIDTH} significant digits")]
     TooLong(String),
+    #[error("no ApproximateCreationDateTime: a record of a table read from a Kinesis data stream is versioned by its creation time")]
+    NoCreationTime,
+    #[error("ApproximateCreationDateTime is before 1970")]
+    BeforeEpoch,
 }
 
 /// A source version: a sequence number, padded to [`WIDTH`] digits. Its
@@ -72,6 +85,18 @@ impl Version {
         Ok(Version(text))
     }
 
+    /// The version of a creation time, in `precision`: the whole
+    /// microseconds (or milliseconds) since 1970, finer digits dropped.
+    pub fn of_created(created: CreationTime, precision: Precision) -> Result<Version, VersionError> {
+        let seconds = u64::try_from(created.seconds).map_err(|_| VersionError::BeforeEpoch)?;
+        let (scale, per_unit) = match precision {
+            Precision::Microsecond => (1_000_000, 1_000),
+            Precision::Millisecond => (1_000, 1_000_000),
+        };
+        let units = u128::from(seconds) * scale + u128::from(created.nanos / per_unit);
+        Version::of_sequence(&units.to_string())
+    }
+
     /// The lowest version: what any record beats (a row rebuilt where there
     /// was none, with nothing to say how new its source is).
     pub fn zero() -> Version {
@@ -95,6 +120,18 @@ impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let digits = self.as_str().trim_start_matches('0');
         f.write_str(if digits.is_empty() { "0" } else { digits })
+    }
+}
+
+/// The version of `record`, a record of `table`: its sequence number, or
+/// for a table read from a Kinesis data stream its creation time in the
+/// table's precision.
+pub fn of_record<I>(record: &ChangeRecord<I>, table: &TableConfig) -> Result<Version, VersionError> {
+    match table.stream {
+        ChangeSource::DynamoDb => Version::of_sequence(&record.sequence_number),
+        ChangeSource::Kinesis(kinesis) => {
+            Version::of_created(record.created.ok_or(VersionError::NoCreationTime)?, kinesis.precision)
+        }
     }
 }
 
@@ -186,6 +223,35 @@ mod tests {
         assert_eq!(row_version(&tombstone), Some(v));
         assert_eq!(live_row(tombstone), None);
         assert_eq!(row_version(&Image::new()), None);
+    }
+
+    #[test]
+    fn a_creation_time_is_a_version_in_its_precision() {
+        let at = |seconds, nanos| CreationTime { seconds, nanos };
+        let micro = |c| Version::of_created(c, Precision::Microsecond).map(|v| v.to_string());
+        let milli = |c| Version::of_created(c, Precision::Millisecond).map(|v| v.to_string());
+        assert_eq!(micro(at(1_700_000_000, 123_456_789)), Ok("1700000000123456".to_owned()));
+        assert_eq!(milli(at(1_700_000_000, 123_456_789)), Ok("1700000000123".to_owned()));
+        assert_eq!(micro(at(1_700_000_000, 0)), Ok("1700000000000000".to_owned()));
+        assert_eq!(micro(at(0, 999)), Ok("0".to_owned()));
+        assert_eq!(micro(at(-1, 0)), Err(VersionError::BeforeEpoch));
+        assert!(Version::of_created(at(i64::MAX, 999_999_999), Precision::Microsecond).is_ok());
+    }
+
+    proptest! {
+        /// Creation times order as their versions do, but where the
+        /// precision cannot tell them apart.
+        #[test]
+        fn creation_times_order_as_versions(a in 0i64..5_000_000_000, an in 0u32..1_000_000_000, b in 0i64..5_000_000_000, bn in 0u32..1_000_000_000) {
+            let (ca, cb) = (CreationTime { seconds: a, nanos: an }, CreationTime { seconds: b, nanos: bn });
+            for (precision, unit) in [(Precision::Microsecond, 1_000), (Precision::Millisecond, 1_000_000)] {
+                let (va, vb) = (Version::of_created(ca, precision), Version::of_created(cb, precision));
+                let (Ok(va), Ok(vb)) = (va, vb) else {
+                    return Err(TestCaseError::fail("a time after 1970 is a version"));
+                };
+                prop_assert_eq!(va.cmp(&vb), (a, an / unit).cmp(&(b, bn / unit)));
+            }
+        }
     }
 
     fn digits(max: usize) -> impl Strategy<Value = String> {

@@ -19,8 +19,8 @@ use toml::Spanned;
 use super::error::{line_column, ConfigError, Problem};
 use super::raw::{RawAlarms, RawEdgeSet, RawEvents, RawIndex, RawPipeline, RawRoute, RawSortColumn, RawTable, Text};
 use super::{
-    AlarmConfig, Config, EdgeSetConfig, EventsConfig, IndexConfig, PipelineConfig, RouteConfig, RouteEvent, RouteItems,
-    SortColumn, SourceConfig, TableConfig, Template, ValueRef,
+    AlarmConfig, ChangeSource, Config, EdgeSetConfig, EventsConfig, IndexConfig, KinesisSource, PipelineConfig,
+    Precision, RouteConfig, RouteEvent, RouteItems, SortColumn, SourceConfig, TableConfig, Template, ValueRef,
 };
 use crate::sortkey::{Column, ColumnType, Direction, Nulls};
 
@@ -41,6 +41,8 @@ pub mod defaults {
     pub const ITERATOR_AGE_PAGE_SECONDS: u64 = 3600;
     /// `[pipeline] tombstone_ttl_hours`: the stream's 24 h and a day to redrive.
     pub const TOMBSTONE_TTL_HOURS: u32 = 48;
+    /// `[table.NAME] retention_hours` of a Kinesis data stream: Kinesis's own default.
+    pub const KINESIS_RETENTION_HOURS: u32 = 24;
     pub const MAX_MEMBERS: usize = 2000;
     pub const COMPLETE_ATTRIBUTE: &str = "edgesComplete";
     pub const TARGET_INDEX: &str = "byTarget";
@@ -69,6 +71,8 @@ pub mod limits {
     /// `[pipeline] tombstone_ttl_hours`: at least the stream's 24 h (a record
     /// still in the stream must find the tombstone), at most a year.
     pub const TOMBSTONE_TTL_HOURS: std::ops::RangeInclusive<i64> = 24..=8760;
+    /// `[table.NAME] retention_hours`: what Kinesis allows.
+    pub const KINESIS_RETENTION_HOURS: std::ops::RangeInclusive<i64> = 24..=8760;
     /// EventBridge `Source` and bus names.
     pub const EVENT_NAME_CHARS: usize = 256;
 }
@@ -289,7 +293,7 @@ impl Checker<'_> {
         let events = self.events(raw.events);
         let alarms = self.alarms(raw.alarms);
         let pipeline = self.pipeline(raw.pipeline);
-        let tables = self.tables(raw.table_key, raw.table_malformed, &raw.tables);
+        let tables = self.tables(raw.table_key, raw.table_malformed, &raw.tables, &pipeline);
         let (edge_sets, edge_set_infos) = self.edge_sets(raw.edge_sets, &tables);
         let indexes = self.indexes(raw.indexes, &tables, &edge_set_infos);
         let routes = self.routes(raw.routes, &tables, &edge_set_infos, &raw.broken_edge_set_tables);

@@ -42,6 +42,9 @@ pub(crate) struct RawTable {
     pub partition_key: Text,
     pub sort_key: Option<Text>,
     pub ttl_attribute: Option<Text>,
+    pub stream: Option<Text>,
+    pub precision: Option<Text>,
+    pub retention_hours: Option<Spanned<i64>>,
 }
 
 /// `[[edge_set]]`

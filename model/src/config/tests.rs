@@ -1010,3 +1010,93 @@ fn the_version_attributes_are_reserved() {
         );
     }
 }
+
+#[test]
+fn a_table_reads_its_dynamodb_stream_unless_it_says_kinesis() {
+    let config = accepted(BASE);
+    assert!(config.tables.iter().all(|t| t.stream == ChangeSource::DynamoDb));
+    let kinesis = |settings: &str| BASE.replace("sort_key = \"rel\"\n", &format!("sort_key = \"rel\"\n{settings}\n"));
+    let config = accepted(&kinesis("stream = \"kinesis\""));
+    assert_eq!(
+        config.table("issues").map(|t| t.stream),
+        Some(ChangeSource::Kinesis(KinesisSource {
+            precision: Precision::Microsecond,
+            retention_hours: defaults::KINESIS_RETENTION_HOURS,
+        }))
+    );
+    assert_eq!(config.table("records").map(|t| t.stream), Some(ChangeSource::DynamoDb));
+    let config = accepted(&format!(
+        "{}\n[pipeline]\ntombstone_ttl_hours = 200\n",
+        kinesis("stream = \"Kinesis\"\nprecision = \"MILLISECOND\"\nretention_hours = 168")
+    ));
+    assert_eq!(
+        config.table("issues").map(|t| t.stream),
+        Some(ChangeSource::Kinesis(KinesisSource {
+            precision: Precision::Millisecond,
+            retention_hours: 168,
+        }))
+    );
+    assert!(accepted(&kinesis("stream = \"dynamodb\""))
+        .tables
+        .iter()
+        .all(|t| !t.stream.is_unordered()));
+}
+
+#[test]
+fn a_wrong_change_source_is_explained_where_it_is_written() {
+    let kinesis = |settings: &str| BASE.replace("sort_key = \"rel\"\n", &format!("sort_key = \"rel\"\n{settings}\n"));
+    // (settings, key, what the reason must say, line of the problem in the settings)
+    let cases = [
+        ("stream = \"kafka\"", "stream", "expected \"dynamodb\"", 0),
+        (
+            "precision = \"millisecond\"",
+            "precision",
+            "set stream = \"kinesis\"",
+            0,
+        ),
+        (
+            "stream = \"dynamodb\"\nretention_hours = 48",
+            "retention_hours",
+            "setting of a Kinesis",
+            1,
+        ),
+        (
+            "stream = \"kinesis\"\nprecision = \"second\"",
+            "precision",
+            "\"microsecond\" or \"millisecond\"",
+            1,
+        ),
+        (
+            "stream = \"kinesis\"\nretention_hours = 12",
+            "retention_hours",
+            "out of range (24..=8760)",
+            1,
+        ),
+        (
+            "stream = \"kinesis\"\nretention_hours = 9000",
+            "retention_hours",
+            "out of range",
+            1,
+        ),
+        (
+            "stream = \"kinesis\"\nretention_hours = 72",
+            "retention_hours",
+            "raise tombstone_ttl_hours to at least 72",
+            1,
+        ),
+    ];
+    let base_line = BASE
+        .lines()
+        .position(|l| l == "sort_key = \"rel\"")
+        .map_or(0, |i| i + 2);
+    for (settings, key, reason, line) in cases {
+        let problems = refused(&kinesis(settings));
+        assert!(
+            problems.iter().any(|p| p.key == format!("[table.issues] {key}")
+                && p.reason.contains(reason)
+                && p.line == base_line + line),
+            "{settings}: {}",
+            show(&problems)
+        );
+    }
+}

@@ -27,6 +27,11 @@ pub enum Invalid {
          (a time in milliseconds?)"
     )]
     CreationTime { seconds: i64 },
+    #[error(
+        "no ApproximateCreationDateTime, but table `{table}` is read from a Kinesis data stream, \
+         where a record's creation time is its version"
+    )]
+    NoCreationTime { table: String },
     #[error("`{image}` is about {bytes} bytes, over DynamoDB's item limit of 400 KB")]
     TooLarge { image: &'static str, bytes: usize },
 }

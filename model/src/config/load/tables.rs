@@ -8,6 +8,7 @@ impl Checker<'_> {
         table_key: Option<usize>,
         table_malformed: bool,
         raw: &[(Text, Option<RawTable>)],
+        pipeline: &PipelineConfig,
     ) -> Vec<TableInfo> {
         if raw.is_empty() && !table_malformed {
             let offset = table_key.unwrap_or(0);
@@ -36,11 +37,13 @@ impl Checker<'_> {
                 if let Some(ttl) = &body.ttl_attribute {
                     self.attribute(ttl, &join_key(&context, "ttl_attribute"));
                 }
+                let stream = self.change_source(body, &context, pipeline);
                 TableConfig {
                     name: name.get_ref().clone(),
                     partition_key: body.partition_key.get_ref().clone(),
                     sort_key: body.sort_key.as_ref().map(|s| s.get_ref().clone()),
                     ttl_attribute: body.ttl_attribute.as_ref().map(|s| s.get_ref().clone()),
+                    stream,
                 }
             });
             out.push(TableInfo {
@@ -49,6 +52,97 @@ impl Checker<'_> {
             });
         }
         out
+    }
+
+    /// A table's `stream`, `precision` and `retention_hours`.
+    fn change_source(&mut self, body: &RawTable, context: &str, pipeline: &PipelineConfig) -> ChangeSource {
+        let kinesis = match &body.stream {
+            None => false,
+            Some(stream) => match stream.get_ref().to_ascii_lowercase().as_str() {
+                "dynamodb" => false,
+                "kinesis" => true,
+                other => {
+                    self.problem(
+                        stream.span().start,
+                        join_key(context, "stream"),
+                        format!("unknown change source {other:?}: expected \"dynamodb\" (the table's DynamoDB stream) or \"kinesis\" (a Kinesis data stream)"),
+                    );
+                    false
+                }
+            },
+        };
+        if !kinesis {
+            let only_kinesis = |key: &str| {
+                format!(
+                    "`{key}` is a setting of a Kinesis data stream, but this table reads its DynamoDB stream \
+                     (a DynamoDB stream's records are versioned by sequence number and kept 24 hours): \
+                     set stream = \"kinesis\" or remove `{key}`"
+                )
+            };
+            if let Some(p) = &body.precision {
+                self.problem(
+                    p.span().start,
+                    join_key(context, "precision"),
+                    only_kinesis("precision"),
+                );
+            }
+            if let Some(r) = &body.retention_hours {
+                self.problem(
+                    r.span().start,
+                    join_key(context, "retention_hours"),
+                    only_kinesis("retention_hours"),
+                );
+            }
+            return ChangeSource::DynamoDb;
+        }
+        let precision = match &body.precision {
+            None => Precision::default(),
+            Some(p) => match p.get_ref().to_ascii_lowercase().as_str() {
+                "microsecond" => Precision::Microsecond,
+                "millisecond" => Precision::Millisecond,
+                other => {
+                    self.problem(
+                        p.span().start,
+                        join_key(context, "precision"),
+                        format!("unknown precision {other:?}: expected \"microsecond\" or \"millisecond\", the ApproximateCreationDateTimePrecision the table sends"),
+                    );
+                    Precision::default()
+                }
+            },
+        };
+        let key = join_key(context, "retention_hours");
+        let retention_hours = match &body.retention_hours {
+            None => defaults::KINESIS_RETENTION_HOURS,
+            Some(r) => match self.int_in(r, limits::KINESIS_RETENTION_HOURS, &key) {
+                Some(hours) => hours as u32,
+                None => {
+                    return ChangeSource::Kinesis(KinesisSource {
+                        precision,
+                        retention_hours: defaults::KINESIS_RETENTION_HOURS,
+                    })
+                }
+            },
+        };
+        if pipeline.tombstone_ttl_hours < retention_hours {
+            let offset = body
+                .retention_hours
+                .as_ref()
+                .map_or(body.partition_key.span().start, |r| r.span().start);
+            self.problem(
+                offset,
+                key,
+                format!(
+                    "the stream keeps a record {retention_hours} hours, but a tombstone lives \
+                     [pipeline] tombstone_ttl_hours = {} hours: a record older than a tombstone could bring \
+                     a deleted row back; raise tombstone_ttl_hours to at least {retention_hours}",
+                    pipeline.tombstone_ttl_hours
+                ),
+            );
+        }
+        ChangeSource::Kinesis(KinesisSource {
+            precision,
+            retention_hours,
+        })
     }
 
     /// Looks up a referenced table. `None`: not declared (reported);

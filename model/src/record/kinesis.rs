@@ -1,0 +1,418 @@
+//! Changes from a Kinesis data stream: Lambda's Kinesis event, and the
+//! records DynamoDB writes to the stream, unwrapped into the DynamoDB
+//! stream's own Lambda shape, so that every reading after this one is the
+//! one of a DynamoDB stream.
+//!
+//! A Kinesis record's `kinesis.data` is base64 of the JSON DynamoDB writes:
+//! `awsRegion`, `eventID`, `eventName`, `userIdentity`, `recordFormat`,
+//! `tableName`, `eventSource` and `dynamodb`, which has
+//! `ApproximateCreationDateTime` in the table's precision (microseconds or
+//! milliseconds since 1970), `Keys`, the images and `SizeBytes`, and no
+//! `SequenceNumber`. Unwrapped, a change gets:
+//!
+//! - `dynamodb.SequenceNumber`: the Kinesis record's `sequenceNumber`
+//!   (what the failure response names), or for a line of a file its line;
+//! - `ApproximateCreationDateTime` in epoch seconds, exactly (digits moved
+//!   past the point, never through a float);
+//! - `eventSourceARN`: the table's ARN, from `tableName` (the account from
+//!   the Kinesis stream's ARN when there is one).
+//!
+//! Everything else is kept as written. A record that cannot be unwrapped
+//! (not base64, not JSON, no `tableName`, a creation time not in the
+//! table's precision, a table the config reads from its DynamoDB stream)
+//! is unusable ([`RecordError::Kinesis`]), with its Kinesis record's text
+//! for the quarantine; the others go on.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::document::{clip, decode, json_message, strict};
+use super::one::record_id;
+use super::{ParseError, Raw, Received, RecordError, RecordId};
+use crate::config::{ChangeSource, Config, Precision};
+use crate::validate::{MAX_CREATION_SECONDS, MIN_CREATION_SECONDS};
+
+/// `eventSource` of a Lambda Kinesis event's records.
+pub const KINESIS_EVENT_SOURCE: &str = "aws:kinesis";
+
+/// Records unwrapped into DynamoDB's Lambda shape.
+#[derive(Debug)]
+pub struct Unwrapped<'a> {
+    /// `{"Records":[…]}`: the usable records, in order.
+    pub batch: String,
+    /// The unusable ones, each with its position among all records.
+    pub unusable: Vec<(usize, Received<'a>)>,
+}
+
+impl<'a> Unwrapped<'a> {
+    fn new(capacity: usize) -> Self {
+        let mut batch = String::with_capacity(capacity + 16);
+        batch.push_str("{\"Records\":[");
+        Unwrapped {
+            batch,
+            unusable: Vec::new(),
+        }
+    }
+
+    fn finish(mut self) -> Self {
+        self.batch.push_str("]}");
+        self
+    }
+
+    /// Appends one change, or notes it unusable.
+    fn push(
+        &mut self,
+        position: usize,
+        raw: &'a str,
+        id: Ids<'_>,
+        change: Result<Cow<'_, [u8]>, String>,
+        config: &Config,
+    ) {
+        let rollback = self.batch.len();
+        let first = self.batch.ends_with('[');
+        if !first {
+            self.batch.push(',');
+        }
+        let written = change.and_then(|data| rewrite(&data, &id, config, &mut self.batch));
+        if let Err(reason) = written {
+            self.batch.truncate(rollback);
+            let record = record_id(id.sequence_number, id.event_id, RecordId::Index(position));
+            let sequence_number = matches!(record, RecordId::Sequence(_))
+                .then(|| id.sequence_number.map(str::to_owned))
+                .flatten();
+            self.unusable.push((
+                position,
+                Received::read(
+                    Raw::Json(raw),
+                    sequence_number,
+                    Err(RecordError::Kinesis { record, reason }),
+                ),
+            ));
+        }
+    }
+}
+
+/// Whether `payload` is a Lambda Kinesis event: its first record has a
+/// `kinesis` part or says `eventSource: aws:kinesis`. Reads no further
+/// than that record.
+pub fn is_kinesis_event(payload: &[u8]) -> bool {
+    let found = Cell::new(false);
+    let mut de = serde_json::Deserializer::from_slice(payload);
+    // Stops at the first record with an error of its own making.
+    let _ = de.deserialize_map(TopVisitor(&found));
+    found.get()
+}
+
+/// The records of a Lambda Kinesis event, unwrapped. The whole payload
+/// must be JSON of `{"Records": [...]}`; a record that cannot be unwrapped
+/// is unusable, not an error of the payload.
+pub fn unwrap_event<'a>(payload: &'a [u8], config: &Config) -> Result<Unwrapped<'a>, ParseError> {
+    let (text, bom) = decode(payload)?;
+    let records = strict(text, bom)?;
+    let mut out = Unwrapped::new(payload.len());
+    let mut data = Vec::new();
+    for (position, raw) in records.into_iter().enumerate() {
+        let record: Result<LambdaRecord<'_>, _> = serde_json::from_str(raw.get());
+        let (id, change) = match &record {
+            Ok(record) => {
+                let id = Ids {
+                    sequence_number: record.kinesis.as_ref().and_then(|k| k.sequence_number.as_deref()),
+                    event_id: record.event_id.as_deref(),
+                    account: record.event_source_arn.as_deref().and_then(account_of),
+                };
+                let change = match record.kinesis.as_ref().and_then(|k| k.data.as_deref()) {
+                    None => Err("no `kinesis.data`".to_owned()),
+                    Some(text) => {
+                        data.clear();
+                        base64::engine::general_purpose::STANDARD
+                            .decode_vec(text.as_bytes(), &mut data)
+                            .map(|()| Cow::Borrowed(data.as_slice()))
+                            .map_err(|e| format!("`kinesis.data` is not base64: {e}"))
+                    }
+                };
+                (id, change)
+            }
+            Err(e) => (
+                Ids::default(),
+                Err(format!("not a Kinesis record: {}", json_message(e))),
+            ),
+        };
+        out.push(position, raw.get(), id, change, config);
+    }
+    Ok(out.finish())
+}
+
+/// JSON Lines of the changes as DynamoDB writes them to Kinesis (what
+/// `record` saves of a Kinesis stream): each line one change, its line
+/// number its sequence number. Blank lines are skipped.
+pub fn unwrap_lines<'a>(text: &'a str, config: &Config) -> Unwrapped<'a> {
+    let mut out = Unwrapped::new(text.len());
+    let mut position = 0;
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        let number = (index + 1).to_string();
+        let id = Ids {
+            sequence_number: Some(&number),
+            ..Ids::default()
+        };
+        out.push(position, line, id, Ok(Cow::Borrowed(line.as_bytes())), config);
+        position += 1;
+    }
+    out.finish()
+}
+
+/// Whether a line is a change as DynamoDB writes it to Kinesis: an object
+/// with `tableName` and `dynamodb`, and no `dynamodb.SequenceNumber`.
+pub fn is_kinesis_change(line: &str) -> bool {
+    serde_json::from_str::<Change<'_>>(line).is_ok_and(|c| {
+        c.table_name.is_some()
+            && c.dynamodb
+                .is_some_and(|d| !d.0.iter().any(|(k, _)| k == "SequenceNumber"))
+    })
+}
+
+/// How the record is named, and the account of its stream.
+#[derive(Debug, Default, Clone, Copy)]
+struct Ids<'a> {
+    sequence_number: Option<&'a str>,
+    event_id: Option<&'a str>,
+    account: Option<&'a str>,
+}
+
+/// The account of an ARN (`arn:PARTITION:SERVICE:REGION:ACCOUNT:…`).
+fn account_of(arn: &str) -> Option<&str> {
+    arn.split(':').nth(4).filter(|a| a.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Writes the change `data` (JSON as DynamoDB writes it) to `out` in the
+/// DynamoDB stream's Lambda shape; the reason it cannot be, otherwise.
+fn rewrite(data: &[u8], id: &Ids<'_>, config: &Config, out: &mut String) -> Result<(), String> {
+    let text = std::str::from_utf8(data).map_err(|_| "`kinesis.data` is not UTF-8 text".to_owned())?;
+    let change: Change<'_> = serde_json::from_str(text)
+        .map_err(|e| format!("`kinesis.data` is not a DynamoDB change: {}", json_message(&e)))?;
+    let table = change.table_name.as_deref().ok_or("no `tableName`")?;
+    let region: Cow<'_, str> = match change.aws_region {
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|_| "`awsRegion` is not a string".to_owned())?,
+        None => Cow::Borrowed(""),
+    };
+    let arn = format!(
+        "arn:aws:dynamodb:{region}:{}:table/{table}",
+        id.account.unwrap_or_default()
+    );
+    if super::table_from_arn(&arn) != Some(table) {
+        return Err(format!(
+            "`tableName` {:?} is not a DynamoDB table name",
+            clip(table, 64)
+        ));
+    }
+    let precision = match config.table(table).map(|t| t.stream) {
+        Some(ChangeSource::Kinesis(k)) => k.precision,
+        Some(ChangeSource::DynamoDb) => {
+            return Err(format!(
+                "table `{table}` came from a Kinesis data stream, but the config reads it from its DynamoDB stream: \
+                 set stream = \"kinesis\" in [table.{table}]"
+            ))
+        }
+        // Not declared: read as sent; the consumers say what they do with it.
+        None => Precision::default(),
+    };
+    let dynamodb = change.dynamodb.ok_or("no `dynamodb` part")?;
+    let sequence_number = id.sequence_number.ok_or("no `kinesis.sequenceNumber`")?;
+    if sequence_number.is_empty() || !sequence_number.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("`kinesis.sequenceNumber` is not a string of decimal digits".to_owned());
+    }
+    out.push('{');
+    for (name, value) in [
+        ("eventID", change.event_id),
+        ("eventName", change.event_name),
+        ("awsRegion", change.aws_region),
+        ("userIdentity", change.user_identity),
+    ] {
+        if let Some(value) = value {
+            let _ = write!(out, "\"{name}\":{},", value.get());
+        }
+    }
+    out.push_str("\"eventSource\":\"aws:dynamodb\",\"eventSourceARN\":");
+    push_json_string(out, &arn);
+    let _ = write!(out, ",\"dynamodb\":{{\"SequenceNumber\":\"{sequence_number}\"");
+    for (name, value) in &dynamodb.0 {
+        if name == "ApproximateCreationDateTime" {
+            out.push_str(",\"ApproximateCreationDateTime\":");
+            epoch_seconds(value.get(), precision, out)?;
+        } else {
+            out.push(',');
+            push_json_string(out, name);
+            out.push(':');
+            out.push_str(value.get());
+        }
+    }
+    out.push_str("}}");
+    Ok(())
+}
+
+/// `units` (whole microseconds or milliseconds since 1970, a JSON integer)
+/// as epoch seconds with the fraction, exactly.
+fn epoch_seconds(units: &str, precision: Precision, out: &mut String) -> Result<(), String> {
+    let (places, unit) = match precision {
+        Precision::Microsecond => (6, "microseconds"),
+        Precision::Millisecond => (3, "milliseconds"),
+    };
+    let shown = clip(units, 40);
+    if units.is_empty() || !units.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "ApproximateCreationDateTime {shown} is not a whole number of {unit} since 1970 (the table's precision)"
+        ));
+    }
+    let digits = units.trim_start_matches('0');
+    let (seconds, fraction) = digits.split_at(digits.len().saturating_sub(places));
+    let in_range = seconds
+        .parse::<i64>()
+        .is_ok_and(|s| (MIN_CREATION_SECONDS..=MAX_CREATION_SECONDS).contains(&s));
+    if !in_range {
+        let other = match precision {
+            Precision::Microsecond => "millisecond",
+            Precision::Millisecond => "microsecond",
+        };
+        return Err(format!(
+            "ApproximateCreationDateTime {shown} is not a time in {unit} between 2014 and 2100: \
+             does the table send precision = \"{other}\"? (the config says \"{}\")",
+            precision.as_str()
+        ));
+    }
+    let _ = write!(out, "{seconds}.{fraction:0>places$}");
+    Ok(())
+}
+
+fn push_json_string(out: &mut String, text: &str) {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned()));
+    }
+}
+
+/// One record of a Lambda Kinesis event.
+#[derive(Deserialize)]
+struct LambdaRecord<'a> {
+    #[serde(borrow)]
+    kinesis: Option<KinesisPart<'a>>,
+    #[serde(rename = "eventID", borrow)]
+    event_id: Option<Cow<'a, str>>,
+    #[serde(rename = "eventSourceARN", borrow)]
+    event_source_arn: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct KinesisPart<'a> {
+    #[serde(borrow)]
+    data: Option<Cow<'a, str>>,
+    #[serde(rename = "sequenceNumber", borrow)]
+    sequence_number: Option<Cow<'a, str>>,
+}
+
+/// A change as DynamoDB writes it to Kinesis.
+#[derive(Deserialize)]
+struct Change<'a> {
+    #[serde(rename = "eventID", borrow)]
+    event_id: Option<&'a RawValue>,
+    #[serde(rename = "eventName", borrow)]
+    event_name: Option<&'a RawValue>,
+    #[serde(rename = "awsRegion", borrow)]
+    aws_region: Option<&'a RawValue>,
+    #[serde(rename = "userIdentity", borrow)]
+    user_identity: Option<&'a RawValue>,
+    #[serde(rename = "tableName", borrow)]
+    table_name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    dynamodb: Option<Fields<'a>>,
+}
+
+/// An object's fields, in order, their values as written.
+struct Fields<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Fields<'a> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct FieldsVisitor;
+        impl<'de> Visitor<'de> for FieldsVisitor {
+            type Value = Fields<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut fields: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::new();
+                while let Some(name) = map.next_key::<Cow<'de, str>>()? {
+                    if fields.iter().any(|(n, _)| *n == name) {
+                        return Err(de::Error::custom(format!("`{}` is given twice", clip(&name, 64))));
+                    }
+                    let value = map.next_value()?;
+                    fields.push((name, value));
+                }
+                Ok(Fields(fields))
+            }
+        }
+        de.deserialize_map(FieldsVisitor)
+    }
+}
+
+/// Finds `Records`, and in it the first record (see [`is_kinesis_event`]).
+struct TopVisitor<'c>(&'c Cell<bool>);
+
+impl<'de> Visitor<'de> for TopVisitor<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an event")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "Records" {
+                return map.next_value_seed(FirstRecord(self.0));
+            }
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+struct FirstRecord<'c>(&'c Cell<bool>);
+
+impl<'de> DeserializeSeed<'de> for FirstRecord<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FirstRecord<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("records")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        #[derive(Deserialize)]
+        struct Probe<'a> {
+            kinesis: Option<IgnoredAny>,
+            #[serde(rename = "eventSource", borrow)]
+            event_source: Option<Cow<'a, str>>,
+        }
+        if let Some(probe) = seq.next_element::<Probe<'de>>()? {
+            self.0
+                .set(probe.kinesis.is_some() || probe.event_source.as_deref() == Some(KINESIS_EVENT_SOURCE));
+        }
+        // The rest of the payload is not read.
+        Err(de::Error::custom("first record read"))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,237 @@
+//! The Kinesis fixtures (`tests/fixtures/kinesis-event.json`, and
+//! `kinesis-changes.jsonl`, the same changes as DynamoDB writes them) are
+//! the Lambda fixtures of the three tables sent through Kinesis: unwrapped,
+//! each record must read as its DynamoDB-stream twin, but for its sequence
+//! number and its creation time.
+
+use std::path::Path;
+
+use super::*;
+use crate::config::{self, KinesisSource};
+use crate::record::{parse_batch, ChangeRecord, CreationTime};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The example config with every table read from Kinesis in `precision`.
+fn kinesis_config(precision: Precision) -> Config {
+    let mut config = config::parse(config::EXAMPLE_CONFIG, "example").unwrap_or_else(|e| panic!("{e}"));
+    for table in &mut config.tables {
+        table.stream = ChangeSource::Kinesis(KinesisSource {
+            precision,
+            retention_hours: 24,
+        });
+    }
+    config
+}
+
+fn records(batch: &str) -> Vec<ChangeRecord> {
+    parse_batch(batch.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|r| r.record.unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
+/// The twins: the three Lambda fixtures' records, in the Kinesis fixture's order.
+fn twins() -> Vec<ChangeRecord> {
+    ["records", "issues", "layers"]
+        .iter()
+        .flat_map(|t| {
+            let text = String::from_utf8(fixture(&format!("lambda-{t}.json"))).unwrap_or_default();
+            records(&text)
+        })
+        .collect()
+}
+
+fn same_change(got: &ChangeRecord, twin: &ChangeRecord) {
+    assert_eq!(got.kind, twin.kind);
+    assert_eq!(got.keys, twin.keys);
+    assert_eq!(got.old, twin.old);
+    assert_eq!(got.new, twin.new);
+    assert_eq!(got.event_id, twin.event_id);
+    assert_eq!(got.ttl_expiry, twin.ttl_expiry, "{:?}", got.keys);
+    assert_eq!(got.table, twin.table);
+    assert_eq!(got.size_bytes, twin.size_bytes);
+}
+
+#[test]
+fn a_lambda_kinesis_event_reads_as_its_dynamodb_twin() {
+    let payload = fixture("kinesis-event.json");
+    assert!(is_kinesis_event(&payload));
+    assert!(!is_kinesis_event(&fixture("lambda-records.json")));
+    assert!(!is_kinesis_event(&fixture("getrecords-issues.json")));
+    assert!(!is_kinesis_event(b"not json"));
+    let unwrapped = unwrap_event(&payload, &kinesis_config(Precision::Microsecond)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(unwrapped.unusable.is_empty(), "{:?}", unwrapped.unusable);
+    let got = records(&unwrapped.batch);
+    let twins = twins();
+    let sent: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
+    let sequence_numbers: Vec<&str> = sent["Records"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|r| r["kinesis"]["sequenceNumber"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(got.len(), twins.len());
+    assert!(got.iter().any(|r| r.ttl_expiry), "the fixture holds a TTL deletion");
+    for (i, (got, twin)) in got.iter().zip(&twins).enumerate() {
+        same_change(got, twin);
+        assert_eq!(
+            Some(got.sequence_number.as_str()),
+            sequence_numbers.get(i).copied(),
+            "the Kinesis sequence number"
+        );
+        let twin_seconds = twin.created.map(|c| c.seconds).unwrap_or_default();
+        let micros = 1000 + i as u32 * 137;
+        assert_eq!(
+            got.created,
+            Some(CreationTime {
+                seconds: twin_seconds,
+                nanos: micros * 1000
+            }),
+            "the creation time, to the microsecond"
+        );
+    }
+}
+
+#[test]
+fn json_lines_of_changes_read_as_the_event_does() {
+    let text = String::from_utf8(fixture("kinesis-changes.jsonl")).unwrap_or_default();
+    assert!(text.lines().all(is_kinesis_change));
+    let lambda = String::from_utf8(fixture("lambda-records.json")).unwrap_or_default();
+    assert!(!is_kinesis_change(&lambda));
+    let config = kinesis_config(Precision::Microsecond);
+    let lines = unwrap_lines(&text, &config);
+    assert!(lines.unusable.is_empty(), "{:?}", lines.unusable);
+    let payload = fixture("kinesis-event.json");
+    let event = unwrap_event(&payload, &config).unwrap_or_else(|e| panic!("{e}"));
+    let (from_lines, from_event) = (records(&lines.batch), records(&event.batch));
+    assert_eq!(from_lines.len(), from_event.len());
+    for (i, (a, b)) in from_lines.iter().zip(&from_event).enumerate() {
+        same_change(a, b);
+        assert_eq!(a.created, b.created);
+        assert_eq!(
+            a.sequence_number,
+            (i + 1).to_string(),
+            "a line's number is its sequence number"
+        );
+    }
+}
+
+#[test]
+fn milliseconds_are_read_in_milliseconds_and_a_wrong_precision_is_named() {
+    let text = String::from_utf8(fixture("kinesis-changes.jsonl")).unwrap_or_default();
+    let line = text.lines().next().unwrap_or_default();
+    let micros = line.to_owned();
+    let millis = {
+        let at = micros.find("ApproximateCreationDateTime\":").unwrap_or(0) + "ApproximateCreationDateTime\":".len();
+        let end = at + micros[at..].find(',').unwrap_or(0);
+        format!("{}{}{}", &micros[..at], &micros[at..end - 3], &micros[end..])
+    };
+    let read = |line: &str, precision| {
+        let out = unwrap_lines(line, &kinesis_config(precision));
+        (
+            out.batch.clone(),
+            out.unusable
+                .iter()
+                .map(|(_, r)| r.record.clone().err().map(|e| e.to_string()))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (batch, unusable) = read(&millis, Precision::Millisecond);
+    assert!(unusable.is_empty(), "{unusable:?}");
+    let created = records(&batch)[0].created;
+    assert_eq!(created.map(|c| c.nanos % 1_000_000), Some(0), "whole milliseconds");
+    // Microseconds read as milliseconds, and the other way round, are named.
+    for (line, precision, says) in [
+        (&micros, Precision::Millisecond, "precision = \"microsecond\""),
+        (&millis, Precision::Microsecond, "precision = \"millisecond\""),
+    ] {
+        let (_, unusable) = read(line, precision);
+        let message = unusable.first().cloned().flatten().unwrap_or_default();
+        assert!(message.contains(says) && message.contains("record 1"), "{message}");
+    }
+}
+
+#[test]
+fn bad_data_is_unusable_with_its_reason_and_the_rest_goes_on() {
+    let config = kinesis_config(Precision::Microsecond);
+    let good = String::from_utf8(fixture("kinesis-changes.jsonl")).unwrap_or_default();
+    let good = good.lines().next().unwrap_or_default();
+    let encode = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let record = |seq: &str, data: &str| {
+        format!(
+            r#"{{"kinesis":{{"sequenceNumber":"{seq}","data":"{data}"}},"eventSource":"aws:kinesis","eventSourceARN":"arn:aws:kinesis:eu-central-1:123456789012:stream/s"}}"#
+        )
+    };
+    let undeclared = good.replace("\"tableName\":\"records\"", "\"tableName\":\"elsewhere\"");
+    let cases = [
+        (record("11", "%%%"), "not base64"),
+        (record("12", &encode("{\"tableName\":")), "not a DynamoDB change"),
+        (
+            record("13", &encode(&good.replace("\"tableName\":\"records\",", ""))),
+            "no `tableName`",
+        ),
+        (
+            record(
+                "14",
+                &encode(&good.replace("\"tableName\":\"records\"", "\"tableName\":\"a/b\"")),
+            ),
+            "not a DynamoDB table name",
+        ),
+        (r#"{"kinesis":{"sequenceNumber":"15"}}"#.to_owned(), "no `kinesis.data`"),
+        (r#"{"kinesis":"no"}"#.to_owned(), "not a Kinesis record"),
+    ];
+    let mut payload = format!("{{\"Records\":[{}", record("10", &encode(good)));
+    for (text, _) in &cases {
+        payload.push(',');
+        payload.push_str(text);
+    }
+    payload.push(',');
+    payload.push_str(&record("16", &encode(&undeclared)));
+    payload.push_str("]}");
+    assert!(is_kinesis_event(payload.as_bytes()));
+    let out = unwrap_event(payload.as_bytes(), &config).unwrap_or_else(|e| panic!("{e}"));
+    let usable = records(&out.batch);
+    assert_eq!(usable.len(), 2, "the good one and the undeclared table's go on");
+    assert_eq!(usable[1].table.as_deref(), Some("elsewhere"));
+    assert_eq!(out.unusable.len(), cases.len());
+    for ((position, received), (i, (text, says))) in out.unusable.iter().zip(cases.iter().enumerate()) {
+        assert_eq!(*position, i + 1);
+        let message = received.record.clone().err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains(says), "{message}");
+        assert!(
+            matches!(received.raw, Raw::Json(raw) if raw == text),
+            "kept whole for the quarantine"
+        );
+        if i < 4 {
+            assert_eq!(received.sequence_number.as_deref(), Some((11 + i).to_string().as_str()));
+            assert!(message.starts_with(&format!("record {}", 11 + i)), "{message}");
+        }
+    }
+    // A table the config reads from its DynamoDB stream is named.
+    let mut dynamodb = config.clone();
+    dynamodb
+        .tables
+        .iter_mut()
+        .for_each(|t| t.stream = ChangeSource::DynamoDb);
+    let out = unwrap_event(payload.as_bytes(), &dynamodb).unwrap_or_else(|e| panic!("{e}"));
+    let message = out.unusable[0]
+        .1
+        .record
+        .clone()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        message.contains("set stream = \"kinesis\" in [table.records]"),
+        "{message}"
+    );
+    // Not JSON at all is the payload's error.
+    assert!(unwrap_event(b"{\"Records\": [", &config).is_err());
+}
