@@ -3,8 +3,12 @@
 //! reads it back. Used by the in-memory store's stream, the local runner and
 //! the tests, wherever a record has to travel as Lambda would send it.
 
+use base64::Engine as _;
+
+use crate::config::Precision;
 use crate::record::{Typed, ViewType};
 use crate::value::Attrs;
+use crate::version::Version;
 use crate::ChangeRecord;
 
 /// The stream ARN the memory store's records carry.
@@ -71,4 +75,73 @@ impl<I: Attrs> Typed for ChangeRecord<I> {
     fn lambda_json(&self) -> String {
         lambda_record(self).to_string()
     }
+}
+
+/// A change as DynamoDB writes it to a Kinesis data stream: the Lambda
+/// shape's fields without `SequenceNumber` and `StreamViewType`, with
+/// `tableName`, `recordFormat`, and `ApproximateCreationDateTime` in
+/// `precision` (whole microseconds or milliseconds since 1970). A record
+/// without a creation time gets none.
+pub fn kinesis_change<I: Attrs>(record: &ChangeRecord<I>, precision: Precision) -> serde_json::Value {
+    let mut change = lambda_record(record);
+    if let Some(object) = change.as_object_mut() {
+        for field in ["eventVersion", "eventSourceARN"] {
+            object.remove(field);
+        }
+        object.insert("recordFormat".into(), "application/json".into());
+        object.insert("tableName".into(), record.table.as_deref().unwrap_or_default().into());
+        object.entry("userIdentity").or_insert(serde_json::Value::Null);
+        if let Some(dynamodb) = object.get_mut("dynamodb").and_then(serde_json::Value::as_object_mut) {
+            dynamodb.remove("SequenceNumber");
+            dynamodb.remove("StreamViewType");
+            dynamodb.remove("ApproximateCreationDateTime");
+            // A whole number (u64: exact, never a float).
+            let units = record
+                .created
+                .and_then(|c| Version::of_created(c, precision).ok())
+                .and_then(|v| v.to_string().parse::<u64>().ok());
+            if let Some(units) = units {
+                dynamodb.insert("ApproximateCreationDateTime".into(), units.into());
+            }
+        }
+    }
+    change
+}
+
+/// The Kinesis stream ARN the local runner and the tests give records.
+pub fn kinesis_stream_arn(stream: &str) -> String {
+    format!("arn:aws:kinesis:local:000000000000:stream/{stream}")
+}
+
+/// One record of a Lambda Kinesis event: `data` (a change's JSON) under
+/// `sequence_number` of the stream `stream_arn`.
+pub fn kinesis_record(data: &str, sequence_number: &str, stream_arn: &str) -> serde_json::Value {
+    serde_json::json!({
+        "kinesis": {
+            "kinesisSchemaVersion": "1.0",
+            "partitionKey": "streamdex",
+            "sequenceNumber": sequence_number,
+            "data": base64::engine::general_purpose::STANDARD.encode(data),
+        },
+        "eventSource": crate::record::kinesis::KINESIS_EVENT_SOURCE,
+        "eventVersion": "1.0",
+        "eventID": format!("shardId-000000000000:{sequence_number}"),
+        "eventName": "aws:kinesis:record",
+        "awsRegion": "local",
+        "eventSourceARN": stream_arn,
+    })
+}
+
+/// A Lambda Kinesis event of these changes, each with its Kinesis
+/// sequence number, in `precision`.
+pub fn kinesis_event<'a>(
+    records: impl IntoIterator<Item = (&'a ChangeRecord, String)>,
+    precision: Precision,
+    stream_arn: &str,
+) -> Vec<u8> {
+    let records: Vec<serde_json::Value> = records
+        .into_iter()
+        .map(|(record, sequence)| kinesis_record(&kinesis_change(record, precision).to_string(), &sequence, stream_arn))
+        .collect();
+    serde_json::json!({ "Records": records }).to_string().into_bytes()
 }

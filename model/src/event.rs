@@ -272,7 +272,7 @@ fn only_pipeline_changes<I: Attrs>(config: &Config, table: &TableConfig, record:
     let mut changed = changed_iter(Some(old), Some(new)).peekable();
     changed.peek().is_some()
         && changed.all(|name| {
-            name == set.attribute || name == set.complete_attribute || name == crate::version::EDGE_MARK_ATTRIBUTE
+            name == set.attribute || name == set.complete_attribute || crate::version::is_version_attribute(name)
         })
 }
 

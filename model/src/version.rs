@@ -39,6 +39,23 @@ pub const TOMBSTONE_ATTRIBUTE: &str = "_sdx_tombstone_expires";
 /// (S, [`WIDTH`] digits).
 pub const EDGE_MARK_ATTRIBUTE: &str = "_sdx_edges_version";
 
+/// On a node item whose edge set is read from a Kinesis data stream: the
+/// start of the attribute holding one member's version (S, [`WIDTH`]
+/// digits), the member's text following it. See
+/// [`member_version_attribute`].
+pub const MEMBER_VERSION_PREFIX: &str = "_sdx_member:";
+
+/// The attribute holding the version of edge-set member `member`.
+pub fn member_version_attribute(member: &str) -> String {
+    format!("{MEMBER_VERSION_PREFIX}{member}")
+}
+
+/// Whether `name` is an attribute the pipeline writes on node items for
+/// its versions (the edge mark, a member's version).
+pub fn is_version_attribute(name: &str) -> bool {
+    name == EDGE_MARK_ATTRIBUTE || name.starts_with(MEMBER_VERSION_PREFIX)
+}
+
 /// Every attribute name reserved by the pipeline's versioning.
 pub const RESERVED_ATTRIBUTES: [&str; 3] = [VERSION_ATTRIBUTE, TOMBSTONE_ATTRIBUTE, EDGE_MARK_ATTRIBUTE];
 

@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use model::config::Config;
-use model::record::{CreationTime, ParseError, RawJson, Received, SharedText};
+use model::record::{kinesis, CreationTime, ParseError, RawJson, Received, SharedText};
 use model::value::Attrs;
 use model::{validate, Mutation, PlanError, Planner};
 
@@ -180,11 +180,16 @@ struct Admitted<'a> {
     /// lanes as each record is planned (left in `mutations` otherwise).
     sets: Option<SetsTaken>,
     /// Each entry's version: its sequence number (DynamoDB's have at most
-    /// 40 digits; one that cannot be a version is the lowest). Worked out
+    /// 40 digits; one that cannot be a version is the lowest), or for a
+    /// table read from a Kinesis data stream its creation time. Worked out
     /// as the record is admitted, not collected from the entries once all
     /// are in: that collection, made at the batch's peak, would raise the
     /// peak RSS (see `docs/PERFORMANCE.md`).
     versions: Vec<model::Version>,
+    /// Whether a record of a table read from a Kinesis data stream is in
+    /// the batch: its writes are then guarded (records may come reordered
+    /// and repeated).
+    unordered: bool,
     handled: Vec<Handled<'a>>,
 }
 
@@ -226,6 +231,8 @@ impl<'a> Admitted<'a> {
             }
         };
         let table = planner.table_of(record).ok();
+        let source = table;
+        self.unordered |= source.is_some_and(|t| t.stream.is_unordered());
         // What DynamoDB never streams is poison, as the router finds.
         if let Some((table, invalid)) = table.and_then(|t| Some((t, validate::poison(received, t)?))) {
             stats.unparsable += 1;
@@ -262,8 +269,13 @@ impl<'a> Admitted<'a> {
             let mutations = self.mutations.get_mut(before..).unwrap_or_default();
             sets.take(lane(group, record), record, mutations);
         }
-        self.versions
-            .push(model::Version::of_sequence(&record.sequence_number).unwrap_or_else(|_| model::Version::zero()));
+        // A record of a Kinesis-read table without a creation time was
+        // found poison above: every record here has a version.
+        let version = match source {
+            Some(source) => model::version::of_record(record, source),
+            None => model::Version::of_sequence(&record.sequence_number),
+        };
+        self.versions.push(version.unwrap_or_else(|_| model::Version::zero()));
         self.entries.push(Entry {
             position,
             group,
@@ -323,7 +335,25 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// carried out before the whole payload is read; then, for a payload
     /// read ahead, the row writes are packed on a second thread while the
     /// set lanes start on this one.
+    ///
+    /// A Lambda Kinesis event (where the config reads a table from one) is
+    /// unwrapped first ([`model::record::kinesis`]), and read the same way;
+    /// its records that cannot be unwrapped are quarantined in their place.
     pub async fn handle(&self, payload: &[u8]) -> Result<Outcome<BatchStats>, ParseError> {
+        if self.config.reads_kinesis() && kinesis::is_kinesis_event(payload) {
+            let unwrapped = kinesis::unwrap_event(payload, &self.config)?;
+            return self.handle_text(unwrapped.batch.as_bytes(), &unwrapped.unusable).await;
+        }
+        self.handle_text(payload, &[]).await
+    }
+
+    /// [`Indexer::handle`] of a payload in the DynamoDB stream's shape,
+    /// with the records `unusable` (each with its position) in between.
+    async fn handle_text(
+        &self,
+        payload: &[u8],
+        unusable: &[(usize, Received<'_>)],
+    ) -> Result<Outcome<BatchStats>, ParseError> {
         let planner = Planner::new(&self.config);
         let mut admitted = Admitted::new(payload.len() / RECORD_BYTES_GUESS);
         let mut position = 0;
@@ -334,10 +364,19 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
         if reading == Reading::Ahead {
             admitted.sets = Some(SetsTaken::default());
         }
+        let mut unusable = unusable.iter().peekable();
         reader::read_each(payload, reading, |raw, received| {
+            while let Some((_, bad)) = unusable.next_if(|(at, _)| *at <= position) {
+                admitted.admit(&planner, position, bad, bad.raw_json());
+                position += 1;
+            }
             admitted.admit(&planner, position, received, raw);
             position += 1;
         })?;
+        for (_, bad) in unusable {
+            admitted.admit(&planner, position, bad, bad.raw_json());
+            position += 1;
+        }
         Ok(self.carry_out(admitted).await)
     }
 
@@ -363,11 +402,16 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
             mutations,
             sets,
             versions,
+            unordered,
             mut handled,
         } = admitted;
         stats.groups = groups.len() + entries.iter().filter(|e| e.group.is_none()).count();
 
-        let stamping = Arc::new(Stamping::new(versions, self.options.guard.clone()));
+        let guard = match &self.options.guard {
+            Guard::InOrder if unordered => Guard::Newer,
+            guard => guard.clone(),
+        };
+        let stamping = Arc::new(Stamping::new(versions, guard));
         let records = entries
             .iter()
             .enumerate()

@@ -79,6 +79,11 @@ impl Config {
         }
     }
 
+    /// Whether a table is read from a Kinesis data stream.
+    pub fn reads_kinesis(&self) -> bool {
+        self.tables.iter().any(|t| t.stream.is_unordered())
+    }
+
     /// The edge set of this table, if it has one (a table has at most one).
     pub fn edge_set(&self, table: &str) -> Option<&EdgeSetConfig> {
         self.edge_sets.iter().find(|e| e.table == table)

@@ -97,4 +97,6 @@ impl Stamping {
 }
 
 #[cfg(test)]
+mod kinesis_tests;
+#[cfg(test)]
 mod tests;

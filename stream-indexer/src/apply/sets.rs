@@ -20,7 +20,13 @@ use model::config::Config;
 use model::edge::{self, GraphItem};
 
 use super::{Backoff, Guard, Progress, RequestCounts, Stamping, MAX_MEMBERS_PER_UPDATE, MAX_MEMBER_BYTES_PER_UPDATE};
-use crate::store::{edge_target, EdgeTarget, MarkGuard, SetChange, SetOutcome, SetStamp, Store, StoreError};
+
+/// At most this many members in one request of an edge set whose members
+/// are versioned one by one (each is named twice in its expressions).
+const MAX_VERSIONED_MEMBERS_PER_UPDATE: usize = 64;
+use crate::store::{
+    edge_target, EdgeTarget, MarkGuard, MemberStamp, SetChange, SetOutcome, SetStamp, Store, StoreError,
+};
 
 /// One set mutation of a lane.
 #[derive(Debug, Clone, PartialEq)]
@@ -272,7 +278,14 @@ impl<S: Store> Lane<'_, S> {
         let mut records: Vec<usize> = members.iter().flat_map(|m| m.records.iter().copied()).collect();
         records.extend(restore);
         records.sort_unstable();
-        let mut queue = chunks(members, |m| m.text.as_str());
+        // Each member's version is named in the request's expressions,
+        // which DynamoDB bounds (4 KB): fewer members per request.
+        let most = if self.unordered(edge_set) {
+            MAX_VERSIONED_MEMBERS_PER_UPDATE
+        } else {
+            MAX_MEMBERS_PER_UPDATE
+        };
+        let mut queue = chunks(members, |m| m.text.as_str(), most);
         if queue.is_empty() && restore.is_some() {
             queue.push_back(Vec::new()); // the marker only
         }
@@ -296,6 +309,7 @@ impl<S: Store> Lane<'_, S> {
                 completing.sort_unstable();
                 self.stamp(edge_set, node, &completing, &records)
             };
+            let stamp = self.with_members(edge_set, stamp, &change, restore.is_some());
             let sent = self.send_set(edge_set, node, &change, stamp).await;
             for (member, text) in chunk.iter_mut().zip(change.into_members()) {
                 member.text = text;

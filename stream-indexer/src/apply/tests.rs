@@ -821,10 +821,13 @@ fn backoff_ceilings_double_up_to_the_cap() {
 #[test]
 fn big_member_lists_are_chunked() {
     let members: Vec<String> = (0..2500).map(|i| format!("m{i}")).collect();
-    let sizes: Vec<usize> = chunks(members, |m| m.as_str()).iter().map(Vec::len).collect();
+    let sizes: Vec<usize> = chunks(members, |m| m.as_str(), MAX_MEMBERS_PER_UPDATE)
+        .iter()
+        .map(Vec::len)
+        .collect();
     assert_eq!(sizes, vec![1000, 1000, 500]);
     let big: Vec<String> = (0..3).map(|_| "x".repeat(MAX_MEMBER_BYTES_PER_UPDATE / 2)).collect();
-    assert_eq!(chunks(big, |m| m.as_str()).len(), 2);
+    assert_eq!(chunks(big, |m| m.as_str(), MAX_MEMBERS_PER_UPDATE).len(), 2);
 }
 
 proptest::proptest! {
@@ -843,7 +846,7 @@ proptest::proptest! {
         let members: Vec<String> =
             (0..count).map(|i| format!("{i:x}{}", "x".repeat(sizes.get(i).copied().unwrap_or(0)))).collect();
         let bytes: usize = members.iter().map(String::len).sum();
-        let out = chunks(members.clone(), |m| m.as_str());
+        let out = chunks(members.clone(), |m| m.as_str(), MAX_MEMBERS_PER_UPDATE);
         let fits = count <= MAX_MEMBERS_PER_UPDATE && bytes <= MAX_MEMBER_BYTES_PER_UPDATE;
         proptest::prop_assert_eq!(out.len() == 1, fits && count > 0);
         for chunk in &out {
@@ -860,11 +863,14 @@ proptest::proptest! {
 #[test]
 fn member_chunks_respect_the_update_limits() {
     let members: Vec<String> = (0..2500).map(|i| format!("m{i}")).collect();
-    let sizes: Vec<usize> = chunks(members, |m| m.as_str()).iter().map(Vec::len).collect();
+    let sizes: Vec<usize> = chunks(members, |m| m.as_str(), MAX_MEMBERS_PER_UPDATE)
+        .iter()
+        .map(Vec::len)
+        .collect();
     assert_eq!(sizes, vec![MAX_MEMBERS_PER_UPDATE, MAX_MEMBERS_PER_UPDATE, 500]);
     let big: Vec<String> = (0..3).map(|i| format!("{i}{}", "x".repeat(200 * 1024))).collect();
-    assert_eq!(chunks(big, |m| m.as_str()).len(), 3);
-    assert!(chunks(Vec::<String>::new(), |m| m.as_str()).is_empty());
+    assert_eq!(chunks(big, |m| m.as_str(), MAX_MEMBERS_PER_UPDATE).len(), 3);
+    assert!(chunks(Vec::<String>::new(), |m| m.as_str(), MAX_MEMBERS_PER_UPDATE).is_empty());
 }
 
 #[tokio::test]

@@ -220,7 +220,13 @@ impl DynamoStore {
             let mark_is_set = stamp.mark.is_none() || stamp::stored_mark(&old) == stamp.mark;
             let missing = match plan_add(current, &members, set.max_members) {
                 AddPlan::Overflow => return self.flag(set, table, key, stamp).await,
-                AddPlan::Present if old.contains_key(&set.complete_attribute) && mark_is_set => {
+                // Members' versions are written even when the members are
+                // there: a newer ADD must outlast an older DELETE to come.
+                AddPlan::Present
+                    if old.contains_key(&set.complete_attribute)
+                        && mark_is_set
+                        && stamp.members == super::MemberStamp::None =>
+                {
                     return Ok(SetOutcome::Applied)
                 }
                 AddPlan::Present => return self.mark(set, table, key, stamp).await,

@@ -77,12 +77,55 @@ pub enum MarkGuard {
     AsRead(Option<Version>),
 }
 
+/// The versioning of each member of a node update: what an edge set of a
+/// table read from a Kinesis data stream keeps, where the records of two
+/// edges of one node may come in either order, so that one node-wide mark
+/// cannot tell which is newer. Each member's version is kept on the node
+/// item in its own attribute ([`model::version::member_version_attribute`]),
+/// also once the member is removed: that is what lets an older ADD lose to
+/// a newer DELETE.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum MemberStamp {
+    /// No per-member versions (a table read from its DynamoDB stream).
+    #[default]
+    None,
+    /// Only if every member's version is older than `version` (or absent);
+    /// sets each to `version`.
+    Newer { version: Version, members: Vec<String> },
+    /// Sets each member's version to `version` where it has none: a
+    /// restore, which adds the members the table holds now.
+    Restore { version: Version, members: Vec<String> },
+}
+
+impl MemberStamp {
+    /// The version and members, if any.
+    pub fn parts(&self) -> Option<(&Version, &[String])> {
+        match self {
+            MemberStamp::None => None,
+            MemberStamp::Newer { version, members } | MemberStamp::Restore { version, members } => {
+                Some((version, members))
+            }
+        }
+    }
+
+    /// Whether the guard lets an update through a node whose members hold
+    /// the versions `held` gives.
+    pub fn admits(&self, held: impl Fn(&str) -> Option<Version>) -> bool {
+        match self {
+            MemberStamp::Newer { version, members } => members.iter().all(|m| held(m).is_none_or(|h| h < *version)),
+            MemberStamp::None | MemberStamp::Restore { .. } => true,
+        }
+    }
+}
+
 /// The versioning of a node update: the condition, and the mark it leaves.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SetStamp {
     pub guard: MarkGuard,
     /// `SET mark = this` with the update (`None`: the mark is left as is).
     pub mark: Option<Version>,
+    /// The members' own versions (an edge set read from Kinesis).
+    pub members: MemberStamp,
 }
 
 impl SetStamp {
@@ -110,6 +153,13 @@ pub enum SetChange {
 }
 
 impl SetChange {
+    /// The members, whichever the change.
+    pub fn members(&self) -> &[String] {
+        match self {
+            SetChange::Add(members) | SetChange::Remove(members) => members,
+        }
+    }
+
     /// The members, whichever the change.
     pub fn into_members(self) -> Vec<String> {
         match self {

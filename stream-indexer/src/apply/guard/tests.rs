@@ -20,9 +20,9 @@ use crate::{Backoff, Indexer, MemoryQuarantine, Options};
 use super::Guard;
 use crate::test_support::{block, example};
 
-type TestIndexer = Indexer<Arc<MemoryStore>, MemoryQuarantine>;
+pub(super) type TestIndexer = Indexer<Arc<MemoryStore>, MemoryQuarantine>;
 
-fn indexer(store: &Arc<MemoryStore>, guard: Guard) -> TestIndexer {
+pub(super) fn indexer(store: &Arc<MemoryStore>, guard: Guard) -> TestIndexer {
     let options = Options {
         backoff: Backoff::immediate(3),
         guard,
@@ -79,7 +79,12 @@ fn key_of(table: &model::config::TableConfig, item: &Image) -> Option<Image> {
 /// made (the pipeline's own writes are not recorded: they never change
 /// derived data).
 fn written(history: &[testing::Write]) -> (Arc<MemoryStore>, Vec<ChangeRecord>) {
-    let store = Arc::new(MemoryStore::new(example()));
+    written_in(example(), history)
+}
+
+/// [`written`] under `config`.
+pub(super) fn written_in(config: Arc<Config>, history: &[testing::Write]) -> (Arc<MemoryStore>, Vec<ChangeRecord>) {
+    let store = Arc::new(MemoryStore::new(config));
     store.record_stream(true);
     // Sequence numbers of growing length: compared as strings they would
     // sort wrong.
@@ -147,7 +152,7 @@ fn schedule(config: &Config, records: &[ChangeRecord], seed: u64) -> Vec<ChangeR
     out
 }
 
-fn batches(records: &[ChangeRecord], seed: u64) -> Vec<&[ChangeRecord]> {
+pub(super) fn batches<T>(records: &[T], seed: u64) -> Vec<&[T]> {
     let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed);
     let mut out = Vec::new();
     let mut rest = records;

@@ -11,19 +11,66 @@ impl<S: Store> Lane<'_, S> {
             Guard::InOrder => SetStamp {
                 guard: MarkGuard::None,
                 mark: self.prefix_mark(completing),
+                members: MemberStamp::None,
             },
+            Guard::Newer if self.unordered(edge_set) => {
+                // Each member under its own version (see `MemberStamp`): the
+                // caller names the members.
+                let version = records.iter().max().map(|&r| self.stamping.version(r));
+                SetStamp {
+                    guard: MarkGuard::None,
+                    mark: version,
+                    members: MemberStamp::None,
+                }
+            }
             Guard::Newer => {
                 let version = records.iter().max().map(|&r| self.stamping.version(r));
                 SetStamp {
                     guard: version.clone().map_or(MarkGuard::None, MarkGuard::NotNewer),
                     mark: version,
+                    members: MemberStamp::None,
                 }
             }
             Guard::AsRead(read) => SetStamp {
                 guard: MarkGuard::AsRead(read.mark(edge_set, node).cloned()),
                 mark: None,
+                members: MemberStamp::None,
             },
         }
+    }
+
+    /// Whether edge set `edge_set` is of a table read from a Kinesis data
+    /// stream: its members are versioned one by one.
+    pub(super) fn unordered(&self, edge_set: usize) -> bool {
+        self.config
+            .edge_sets
+            .get(edge_set)
+            .and_then(|set| self.config.table(&set.table))
+            .is_some_and(|table| table.stream.is_unordered())
+    }
+
+    /// `stamp` with the members of `change` under their own versions, for
+    /// an edge set whose members are versioned one by one; as it is
+    /// otherwise.
+    pub(super) fn with_members(
+        &self,
+        edge_set: usize,
+        mut stamp: SetStamp,
+        change: &SetChange,
+        restore: bool,
+    ) -> SetStamp {
+        if self.stamping.guard != Guard::Newer || !self.unordered(edge_set) {
+            return stamp;
+        }
+        if let Some(version) = stamp.mark.clone() {
+            let members = change.members().to_vec();
+            stamp.members = if restore {
+                MemberStamp::Restore { version, members }
+            } else {
+                MemberStamp::Newer { version, members }
+            };
+        }
+        stamp
     }
 
     /// The version of the last record of the lane whose set changes, and

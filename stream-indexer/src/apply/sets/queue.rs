@@ -224,10 +224,10 @@ pub(super) fn culprits(chunk: &[Member]) -> usize {
 }
 
 /// Splits members into request-sized chunks.
-pub(in crate::apply) fn chunks<T>(members: Vec<T>, text: impl Fn(&T) -> &str) -> VecDeque<Vec<T>> {
+pub(in crate::apply) fn chunks<T>(members: Vec<T>, text: impl Fn(&T) -> &str, most: usize) -> VecDeque<Vec<T>> {
     let mut out = VecDeque::new();
-    let fits = members.len() <= MAX_MEMBERS_PER_UPDATE
-        && members.iter().map(|m| text(m).len()).sum::<usize>() <= MAX_MEMBER_BYTES_PER_UPDATE;
+    let fits =
+        members.len() <= most && members.iter().map(|m| text(m).len()).sum::<usize>() <= MAX_MEMBER_BYTES_PER_UPDATE;
     if fits {
         // The common case: one chunk, the members as they came.
         if !members.is_empty() {
@@ -239,7 +239,7 @@ pub(in crate::apply) fn chunks<T>(members: Vec<T>, text: impl Fn(&T) -> &str) ->
     let mut bytes = 0;
     for member in members {
         let size = text(&member).len();
-        if !chunk.is_empty() && (chunk.len() >= MAX_MEMBERS_PER_UPDATE || bytes + size > MAX_MEMBER_BYTES_PER_UPDATE) {
+        if !chunk.is_empty() && (chunk.len() >= most || bytes + size > MAX_MEMBER_BYTES_PER_UPDATE) {
             out.push_back(std::mem::take(&mut chunk));
             bytes = 0;
         }

@@ -1,12 +1,17 @@
 //! A node UpdateItem under a [`SetStamp`]: the names and values it adds,
-//! the condition on the node's edge mark, the `SET` of the new mark, and
-//! what a failed condition means.
+//! the condition on the node's edge mark (or its members' versions), the
+//! `SET` of the new mark (and versions), and what a failed condition means.
+//!
+//! The members' versions are named `#mv0`, `#mv1`, … in the order of the
+//! stamp's members, and their version is `:mv`.
 
-use model::version::EDGE_MARK_ATTRIBUTE;
+use std::fmt::Write as _;
+
+use model::version::{member_version_attribute, EDGE_MARK_ATTRIBUTE};
 use model::Version;
 
 use super::*;
-use crate::store::{MarkGuard, SetStamp};
+use crate::store::{MarkGuard, MemberStamp, SetStamp};
 
 /// Adds `#mark`, `:guard` and `:mark` to `request`, as far as the stamp uses them.
 pub(in crate::store) fn names(request: UpdateItemFluentBuilder, stamp: &SetStamp) -> UpdateItemFluentBuilder {
@@ -24,7 +29,13 @@ pub(in crate::store) fn names(request: UpdateItemFluentBuilder, stamp: &SetStamp
     if let Some(v) = &stamp.mark {
         request = request.expression_attribute_values(":mark", AttributeValue::S(v.as_str().to_owned()));
     }
-    if stamp.guard != MarkGuard::None {
+    if let Some((version, members)) = stamp.members.parts() {
+        for (i, member) in members.iter().enumerate() {
+            request = request.expression_attribute_names(format!("#mv{i}"), member_version_attribute(member));
+        }
+        request = request.expression_attribute_values(":mv", AttributeValue::S(version.as_str().to_owned()));
+    }
+    if stamp.guard != MarkGuard::None || matches!(stamp.members, MemberStamp::Newer { .. }) {
         // Tell a stale node from a missing one.
         request = request.return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
     }
@@ -33,21 +44,41 @@ pub(in crate::store) fn names(request: UpdateItemFluentBuilder, stamp: &SetStamp
 
 /// `base` (a condition) and the stamp's condition on the mark.
 pub(in crate::store) fn condition(base: &str, stamp: &SetStamp) -> String {
-    match &stamp.guard {
+    let mut condition = match &stamp.guard {
         MarkGuard::None => base.to_owned(),
         MarkGuard::NotNewer(_) => format!("{base} AND (attribute_not_exists(#mark) OR #mark <= :guard)"),
         MarkGuard::AsRead(Some(_)) => format!("{base} AND #mark = :guard"),
         MarkGuard::AsRead(None) => format!("{base} AND attribute_not_exists(#mark)"),
+    };
+    if let MemberStamp::Newer { members, .. } = &stamp.members {
+        for i in 0..members.len() {
+            let _ = write!(condition, " AND (attribute_not_exists(#mv{i}) OR #mv{i} < :mv)");
+        }
     }
+    condition
 }
 
 /// `base` (an update expression ending with its `SET` clause) and the
 /// stamp's `SET` of the mark.
 pub(in crate::store) fn update(base: &str, stamp: &SetStamp) -> String {
-    match stamp.mark {
+    let mut update = match stamp.mark {
         Some(_) => format!("{base}, #mark = :mark"),
         None => base.to_owned(),
+    };
+    match &stamp.members {
+        MemberStamp::None => {}
+        MemberStamp::Newer { members, .. } => {
+            for i in 0..members.len() {
+                let _ = write!(update, ", #mv{i} = :mv");
+            }
+        }
+        MemberStamp::Restore { members, .. } => {
+            for i in 0..members.len() {
+                let _ = write!(update, ", #mv{i} = if_not_exists(#mv{i}, :mv)");
+            }
+        }
     }
+    update
 }
 
 /// The edge mark of a node item as it was.
@@ -60,7 +91,11 @@ pub(in crate::store) fn stored_mark(item: &HashMap<String, AttributeValue>) -> O
 
 /// Whether the node that failed a condition failed the stamp's guard.
 pub(in crate::store) fn stale(item: &HashMap<String, AttributeValue>, stamp: &SetStamp) -> bool {
-    !stamp.admits(stored_mark(item).as_ref())
+    let member = |m: &str| match item.get(&member_version_attribute(m)) {
+        Some(AttributeValue::S(text)) => Version::parse_stored(text),
+        _ => None,
+    };
+    !stamp.admits(stored_mark(item).as_ref()) || !stamp.members.admits(member)
 }
 
 #[cfg(test)]
@@ -79,6 +114,7 @@ mod tests {
         let newer = SetStamp {
             guard: MarkGuard::NotNewer(v("5")),
             mark: Some(v("5")),
+            ..SetStamp::default()
         };
         assert_eq!(
             condition("attribute_exists(#pk)", &newer),
@@ -97,8 +133,54 @@ mod tests {
         let as_read = SetStamp {
             guard: MarkGuard::AsRead(None),
             mark: None,
+            ..SetStamp::default()
         };
         assert!(condition("x", &as_read).ends_with("attribute_not_exists(#mark)"));
         assert!(stale(&item("1"), &as_read));
+    }
+
+    #[test]
+    fn each_member_is_conditioned_on_and_stamped_with_its_own_version() {
+        let members = vec!["GOALMEMBERSHIP-USER-1".to_owned(), "GOALMEMBERSHIP-USER-2".to_owned()];
+        let newer = SetStamp {
+            mark: Some(v("7")),
+            members: MemberStamp::Newer {
+                version: v("7"),
+                members: members.clone(),
+            },
+            ..SetStamp::default()
+        };
+        assert_eq!(
+            condition("attribute_exists(#pk)", &newer),
+            "attribute_exists(#pk) AND (attribute_not_exists(#mv0) OR #mv0 < :mv) \
+             AND (attribute_not_exists(#mv1) OR #mv1 < :mv)"
+        );
+        assert_eq!(
+            update("SET #a = :b", &newer),
+            "SET #a = :b, #mark = :mark, #mv0 = :mv, #mv1 = :mv"
+        );
+        let restore = SetStamp {
+            members: MemberStamp::Restore {
+                version: v("7"),
+                members: members[..1].to_vec(),
+            },
+            ..SetStamp::default()
+        };
+        assert_eq!(condition("x", &restore), "x", "a restore adds what the table holds now");
+        assert_eq!(
+            update("SET #a = :b", &restore),
+            "SET #a = :b, #mv0 = if_not_exists(#mv0, :mv)"
+        );
+        let holding = |version: &str| {
+            HashMap::from([(
+                member_version_attribute(&members[1]),
+                AttributeValue::S(v(version).as_str().to_owned()),
+            )])
+        };
+        assert!(stale(&holding("7"), &newer), "the same change again");
+        assert!(stale(&holding("9"), &newer));
+        assert!(!stale(&holding("6"), &newer));
+        assert!(!stale(&HashMap::new(), &newer));
+        assert!(!stale(&holding("9"), &restore));
     }
 }

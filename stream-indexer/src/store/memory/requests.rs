@@ -1,6 +1,8 @@
 //! The [`Store`] requests on the in-memory tables: row writes, set updates (with DynamoDB's semantics: the node-exists condition, the exact `max_members` union, the marker), partition Queries.
 
 use super::*;
+use crate::store::MemberStamp;
+use model::version::member_version_attribute;
 
 /// DynamoDB's checks of an index row key.
 pub(super) fn check_row_key(key: &RowKey) -> Result<(), StoreError> {
@@ -50,6 +52,32 @@ fn has_duplicates(members: &[String]) -> bool {
 }
 
 /// The mark value to set, when the stamp sets one that differs.
+/// The version member `member` holds in a node item.
+fn member_version(item: &Image, member: &str) -> Option<Version> {
+    mark_of(item.get(&member_version_attribute(member)))
+}
+
+/// The members' version attributes an update under `stamp` writes: those
+/// that change.
+fn member_versions(item: &Image, stamp: &MemberStamp) -> Vec<(String, Value)> {
+    let (version, members, restore) = match stamp {
+        MemberStamp::None => return Vec::new(),
+        MemberStamp::Newer { version, members } => (version, members, false),
+        MemberStamp::Restore { version, members } => (version, members, true),
+    };
+    let value = Value::S(version.as_str().to_owned());
+    members
+        .iter()
+        .map(|m| (member_version_attribute(m), m))
+        .filter(|(name, _)| match item.get(name) {
+            None => true,
+            Some(_) if restore => false,
+            Some(held) => *held != value,
+        })
+        .map(|(name, _)| (name, value.clone()))
+        .collect()
+}
+
 fn new_mark(stored: Option<&Value>, stamp: &SetStamp) -> Option<Value> {
     let mark = Value::S(stamp.mark.as_ref()?.as_str().to_owned());
     (stored != Some(&mark)).then_some(mark)
@@ -136,10 +164,11 @@ impl Store for MemoryStore {
         // Unpacked before the stamp is checked: a stale request is the rare one.
         let mut item = stored.unpack();
         let held = item.get(EDGE_MARK_ATTRIBUTE);
-        if !stamp.admits(mark_of(held).as_ref()) {
+        if !stamp.admits(mark_of(held).as_ref()) || !stamp.members.admits(|m| member_version(&item, m)) {
             return Ok(SetOutcome::Stale);
         }
         let mark = new_mark(held, &stamp);
+        let versions = member_versions(&item, &stamp.members);
         // The stored set, sorted and distinct (a set's order means nothing
         // to DynamoDB; keeping it sorted makes each member a binary search).
         let mut sorted = false;
@@ -181,7 +210,7 @@ impl Store for MemoryStore {
             Some(_) if outcome == SetOutcome::Applied => false,
             Some(stored) => *stored != marker,
         };
-        if members.is_empty() && !marker_changes && mark.is_none() {
+        if members.is_empty() && !marker_changes && mark.is_none() && versions.is_empty() {
             if sorted {
                 // Stored sorted from now on, as a write would leave it.
                 *stored = Packed::pack(&item);
@@ -211,6 +240,9 @@ impl Store for MemoryStore {
         }
         if let Some(mark) = mark {
             item.insert(EDGE_MARK_ATTRIBUTE, mark);
+        }
+        for (name, version) in versions {
+            item.insert(name.as_str(), version);
         }
         *stored = Packed::pack(&item);
         if let Some(old) = old {
