@@ -45,6 +45,7 @@ pub use model::settlement::{Failed, Failure, Quarantined};
 use model::value::{borrowed, Attrs};
 use model::{Backoff, Fault};
 
+use crate::ledger::Ledger;
 use crate::publish::{Entry, Publisher};
 
 /// The consumer name quarantine entries carry by default.
@@ -94,6 +95,9 @@ pub struct RouterStats {
     pub quarantine_requests: usize,
     /// Groups stopped by a failure.
     pub failed_groups: usize,
+    /// Records of a Kinesis data stream that were changes already
+    /// published (a repeat): their events were not published again.
+    pub repeats: usize,
     /// The oldest `ApproximateCreationDateTime` in the batch, for iterator age.
     pub oldest_created: Option<CreationTime>,
 }
@@ -115,6 +119,7 @@ impl RouterStats {
         self.quarantined += other.quarantined;
         self.quarantine_requests += other.quarantine_requests;
         self.failed_groups += other.failed_groups;
+        self.repeats += other.repeats;
         self.oldest_created = model::metrics::oldest(self.oldest_created, other.oldest_created);
     }
 }
@@ -144,6 +149,9 @@ pub struct Router<P: Publisher, Q: Quarantine> {
     publisher: P,
     quarantine: Q,
     options: Options,
+    /// Where the changes of Kinesis-read tables are noted (see
+    /// `model::ledger`); without one, only repeats within a batch are told.
+    ledger: Option<Arc<dyn Ledger>>,
 }
 
 impl<P: Publisher, Q: Quarantine> Router<P, Q> {
@@ -153,7 +161,15 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             publisher,
             quarantine,
             options,
+            ledger: None,
         }
+    }
+
+    /// The router noting the changes of Kinesis-read tables in `ledger`
+    /// (none: no change is noted).
+    pub fn with_ledger(mut self, ledger: Option<Arc<dyn Ledger>>) -> Self {
+        self.ledger = ledger;
+        self
     }
 
     pub fn config(&self) -> &Arc<Config> {
@@ -174,15 +190,44 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     /// payload, its images checked as they are read, and built only for a
     /// record a route takes (read again from its text). Nothing is
     /// published before the whole payload is read.
+    ///
+    /// A Lambda Kinesis event (where the config reads a table from one) is
+    /// unwrapped first ([`record::kinesis`]), and read the same way; its
+    /// records that cannot be unwrapped are quarantined in their place.
     pub async fn handle(&self, payload: &[u8]) -> Result<Outcome<RouterStats>, ParseError> {
+        if self.config.reads_kinesis() && record::kinesis::is_kinesis_event(payload) {
+            let unwrapped = record::kinesis::unwrap_event(payload, &self.config)?;
+            return self.handle_text(unwrapped.batch.as_bytes(), &unwrapped.unusable).await;
+        }
+        self.handle_text(payload, &[]).await
+    }
+
+    /// [`Router::handle`] of a payload in the DynamoDB stream's shape, with
+    /// the records `unusable` (each with its position) in between.
+    async fn handle_text(
+        &self,
+        payload: &[u8],
+        unusable: &[(usize, Received<'_>)],
+    ) -> Result<Outcome<RouterStats>, ParseError> {
         let mut stats = RouterStats::default();
         let mut classified = Classified::default();
         let mut position = 0;
+        let mut unusable = unusable.iter().peekable();
         record::read_batch::<borrowed::Image>(payload, Mode::Glance)?.for_each_lent(|raw, received| {
+            while let Some((_, bad)) = unusable.next_if(|(at, _)| *at <= position) {
+                stats.records += 1;
+                self.classify(&mut classified, &mut stats, position, bad, bad.raw_json());
+                position += 1;
+            }
             stats.records += 1;
             self.classify(&mut classified, &mut stats, position, received, raw);
             position += 1;
         })?;
+        for (_, bad) in unusable {
+            stats.records += 1;
+            self.classify(&mut classified, &mut stats, position, bad, bad.raw_json());
+            position += 1;
+        }
         Ok(self.publish_and_settle(classified, stats).await)
     }
 
@@ -202,8 +247,12 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     /// Publishes the classified records' events, then settles the batch.
     async fn publish_and_settle(&self, classified: Classified<'_>, mut stats: RouterStats) -> Outcome<RouterStats> {
         let Classified {
-            mut handled, pending, ..
+            mut handled,
+            mut pending,
+            ledger,
+            ..
         } = classified;
+        let ledger = self.drop_repeats(ledger, &mut handled, &mut pending, &mut stats).await;
         let fates = self.publish(&pending, &mut stats).await;
 
         // A record's events decide it: refused ones make it poison, the
@@ -231,6 +280,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             }
         }
 
+        self.note_published(ledger, &mut handled).await;
         let settled = settle(&self.quarantine, &self.options.consumer, handled).await;
         stats.quarantined = settled.quarantined.len();
         stats.quarantine_requests = settled.quarantine_requests;
@@ -240,6 +290,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
 }
 
 mod classify;
+mod repeats;
 mod send;
 
 use classify::Classified;

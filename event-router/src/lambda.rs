@@ -13,6 +13,7 @@ use aws_kit::lambda::{self, Consumer, Stats};
 use aws_kit::quarantine::Quarantine;
 
 use crate::batch::{Options, Router, RouterStats, CONSUMER};
+use crate::ledger::dynamo::DynamoLedger;
 use crate::metrics;
 use crate::publish::eventbridge::EventBridgePublisher;
 use crate::publish::Publisher;
@@ -39,8 +40,9 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
     }
     let publisher = EventBridgePublisher::new(eventbridge_client(&setup.aws), setup.config.events.bus.clone());
     let quarantine = setup.quarantine();
+    let ledger = DynamoLedger::for_config(&aws_kit::clients::dynamodb_client(&setup.aws), &setup.config);
     lambda::serve(
-        Router::new(setup.config, publisher, quarantine, options),
+        Router::new(setup.config, publisher, quarantine, options).with_ledger(ledger),
         setup.function,
     )
     .await

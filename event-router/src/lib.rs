@@ -15,11 +15,13 @@
 
 pub mod batch;
 pub mod lambda;
+pub mod ledger;
 pub mod metrics;
 pub mod publish;
 pub mod reaper;
 
 pub use batch::{Options, Router, RouterStats};
+pub use ledger::{Ledger, MemoryLedger};
 pub use publish::memory::MemoryPublisher;
 pub use publish::{Entry, Publisher};
 pub use reaper::{Graph, Reaped, Reaper};

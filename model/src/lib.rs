@@ -45,6 +45,7 @@ pub mod event;
 pub mod fault;
 pub mod filter;
 pub mod index;
+pub mod ledger;
 pub mod metrics;
 pub mod outcome;
 pub mod pack;
@@ -57,6 +58,7 @@ pub mod schedule;
 pub mod sequence;
 pub mod settlement;
 pub mod sortkey;
+pub mod source;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod time;

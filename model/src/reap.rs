@@ -34,6 +34,9 @@ pub struct Reap {
     pub key: Image,
     /// The stream record the event came from (for logs).
     pub sequence_number: String,
+    /// When the node was removed (`detail.approximateCreationTime`): a
+    /// change of an edge newer than this is kept (see [`crate::ledger`]).
+    pub removed: Option<crate::record::CreationTime>,
 }
 
 /// Why an event cannot be reaped. Each names what was wrong.
@@ -67,6 +70,8 @@ struct EventDetail {
     keys: Image,
     #[serde(default)]
     sequence_number: String,
+    #[serde(default)]
+    approximate_creation_time: Option<String>,
 }
 
 /// The node an EventBridge event (as delivered to a rule's target: the
@@ -77,7 +82,18 @@ pub fn target(config: &Config, event: &[u8]) -> Result<Reap, ReapError> {
         table,
         keys,
         sequence_number,
+        approximate_creation_time,
     } = envelope.detail;
+    let removed = match approximate_creation_time {
+        None => None,
+        Some(text) => {
+            let json = serde_json::to_string(&text).unwrap_or_default();
+            Some(
+                crate::record::parse_creation_time(&json)
+                    .map_err(|e| ReapError::Malformed(format!("detail.approximateCreationTime: {e}")))?,
+            )
+        }
+    };
     let Some(table_config) = config.table(&table) else {
         return Err(ReapError::UnknownTable { sequence_number, table });
     };
@@ -106,6 +122,7 @@ pub fn target(config: &Config, event: &[u8]) -> Result<Reap, ReapError> {
         node,
         key: keys,
         sequence_number,
+        removed,
     })
 }
 
@@ -230,6 +247,7 @@ mod tests {
             node: "USER-42".to_owned(),
             key: key("USER-42", "USER-42"),
             sequence_number: "1".to_owned(),
+            removed: None,
         };
         let mut edge = key("USER-42", "TEAMMEMBERSHIP-TEAM-1");
         edge.insert("gsi0".to_owned(), s("member"));

@@ -85,7 +85,7 @@ pub use invalid::Invalid;
 use parse::parse_json_lines;
 pub use parse::{parse_any, parse_batch, parse_record, read_line};
 pub use shared::{table_from_arn, SharedText};
-pub use time::CreationTimeError;
+pub use time::{parse_creation_time, CreationTimeError};
 pub use walk::{read_batch, BatchReader, Form, ImageForm, Mode};
 
 /// What happened to the item.

@@ -23,8 +23,8 @@
 
 use std::fmt;
 
-use crate::config::{ChangeSource, Precision, TableConfig};
 use crate::record::{ChangeRecord, CreationTime};
+use crate::source::{ChangeSource, Precision};
 
 /// Digits of a stored version: the longest sequence number DynamoDB gives.
 pub const WIDTH: usize = 40;
@@ -140,11 +140,11 @@ impl fmt::Display for Version {
     }
 }
 
-/// The version of `record`, a record of `table`: its sequence number, or
-/// for a table read from a Kinesis data stream its creation time in the
-/// table's precision.
-pub fn of_record<I>(record: &ChangeRecord<I>, table: &TableConfig) -> Result<Version, VersionError> {
-    match table.stream {
+/// The version of `record`, a record of a table whose changes come from
+/// `source`: its sequence number, or for a Kinesis data stream its
+/// creation time in the table's precision.
+pub fn of_record<I>(record: &ChangeRecord<I>, source: ChangeSource) -> Result<Version, VersionError> {
+    match source {
         ChangeSource::DynamoDb => Version::of_sequence(&record.sequence_number),
         ChangeSource::Kinesis(kinesis) => {
             Version::of_created(record.created.ok_or(VersionError::NoCreationTime)?, kinesis.precision)

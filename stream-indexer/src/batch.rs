@@ -272,7 +272,7 @@ impl<'a> Admitted<'a> {
         // A record of a Kinesis-read table without a creation time was
         // found poison above: every record here has a version.
         let version = match source {
-            Some(source) => model::version::of_record(record, source),
+            Some(source) => model::version::of_record(record, source.stream),
             None => model::Version::of_sequence(&record.sequence_number),
         };
         self.versions.push(version.unwrap_or_else(|_| model::Version::zero()));

@@ -21,6 +21,9 @@ pub(super) struct Classified<'a> {
     groups: Groups,
     pub(super) handled: Vec<Handled<'a>>,
     pub(super) pending: Vec<Pending>,
+    /// The ledger entry of each record of a table read from Kinesis that
+    /// is not poison (by its place in `handled`): see `model::ledger`.
+    pub(super) ledger: Vec<(usize, model::ledger::Entry)>,
 }
 
 impl Classified<'_> {
@@ -101,6 +104,11 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                         }
                     }
                 }
+            }
+        }
+        if poison.is_none() {
+            if let Some(entry) = model::ledger::entry_of(table, record) {
+                into.ledger.push((handled.len(), entry));
             }
         }
         handled.push(Handled {

@@ -646,3 +646,5 @@ fn fastrand_like(seed: u64) -> impl FnMut() -> u64 + Send {
         state
     }
 }
+
+mod kinesis;

@@ -19,6 +19,7 @@ use serde_json::value::RawValue;
 
 use super::dynamo::DynamoGraph;
 use super::{Reaped, Reaper};
+use crate::ledger::dynamo::DynamoLedger;
 
 /// Sets up and runs the function until the runtime stops it.
 pub async fn run() -> Result<(), lambda_runtime::Error> {
@@ -27,11 +28,13 @@ pub async fn run() -> Result<(), lambda_runtime::Error> {
     let config = Arc::new(config_from_env(env).map_err(EnvironmentError::from)?);
     let function = env("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "reaper".to_owned());
     let aws = aws_kit::lambda::sdk_config().await;
+    let ledger = DynamoLedger::for_config(&dynamodb_client(&aws), &config);
     let reaper = Reaper::new(
         config.clone(),
         DynamoGraph::new(dynamodb_client(&aws), config),
         Backoff::default(),
-    );
+    )
+    .with_ledger(ledger);
     lambda_runtime::run(service_fn(|event: LambdaEvent<Box<RawValue>>| {
         let (reaper, function) = (&reaper, &function);
         async move {

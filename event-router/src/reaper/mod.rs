@@ -13,6 +13,11 @@
 //! 3. Delete what was found, 25 keys a request, resending unprocessed keys
 //!    with backoff.
 //!
+//! For a table read from a Kinesis data stream, which may deliver the
+//! expiry after newer changes, an edge whose newest change in the ledger
+//! (see `model::ledger`) is newer than the expiry is kept: it was written
+//! after the node expired.
+//!
 //! Idempotent: a redelivered event finds nothing left to delete. Not
 //! atomic: a node written again *during* a reap may lose edges written
 //! between steps 1 and 3 (milliseconds; the stream then removes their
@@ -30,10 +35,13 @@ use std::future::Future;
 use std::sync::Arc;
 
 use aws_kit::retry::{self, Partial, Resend};
+use model::config::ChangeSource;
 use model::config::Config;
 use model::reap::{self, ReapError};
 use model::Image;
-use model::{Backoff, Fault};
+use model::{Backoff, Fault, Version};
+
+use crate::ledger::Ledger;
 
 /// A failed read or delete (the one error type of every port).
 pub type StoreError = Fault;
@@ -104,6 +112,10 @@ pub struct Reaped {
     pub in_edges: usize,
     /// Requests made (every attempt counts).
     pub requests: usize,
+    /// Edges kept because a change of theirs is newer than the expiry (a
+    /// table read from Kinesis).
+    #[serde(default)]
+    pub newer_kept: usize,
 }
 
 /// Reaps expired nodes through a [`Graph`].
@@ -111,11 +123,25 @@ pub struct Reaper<G: Graph> {
     config: Arc<Config>,
     graph: G,
     backoff: Backoff,
+    /// The router's ledger, for tables read from Kinesis.
+    ledger: Option<Arc<dyn Ledger>>,
 }
 
 impl<G: Graph> Reaper<G> {
     pub fn new(config: Arc<Config>, graph: G, backoff: Backoff) -> Self {
-        Reaper { config, graph, backoff }
+        Reaper {
+            config,
+            graph,
+            backoff,
+            ledger: None,
+        }
+    }
+
+    /// The reaper reading when edges last changed from `ledger` (none:
+    /// every edge found is deleted).
+    pub fn with_ledger(mut self, ledger: Option<Arc<dyn Ledger>>) -> Self {
+        self.ledger = ledger;
+        self
     }
 
     pub fn graph(&self) -> &G {
@@ -168,14 +194,52 @@ impl<G: Graph> Reaper<G> {
             found.extend(pointing);
         }
         let keys = reap::deletions(table, &target, found);
-        reaped.out_edges = out.len();
-        reaped.in_edges = keys.len() - out.len();
+        let out_edges = out.len();
+        let (keys, newer) = self
+            .older_than_removal(table, &target, keys, &mut reaped)
+            .await
+            .map_err(failed)?;
+        reaped.newer_kept = newer;
+        reaped.out_edges = out_edges;
+        reaped.in_edges = (keys.len() + newer).saturating_sub(out_edges);
         for chunk in keys.chunks(MAX_DELETES) {
             reaped.requests += self.delete_all(&target.table, chunk.to_vec()).await.map_err(failed)?;
             reaped.deleted += chunk.len();
         }
         tracing::info!(table = %target.table, node = %target.node, out_edges = reaped.out_edges, in_edges = reaped.in_edges, "reaped");
         Ok(reaped)
+    }
+
+    /// `keys` without the items changed after the node's removal, and how
+    /// many those were: for a table read from Kinesis with a ledger; all
+    /// of `keys` otherwise.
+    async fn older_than_removal(
+        &self,
+        table: &model::config::TableConfig,
+        target: &reap::Reap,
+        keys: Vec<Image>,
+        reaped: &mut Reaped,
+    ) -> Result<(Vec<Image>, usize), StoreError> {
+        let (Some(ledger), ChangeSource::Kinesis(kinesis), Some(removed)) =
+            (&self.ledger, table.stream, target.removed)
+        else {
+            return Ok((keys, 0));
+        };
+        let removal = Version::of_created(removed, kinesis.precision)
+            .map_err(|e| StoreError::refused(format!("the event's approximateCreationTime: {e}")))?;
+        let mut kept = Vec::with_capacity(keys.len());
+        let mut newer = 0;
+        for key in keys {
+            let item = model::ledger::item_of(table, &key);
+            reaped.requests += 1;
+            let newest = self.retrying(|| ledger.newest(&item)).await?;
+            if newest.is_some_and(|v| v > removal) {
+                newer += 1;
+            } else {
+                kept.push(key);
+            }
+        }
+        Ok((kept, newer))
     }
 
     /// One read, retried with backoff while it fails transiently.

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use clap::{Args, ValueEnum};
+use event_router::ledger::dynamo::DynamoLedger;
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::{Entry, Router};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -172,7 +173,8 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             EventBridgePublisher::new(eventbridge_client(&sdk), config.events.bus.clone()),
             MemoryQuarantine::new(),
             event_router::Options::default(),
-        );
+        )
+        .with_ledger(DynamoLedger::for_config(&dynamodb_client(&sdk), &config));
         let replayed = each_file(
             &Reading {
                 files: &args.files,

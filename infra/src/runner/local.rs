@@ -10,6 +10,7 @@ use aws_kit::clients::{s3_client, sqs_client};
 use aws_kit::quarantine::claim::ClaimBucket;
 use aws_kit::quarantine::sqs::SqsQuarantine;
 use aws_kit::quarantine::Quarantine;
+use event_router::ledger::dynamo::DynamoLedger;
 use event_router::publish::eventbridge::{eventbridge_client, EventBridgePublisher};
 use event_router::reaper::dynamo::DynamoGraph;
 use event_router::{Reaper, Router};
@@ -105,7 +106,8 @@ pub fn consumer_function<Q: Quarantine + 'static>(
                 EventBridgePublisher::new(eventbridge_client(sdk), config.events.bus.clone()),
                 quarantine,
                 event_router::Options::default(),
-            ),
+            )
+            .with_ledger(DynamoLedger::for_config(dynamodb, config)),
         }),
     }
 }
@@ -257,11 +259,14 @@ pub async fn connect(
             dead_letters,
             reaper: match hosting.and_then(|h| h.function(FunctionRole::Reaper)) {
                 Some(hosted) => Arc::new(HostedReaper(hosted.clone())),
-                None => Arc::new(Reaper::new(
-                    config.clone(),
-                    DynamoGraph::new(dynamodb.clone(), config.clone()),
-                    Backoff::default(),
-                )),
+                None => Arc::new(
+                    Reaper::new(
+                        config.clone(),
+                        DynamoGraph::new(dynamodb.clone(), config.clone()),
+                        Backoff::default(),
+                    )
+                    .with_ledger(DynamoLedger::for_config(&dynamodb, &config)),
+                ),
             },
         });
     }

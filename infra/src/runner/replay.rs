@@ -17,7 +17,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use event_router::{Entry, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
+use event_router::{Entry, Ledger, MemoryLedger, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
 use model::config::Config;
 use model::outcome::Outcome;
 use model::record::{ChangeRecord, EventKind, Received};
@@ -68,9 +68,17 @@ pub struct Local {
 
 impl Local {
     pub fn new(config: Arc<Config>) -> Local {
-        // Records come in order and nothing writes guarded: no tombstones,
-        // so the store stays the size of the tables, not of the history.
-        let store = Arc::new(MemoryStore::new(config.clone()).without_tombstones());
+        // Records of a DynamoDB stream come in order and nothing writes
+        // guarded: no tombstones, so the store stays the size of the
+        // tables, not of the history. A Kinesis stream's may not: their
+        // writes are guarded, and deletes leave tombstones.
+        let store = MemoryStore::new(config.clone());
+        let store = Arc::new(if config.reads_kinesis() {
+            store
+        } else {
+            store.without_tombstones()
+        });
+        let ledger = MemoryLedger::for_config(&config).map(|l| l as Arc<dyn Ledger>);
         Local {
             indexer: Indexer::new(
                 config.clone(),
@@ -83,8 +91,9 @@ impl Local {
                 MemoryPublisher::new(),
                 MemoryQuarantine::new(),
                 event_router::Options::default(),
-            ),
-            reaper: Reaper::new(config, StoreGraph(store), Backoff::default()),
+            )
+            .with_ledger(ledger.clone()),
+            reaper: Reaper::new(config, StoreGraph(store), Backoff::default()).with_ledger(ledger),
             keep_events: true,
             feedback: Mutex::default(),
         }

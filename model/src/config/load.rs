@@ -36,6 +36,8 @@ use names::{element_context, is_name_char, join_key, key_path_at, table_context}
 pub mod defaults {
     pub const EVENT_SOURCE: &str = "streamdex";
     pub const EVENT_BUS: &str = "streamdex";
+    /// `[events] ledger_table`.
+    pub const LEDGER_TABLE: &str = "streamdex-ledger";
     pub const MAX_REQUEST_BYTES: usize = 256 * 1024;
     pub const ITERATOR_AGE_WARN_SECONDS: u64 = 300;
     pub const ITERATOR_AGE_PAGE_SECONDS: u64 = 3600;

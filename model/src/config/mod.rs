@@ -14,6 +14,7 @@ mod template;
 #[cfg(test)]
 mod tests;
 
+pub use crate::source::{ChangeSource, KinesisSource, Precision};
 pub use error::{ConfigError, Problem};
 pub use load::{defaults, limits, load, parse};
 pub use template::TemplateSyntaxError;
@@ -105,73 +106,6 @@ pub struct TableConfig {
     pub ttl_attribute: Option<String>,
     /// Where the table's changes are read from (`stream = ...`).
     pub stream: ChangeSource,
-}
-
-/// Where a table's changes come from (`[table.NAME] stream`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ChangeSource {
-    /// The table's DynamoDB stream (`stream = "dynamodb"`, the default): the
-    /// records of one item come in order, and a record's version is its
-    /// sequence number.
-    #[default]
-    DynamoDb,
-    /// A Kinesis data stream the table sends its changes to (`stream =
-    /// "kinesis"`): records may come reordered and more than once, and a
-    /// record's version is its creation time.
-    Kinesis(KinesisSource),
-}
-
-impl ChangeSource {
-    /// Whether records of one item may come out of order and repeated.
-    pub fn is_unordered(&self) -> bool {
-        matches!(self, ChangeSource::Kinesis(_))
-    }
-
-    /// The config's spelling: `dynamodb` or `kinesis`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ChangeSource::DynamoDb => "dynamodb",
-            ChangeSource::Kinesis(_) => "kinesis",
-        }
-    }
-}
-
-/// A Kinesis data stream as a table's change source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KinesisSource {
-    /// The precision of `ApproximateCreationDateTime` the table sends
-    /// (`precision`, default microsecond).
-    pub precision: Precision,
-    /// How long the stream keeps records (`retention_hours`, 24 to 8,760;
-    /// default 24).
-    pub retention_hours: u32,
-}
-
-/// The precision of the creation times a table sends to Kinesis
-/// (DynamoDB's `ApproximateCreationDateTimePrecision`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Precision {
-    #[default]
-    Microsecond,
-    Millisecond,
-}
-
-impl Precision {
-    /// The config's spelling: `microsecond` or `millisecond`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Precision::Microsecond => "microsecond",
-            Precision::Millisecond => "millisecond",
-        }
-    }
-
-    /// DynamoDB's spelling: `MICROSECOND` or `MILLISECOND`.
-    pub fn aws_name(self) -> &'static str {
-        match self {
-            Precision::Microsecond => "MICROSECOND",
-            Precision::Millisecond => "MILLISECOND",
-        }
-    }
 }
 
 impl TableConfig {
@@ -291,6 +225,12 @@ pub struct EventsConfig {
     pub bus: String,
     /// The PutEvents size budget per call, in bytes. Default 256 KiB.
     pub max_request_bytes: usize,
+    /// The DynamoDB table where the router notes the changes it published
+    /// from a Kinesis data stream (which repeats records), so that a
+    /// repeat publishes nothing, and the reaper finds when an item last
+    /// changed. Default `streamdex-ledger`; only used when a table is read
+    /// from Kinesis.
+    pub ledger_table: String,
 }
 
 /// Which stream events a route takes.

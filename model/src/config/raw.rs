@@ -18,6 +18,7 @@ pub(crate) struct RawEvents {
     pub source: Option<Text>,
     pub bus: Option<Text>,
     pub max_request_bytes: Option<Spanned<i64>>,
+    pub ledger_table: Option<Text>,
 }
 
 /// `[alarms]`

@@ -161,6 +161,7 @@ fn example_parses_and_validates() {
             source: "streamdex".into(),
             bus: "streamdex".into(),
             max_request_bytes: 262_144,
+            ledger_table: "streamdex-ledger".into(),
         }
     );
     assert_eq!(

@@ -35,7 +35,7 @@ pub enum CreationTimeError {
 
 /// Parses the raw JSON text of `ApproximateCreationDateTime`. The error says
 /// what is wrong (it repeats the value, clipped: a time is not item contents).
-pub(super) fn parse_creation_time(raw_json: &str) -> Result<CreationTime, CreationTimeError> {
+pub fn parse_creation_time(raw_json: &str) -> Result<CreationTime, CreationTimeError> {
     let shown = || super::document::clip(raw_json, 40);
     let epoch = |reason| CreationTimeError::NotEpochSeconds { shown: shown(), reason };
     match raw_json.as_bytes().first() {

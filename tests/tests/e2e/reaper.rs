@@ -210,3 +210,56 @@ fn a_bad_event_is_an_error_that_is_not_retried() {
     assert!(!err.is_retryable());
     assert!(err.to_string().contains("no edge set"), "{err}");
 }
+
+#[test]
+fn an_edge_changed_after_a_kinesis_node_expired_is_kept() {
+    use event_router::{Ledger, MemoryLedger};
+    use model::config::{ChangeSource, KinesisSource, Precision};
+    use model::record::CreationTime;
+
+    let mut config = (*example()).clone();
+    for table in &mut config.tables {
+        table.stream = ChangeSource::Kinesis(KinesisSource {
+            precision: Precision::Microsecond,
+            retention_hours: 24,
+        });
+    }
+    let config = Arc::new(config);
+    let store = Arc::new(MemoryStore::new(config.clone()));
+    let older = item("USER-42", "TEAMMEMBERSHIP-TEAM-1", &[("gsi0", "m")]);
+    let newer = item("GOAL-7", "GOALMEMBERSHIP-USER-42", &[("gsi0", "m")]);
+    let unknown = item("GOAL-8", "GOALMEMBERSHIP-USER-42", &[("gsi0", "m")]);
+    for edge in [&older, &newer, &unknown] {
+        store.put_item("records", edge.clone()).expect("put");
+    }
+    // The node expired at 10:00:00.000100; the ledger knows one edge last
+    // changed just before, the other just after.
+    let at = |micros: u32| CreationTime {
+        seconds: 1_763_719_200,
+        nanos: micros * 1000,
+    };
+    let table = config.table("records").expect("records");
+    let ledger = Arc::new(MemoryLedger::new());
+    let entry = |image: &Image, created| {
+        let version = model::Version::of_created(created, Precision::Microsecond).expect("version");
+        model::ledger::Entry {
+            item: model::ledger::item_of(table, image),
+            version,
+            expires: 0,
+        }
+    };
+    block(ledger.note(&[entry(&older, at(99)), entry(&newer, at(50)), entry(&newer, at(101))])).expect("noted");
+    let reaper = Reaper::new(config.clone(), StoreGraph(store.clone()), Backoff::immediate(3))
+        .with_ledger(Some(ledger as Arc<dyn Ledger>));
+    let event = r#"{"detail": {"table": "records", "keys": {"source": {"S": "USER-42"}, "target": {"S": "USER-42"}},
+        "sequenceNumber": "9", "approximateCreationTime": "2025-11-21T10:00:00.0001Z"}}"#;
+    let reaped = block(reaper.reap(event.as_bytes())).expect("reaped");
+    assert_eq!((reaped.deleted, reaped.newer_kept), (2, 1), "{reaped:?}");
+    let left: Vec<Image> = store.items("records");
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(
+        left[0].get("source"),
+        Some(&s("GOAL-7")),
+        "the edge changed after the expiry stays"
+    );
+}

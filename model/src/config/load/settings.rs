@@ -8,6 +8,7 @@ impl Checker<'_> {
             source: defaults::EVENT_SOURCE.to_string(),
             bus: defaults::EVENT_BUS.to_string(),
             max_request_bytes: defaults::MAX_REQUEST_BYTES,
+            ledger_table: defaults::LEDGER_TABLE.to_string(),
         };
         let Some(raw) = raw else { return events };
         if let Some(source) = raw.source {
@@ -40,6 +41,11 @@ impl Checker<'_> {
                 );
             } else {
                 events.bus = bus.into_inner();
+            }
+        }
+        if let Some(ledger) = raw.ledger_table {
+            if self.table_name(&ledger, "[events]", "ledger_table") {
+                events.ledger_table = ledger.into_inner();
             }
         }
         if let Some(max) = raw.max_request_bytes {

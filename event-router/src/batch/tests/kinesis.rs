@@ -1,0 +1,188 @@
+//! Records of tables read from a Kinesis data stream, delivered reordered
+//! and repeated, through Lambda's retries from the failed record: every
+//! change's events are published exactly once, repeats are counted, and a
+//! late change is still published with its own creation time.
+
+use std::sync::Arc;
+
+use model::config::{ChangeSource, KinesisSource, Precision};
+use model::delivery::{kinesis_event, kinesis_stream_arn};
+
+use super::*;
+use crate::ledger::MemoryLedger;
+
+fn kinesis_router(ledger: Option<Arc<MemoryLedger>>) -> TestRouter {
+    let mut config = example();
+    for table in &mut config.tables {
+        table.stream = ChangeSource::Kinesis(KinesisSource {
+            precision: Precision::Microsecond,
+            retention_hours: 24,
+        });
+    }
+    router_with(config).with_ledger(ledger.map(|l| l as Arc<dyn Ledger>))
+}
+
+/// `records` reordered within `window` places, one in four repeated.
+fn shuffled(records: &[ChangeRecord], window: usize, seed: u64) -> Vec<&ChangeRecord> {
+    let mut next = fastrand_like(seed);
+    let mut keyed = Vec::new();
+    for (i, record) in records.iter().enumerate() {
+        let at = |n: u64| i + usize::try_from(n % (window as u64 + 1)).unwrap_or(0);
+        keyed.push((at(next()), keyed.len(), record));
+        if next().is_multiple_of(4) {
+            keyed.push((at(next()), keyed.len(), record));
+        }
+    }
+    keyed.sort_by_key(|&(at, n, _)| (at, n));
+    keyed.into_iter().map(|(_, _, r)| r).collect()
+}
+
+/// Delivers `delivery` as Lambda does from a Kinesis shard: batches of at
+/// most `batch`, each retried from its failed record until it succeeds.
+/// Returns the repeats counted.
+fn deliver(router: &TestRouter, delivery: &[&ChangeRecord], batch: usize) -> Result<usize, TestCaseError> {
+    let arn = kinesis_stream_arn("changes");
+    let sequence = |i: usize| (1_000_000 + i).to_string();
+    let (mut from, mut invocations, mut repeats) = (0, 0, 0);
+    while from < delivery.len() {
+        invocations += 1;
+        prop_assert!(invocations < 1000, "no progress");
+        let end = (from + batch).min(delivery.len());
+        let payload = kinesis_event(
+            delivery[from..end]
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (*r, sequence(from + i))),
+            Precision::Microsecond,
+            &arn,
+        );
+        let outcome = block(router.handle(&payload)).expect("a batch");
+        repeats += outcome.stats.repeats;
+        match outcome.failed {
+            None => from = end,
+            Some(failed) => {
+                let at = (from..end).find(|&i| failed.sequence_number() == Some(sequence(i).as_str()));
+                prop_assert!(at.is_some(), "the failure names a Kinesis sequence number of the batch");
+                from = at.unwrap_or(end);
+            }
+        }
+    }
+    Ok(repeats)
+}
+
+fn tagged(history: &[Gen]) -> Vec<ChangeRecord> {
+    history
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let pk = match g.table {
+                "records" => format!("GOAL-{}", g.pk),
+                _ => format!("lyr#{}", g.pk),
+            };
+            let sk = if g.table == "records" {
+                pk.clone()
+            } else {
+                "v1".to_owned()
+            };
+            let mut r = record(g.table, g.kind, i as u64 + 1, &pk, &sk, g.ttl);
+            for image in [r.old.as_mut(), r.new.as_mut()].into_iter().flatten() {
+                image.insert("tag".to_owned(), s(&format!("r{i}")));
+            }
+            r
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn each_change_is_published_once_whatever_the_order_repeats_and_retries(
+        history in proptest::collection::vec(gen(), 1..50),
+        window in 0usize..10,
+        batch in 1usize..12,
+        throttle_per_mille in 0u32..400,
+        seed in any::<u64>(),
+    ) {
+        let router = kinesis_router(Some(Arc::new(MemoryLedger::new())));
+        let records = tagged(&history);
+        let delivery = shuffled(&records, window, seed);
+        let mut next = fastrand_like(seed ^ 7);
+        router.publisher().fail_entries(move |_| {
+            (next() % 1000 < u64::from(throttle_per_mille)).then(|| "ThrottlingException".to_owned())
+        });
+        let repeats = deliver(&router, &delivery, batch)?;
+
+        let config = router.config().clone();
+        let mut published: HashMap<String, usize> = HashMap::new();
+        for entry in router.publisher().published() {
+            let detail = detail(&entry);
+            let tag = detail["newImage"]["tag"]["S"]
+                .as_str()
+                .or_else(|| detail["oldImage"]["tag"]["S"].as_str())
+                .unwrap_or("?")
+                .to_owned();
+            *published.entry(tag).or_default() += 1;
+        }
+        for (i, r) in records.iter().enumerate() {
+            let table = config.table(r.table.as_deref().unwrap_or("")).expect("table");
+            let events = model::event::classify(&config, table, r).expect("classifies").len();
+            prop_assert_eq!(published.get(&format!("r{i}")).copied().unwrap_or(0), events, "record {}", i);
+        }
+        prop_assert!(repeats >= delivery.len() - records.len(), "every repeat counted: {} < {}", repeats, delivery.len() - records.len());
+        prop_assert!(router.quarantine().entries().is_empty());
+    }
+}
+
+#[test]
+fn without_a_ledger_only_repeats_within_a_batch_are_dropped() {
+    let records = tagged(&[Gen {
+        table: "layers",
+        kind: EventKind::Remove,
+        ttl: true,
+        pk: 1,
+    }]);
+    let twice = [&records[0], &records[0]];
+    let router = kinesis_router(None);
+    assert_eq!(deliver(&router, &twice, 2).ok(), Some(1));
+    assert_eq!(router.publisher().published().len(), 1);
+    assert_eq!(deliver(&router, &twice, 1).ok(), Some(0));
+    assert_eq!(
+        router.publisher().published().len(),
+        3,
+        "across batches, only a ledger tells"
+    );
+    let router = kinesis_router(Some(Arc::new(MemoryLedger::new())));
+    assert_eq!(deliver(&router, &twice, 1).ok(), Some(1));
+    assert_eq!(router.publisher().published().len(), 1);
+}
+
+#[test]
+fn a_late_change_is_published_with_its_own_creation_time() {
+    let router = kinesis_router(Some(Arc::new(MemoryLedger::new())));
+    let older = record("layers", EventKind::Insert, 1, "lyr#1", "v1", false);
+    let newer = record("layers", EventKind::Remove, 2, "lyr#1", "v1", true);
+    let delivery = [&newer, &older];
+    assert_eq!(deliver(&router, &delivery, 1).ok(), Some(0));
+    let times: Vec<String> = router
+        .publisher()
+        .published()
+        .iter()
+        .map(|e| detail(e)["approximateCreationTime"].as_str().unwrap_or("?").to_owned())
+        .collect();
+    let routed = [&newer, &older]
+        .iter()
+        .filter(|r| {
+            let config = router.config();
+            let table = config.table("layers").expect("layers");
+            !model::event::classify(config, table, r).expect("classifies").is_empty()
+        })
+        .count();
+    assert_eq!(times.len(), routed);
+    let mut sorted = times.clone();
+    sorted.sort();
+    assert!(
+        times.len() < 2 || times != sorted,
+        "the late one came second, with the older time: {times:?}"
+    );
+}
