@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use model::record::{ChangeRecord, CreationTime};
 use model::{Config, Image, Value};
 
 use crate::store::memory::{lambda_event, MemoryStore};
@@ -232,4 +233,31 @@ pub fn example_payload_of_size(config: Arc<Config>, max_bytes: usize, seed: u64)
         }
     }
     (store, lambda_event(stream[..lo].iter()), lo)
+}
+
+/// The records with creation times 50 µs apart, reordered within `window`
+/// places, one in twenty repeated (a deterministic xorshift of `seed`).
+pub fn as_kinesis_delivers(records: Vec<ChangeRecord>, window: usize, seed: u64) -> Vec<ChangeRecord> {
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut keyed = Vec::with_capacity(records.len() + records.len() / 16);
+    for (i, mut record) in records.into_iter().enumerate() {
+        let micros = i as u64 * 50;
+        record.created = Some(CreationTime {
+            seconds: 1_763_719_200 + i64::try_from(micros / 1_000_000).unwrap_or(0),
+            nanos: u32::try_from(micros % 1_000_000).unwrap_or(0) * 1000,
+        });
+        let at = |n: u64| i + usize::try_from(n % (window as u64 + 1)).unwrap_or(0);
+        if next() % 20 == 0 {
+            keyed.push((at(next()), keyed.len(), record.clone()));
+        }
+        keyed.push((at(next()), keyed.len(), record));
+    }
+    keyed.sort_by_key(|(at, n, _)| (*at, *n));
+    keyed.into_iter().map(|(_, _, record)| record).collect()
 }

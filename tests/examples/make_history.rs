@@ -5,7 +5,13 @@
 //! node or a layer is marked as the TTL service's (`userIdentity`), so the
 //! routes of the example config fire and the reaper has nodes to reap.
 //!
-//! `cargo run --release -p streamdex-tests --features testing --example make_history -- RECORDS [SEED] [KEYSPACE] > history.jsonl`
+//! `cargo run --release -p streamdex-tests --features testing --example make_history -- RECORDS [SEED] [KEYSPACE] [--kinesis WINDOW] > history.jsonl`
+//!
+//! With `--kinesis WINDOW`, the same history as a Kinesis data stream
+//! delivers it: each change as DynamoDB writes it to Kinesis (creation
+//! times in microseconds, 50 µs apart), reordered within WINDOW places,
+//! one in twenty repeated. Replay it under `streamdex config example
+//! --stream kinesis`.
 //!
 //! KEYSPACE (default: RECORDS) sizes the tables: the nodes, issues and
 //! live edges of a KEYSPACE-change history. A history longer than its key
@@ -19,14 +25,25 @@
 use std::io::{BufWriter, Write};
 use std::sync::Arc;
 
-use model::delivery::lambda_record;
+use model::config::Precision;
+use model::delivery::{kinesis_change, lambda_record};
+use model::record::ChangeRecord;
 use model::EventKind;
-use stream_indexer::workload::{write_mix, write_mix_over};
+use stream_indexer::workload::{as_kinesis_delivers, write_mix, write_mix_over};
 use stream_indexer::MemoryStore;
 
 fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let usage = "usage: make_history RECORDS [SEED] [KEYSPACE]";
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: make_history RECORDS [SEED] [KEYSPACE] [--kinesis WINDOW]";
+    let kinesis: Option<usize> = match args.iter().position(|a| a == "--kinesis") {
+        Some(at) => {
+            let window = args.get(at + 1).ok_or_else(|| anyhow::anyhow!(usage))?.parse()?;
+            args.drain(at..at + 2);
+            Some(window)
+        }
+        None => None,
+    };
+    let mut args = args.into_iter();
     let records: usize = args.next().ok_or_else(|| anyhow::anyhow!(usage))?.parse()?;
     let seed: u64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(7);
     let keyspace: Option<usize> = args.next().map(|s| s.parse()).transpose()?;
@@ -40,15 +57,27 @@ fn main() -> anyhow::Result<()> {
         Some(keyspace) => write_mix_over(&store, records, keyspace, seed, true),
     }
     let mut out = BufWriter::new(std::io::stdout().lock());
-    for entry in store.take_stream() {
-        let mut record = entry.record;
+    let mut records: Vec<ChangeRecord> = store.take_stream().into_iter().map(|e| e.record).collect();
+    for record in &mut records {
         let table = record.table.as_deref().unwrap_or_default();
         let is_node = record.keys.contains_key("source") && record.keys.get("source") == record.keys.get("target");
         if record.kind == EventKind::Remove && (table == "layers" || (table == "records" && is_node)) {
             record.ttl_expiry = true;
         }
-        serde_json::to_writer(&mut out, &lambda_record(&record))?;
-        out.write_all(b"\n")?;
+    }
+    match kinesis {
+        None => {
+            for record in &records {
+                serde_json::to_writer(&mut out, &lambda_record(record))?;
+                out.write_all(b"\n")?;
+            }
+        }
+        Some(window) => {
+            for record in &as_kinesis_delivers(records, window, seed) {
+                serde_json::to_writer(&mut out, &kinesis_change(record, Precision::Microsecond))?;
+                out.write_all(b"\n")?;
+            }
+        }
     }
     out.flush()?;
     Ok(())

@@ -37,7 +37,13 @@ pub enum ConfigCommand {
         file: PathBuf,
     },
     /// Print the annotated example config (every key explained).
-    Example,
+    Example {
+        /// Where its tables' changes are read: `dynamodb` (their DynamoDB
+        /// streams, as written) or `kinesis` (every table with `stream =
+        /// "kinesis"`).
+        #[arg(long, value_name = "SOURCE", default_value = "dynamodb", value_parser = ["dynamodb", "kinesis"])]
+        stream: String,
+    },
 }
 
 /// Runs `streamdex config ...` on stdout and stderr.
@@ -52,11 +58,28 @@ pub fn run(args: &ConfigArgs) -> ExitCode {
 pub fn run_with(args: &ConfigArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match &args.command {
         ConfigCommand::Check { file } => check(file, out, err),
-        ConfigCommand::Example => {
+        ConfigCommand::Example { stream } if stream == "kinesis" => {
+            let _ = out.write_all(kinesis_example().as_bytes());
+            EXIT_OK
+        }
+        ConfigCommand::Example { .. } => {
             let _ = out.write_all(config::EXAMPLE_CONFIG.as_bytes());
             EXIT_OK
         }
     }
+}
+
+/// The example config with every table read from a Kinesis data stream.
+pub fn kinesis_example() -> String {
+    let mut out = String::with_capacity(config::EXAMPLE_CONFIG.len() + 128);
+    for line in config::EXAMPLE_CONFIG.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if line.starts_with("[table.") {
+            out.push_str("stream = \"kinesis\"\n");
+        }
+    }
+    out
 }
 
 fn check(file: &std::path::Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
@@ -288,5 +311,16 @@ mod tests {
         let (code, out, _) = run_args(&["config", "example"]);
         assert_eq!(code, EXIT_OK);
         assert_eq!(out, config::EXAMPLE_CONFIG);
+    }
+
+    #[test]
+    fn the_kinesis_example_reads_every_table_from_kinesis() {
+        let (code, out, _) = run_args(&["config", "example", "--stream", "kinesis"]);
+        assert_eq!(code, EXIT_OK);
+        let parsed = config::parse(&out, "kinesis example").unwrap_or_else(|e| panic!("{e}"));
+        let example = config::parse(config::EXAMPLE_CONFIG, "example").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(parsed.tables.len(), example.tables.len());
+        assert!(parsed.tables.iter().all(|t| t.stream.is_unordered()));
+        assert_eq!((parsed.indexes, parsed.edge_sets), (example.indexes, example.edge_sets));
     }
 }

@@ -358,6 +358,7 @@ fn each_file(
         let read = each_batch(
             path,
             batch_size,
+            config,
             &|received| prepare_ahead(received, &planning, ahead),
             |batch, ready, bytes| {
                 file.count(batch, config);
@@ -468,6 +469,13 @@ fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std
             String::new()
         }
     )?;
+    if r.repeats > 0 || s.apply.stale > 0 {
+        writeln!(
+            err,
+            "  kinesis:    {} repeated changes published nothing again; {} writes older than what they met skipped",
+            r.repeats, s.apply.stale
+        )?;
+    }
     if summary.reaped > 0 || summary.reaper_deletes > 0 {
         writeln!(
             err,

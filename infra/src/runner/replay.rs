@@ -12,17 +12,24 @@
 //! - [`replay_batch_to`]: into real tables and a real bus (an endpoint, or AWS);
 //!   the source tables are taken to hold the data the recording came from.
 //!
+//! A table read from a Kinesis data stream may come reordered and
+//! repeated: a record older than the change its item last took is not
+//! applied to the store's tables (the table holds the newest change), and
+//! the pipeline's own writes fed back get creation times after the newest
+//! the recording has shown, as DynamoDB would stamp them.
+//!
 //! What the consumers did is summed up in a [`Summary`]; the command
 //! (`cli::replay`) prints it.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use event_router::{Entry, Ledger, MemoryLedger, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
-use model::config::Config;
+use model::config::{Config, TableConfig};
 use model::outcome::Outcome;
-use model::record::{ChangeRecord, EventKind, Received};
+use model::record::{ChangeRecord, CreationTime, EventKind, Received};
 use model::value::Attrs;
-use model::Planner;
+use model::{Planner, Version};
 use serde_json::Value as Json;
 use stream_indexer::batch::Quarantined;
 use stream_indexer::store::memory::{ReadyItem, StreamEntry};
@@ -64,6 +71,64 @@ pub struct Local {
     /// Buffers for the pipeline's own writes fed back after a batch, kept
     /// from batch to batch so a replay does not allocate them anew.
     feedback: Mutex<(Vec<StreamEntry>, Vec<Received<'static>>)>,
+    /// For tables read from Kinesis (see the module doc).
+    unordered: Mutex<Unordered>,
+}
+
+/// What a replay keeps of the tables read from Kinesis.
+#[derive(Default)]
+struct Unordered {
+    /// Each item's newest change applied to the store's tables.
+    applied: HashMap<String, Version>,
+    /// The newest creation time seen, and the pipeline's writes since.
+    now: Option<CreationTime>,
+    written: u32,
+}
+
+impl Unordered {
+    /// Whether `record`, of `table`, is the newest change of its item so
+    /// far (and so is applied to the store's tables).
+    fn is_newest<I: Attrs>(&mut self, table: &TableConfig, record: &ChangeRecord<I>) -> bool {
+        let Some(entry) = model::ledger::entry_of(table, record) else {
+            return true;
+        };
+        if let Some(created) = record.created {
+            if self.now.is_none_or(|now| created > now) {
+                self.now = Some(created);
+                self.written = 0;
+            }
+        }
+        match self.applied.get(&entry.item) {
+            Some(applied) if *applied >= entry.version => false,
+            _ => {
+                self.applied.insert(entry.item, entry.version);
+                true
+            }
+        }
+    }
+
+    /// `record`, a write of the pipeline's own, with a creation time after
+    /// the newest seen (a microsecond apart from the one before), for a
+    /// table read from Kinesis.
+    /// The write is the item's newest change: a late record of an older
+    /// one is not applied over it.
+    fn stamp(&mut self, config: &Config, mut record: ChangeRecord) -> ChangeRecord {
+        let Ok(table) = config.table_of_record(&record) else {
+            return record;
+        };
+        if let (true, Some(now)) = (table.stream.is_unordered(), self.now) {
+            self.written += 1;
+            let nanos = u64::from(now.nanos) + u64::from(self.written) * 1000;
+            record.created = Some(CreationTime {
+                seconds: now.seconds + i64::try_from(nanos / 1_000_000_000).unwrap_or(0),
+                nanos: u32::try_from(nanos % 1_000_000_000).unwrap_or(0),
+            });
+            if let Some(entry) = model::ledger::entry_of(table, &record) {
+                self.applied.insert(entry.item, entry.version);
+            }
+        }
+        record
+    }
 }
 
 impl Local {
@@ -96,6 +161,7 @@ impl Local {
             reaper: Reaper::new(config, StoreGraph(store), Backoff::default()).with_ledger(ledger),
             keep_events: true,
             feedback: Mutex::default(),
+            unordered: Mutex::default(),
         }
     }
 
@@ -142,10 +208,17 @@ impl Local {
         let planner = Planner::new(self.config());
         summary.records += batch.len();
         store.record_stream(false);
+        let kinesis = self.config().reads_kinesis();
         for (at, received) in batch.iter().enumerate() {
             if let Ok(record) = &received.record {
                 let ready = ready.get_mut(at).and_then(Option::take);
-                materialize(store, &planner, record, ready);
+                let newest = !kinesis
+                    || planner
+                        .table_of(record)
+                        .is_ok_and(|table| self.lock_unordered().is_newest(table, record));
+                if newest {
+                    materialize(store, &planner, record, ready);
+                }
             }
         }
         // From here on the pipeline's own writes (set updates, the
@@ -161,12 +234,26 @@ impl Local {
                 break;
             }
             more.clear();
-            more.extend(written.drain(..).map(|e| Received::typed(e.record)));
+            if kinesis {
+                let mut unordered = self.lock_unordered();
+                let config = self.config();
+                more.extend(
+                    written
+                        .drain(..)
+                        .map(|e| Received::typed(unordered.stamp(config, e.record))),
+                );
+            } else {
+                more.extend(written.drain(..).map(|e| Received::typed(e.record)));
+            }
             self.handle(&more, summary).await;
         }
         more.clear();
         *self.lock_feedback() = (written, more);
         store.record_stream(false);
+    }
+
+    fn lock_unordered(&self) -> std::sync::MutexGuard<'_, Unordered> {
+        self.unordered.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn lock_feedback(&self) -> std::sync::MutexGuard<'_, (Vec<StreamEntry>, Vec<Received<'static>>)> {

@@ -170,6 +170,30 @@ pub fn unwrap_lines<'a>(text: &'a str, config: &Config) -> Unwrapped<'a> {
     out.finish()
 }
 
+/// One change as DynamoDB writes it to Kinesis (`change`, JSON), as one
+/// record of the DynamoDB stream's Lambda shape, under `sequence_number`
+/// (for a line of a file: its line number); why it cannot be, otherwise.
+pub fn change_record(change: &str, sequence_number: &str, config: &Config) -> Result<String, String> {
+    let mut out = String::with_capacity(change.len() + 128);
+    let id = Ids {
+        sequence_number: Some(sequence_number),
+        ..Ids::default()
+    };
+    rewrite(change.as_bytes(), &id, config, &mut out)?;
+    Ok(out)
+}
+
+/// The line `line` of a file of changes, which could not be rewritten
+/// ([`change_record`]'s reason): unusable, its text kept for the quarantine.
+pub fn unusable_line(text: &str, line: usize, reason: String) -> Received<'_> {
+    let record = RecordId::Sequence(line.to_string());
+    Received::read(
+        Raw::Json(text),
+        Some(line.to_string()),
+        Err(RecordError::Kinesis { record, reason }),
+    )
+}
+
 /// Whether a line is a change as DynamoDB writes it to Kinesis: an object
 /// with `tableName` and `dynamodb`, and no `dynamodb.SequenceNumber`.
 pub fn is_kinesis_change(line: &str) -> bool {

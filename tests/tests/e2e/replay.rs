@@ -236,3 +236,86 @@ fn an_expiry_replays_through_the_router_and_the_reaper() {
     assert_eq!(expired[0]["detail"]["expired"], true);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A history replayed as its Kinesis data stream would deliver it
+/// (reordered, repeated) under a config that reads every table from
+/// Kinesis ends with the derived data and the events of the same history
+/// replayed from its DynamoDB stream.
+#[test]
+fn a_kinesis_delivery_replays_to_what_the_dynamodb_stream_does() {
+    use model::config::Precision;
+    use model::delivery::{kinesis_change, lambda_record};
+    use model::record::ChangeRecord;
+    use std::io::Write;
+
+    let config = Arc::new(config::parse(config::EXAMPLE_CONFIG, "example").expect("config"));
+    let store = stream_indexer::MemoryStore::new(config);
+    stream_indexer::workload::write_mix(&store, 3000, 11, true);
+    let records: Vec<ChangeRecord> = store.take_stream().into_iter().map(|e| e.record).collect();
+    // No TTL expiries: the reaper acts on the tables as the recording has
+    // shown them so far, which a reordered recording shows out of order
+    // (docs/kinesis.md); `reaper.rs` tests its guard.
+    assert!(records.iter().all(|r| !r.ttl_expiry));
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let write = |name: &str, lines: Vec<String>| {
+        let path = dir.path().join(name);
+        let mut file = std::fs::File::create(&path).expect("create");
+        for line in lines {
+            writeln!(file, "{line}").expect("write");
+        }
+        path
+    };
+    let dynamodb = write(
+        "dynamodb.jsonl",
+        records.iter().map(|r| lambda_record(r).to_string()).collect(),
+    );
+    let delivered = stream_indexer::workload::as_kinesis_delivers(records.clone(), 12, 5);
+    assert!(delivered.len() > records.len(), "some records come twice");
+    let kinesis = write(
+        "kinesis.jsonl",
+        delivered
+            .iter()
+            .map(|r| kinesis_change(r, Precision::Microsecond).to_string())
+            .collect(),
+    );
+    let kinesis_config = dir.path().join("kinesis.toml");
+    std::fs::write(&kinesis_config, infra::cli::config::kinesis_example()).expect("config");
+
+    let dump = |args: ReplayArgs| {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = replay::run_with(&args, &mut out, &mut err).expect("runs");
+        let summary = String::from_utf8_lossy(&err).into_owned();
+        assert_eq!(code, 0, "{summary}");
+        (
+            serde_json::from_slice::<serde_json::Value>(&out).expect("JSON dump"),
+            summary,
+        )
+    };
+    let (from_dynamodb, _) = dump(args(vec![dynamodb], 100));
+    let (from_kinesis, summary) = dump(ReplayArgs {
+        config: Some(kinesis_config),
+        ..args(vec![kinesis], 100)
+    });
+    assert!(summary.contains("repeat"), "the repeats are counted: {summary}");
+    for part in ["indexes", "edge_sets"] {
+        let (got, want) = (&from_kinesis[part], &from_dynamodb[part]);
+        let differing: Vec<String> = want
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(name, entries)| {
+                entries
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(move |&(key, value)| got[name][key] != *value)
+                    .map(move |(key, value)| format!("{name} {key}: {} / {value}", got[name][key]))
+            })
+            .take(5)
+            .collect();
+        assert!(
+            differing.is_empty() && got == want,
+            "{part} differs (Kinesis / DynamoDB): {differing:#?}"
+        );
+    }
+}

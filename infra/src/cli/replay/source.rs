@@ -19,6 +19,13 @@
 //!   ([`model::record::FailedBatch`]) is a document whose `payload` is the
 //!   event: that event is read.
 //!
+//! - Changes from a Kinesis data stream (for a config that reads a table
+//!   from one): a Lambda Kinesis event is a document, unwrapped
+//!   ([`model::record::kinesis::unwrap_event`]); JSON Lines of the changes
+//!   as DynamoDB writes them are streamed, each line rewritten into the
+//!   DynamoDB stream's shape as it is read, its line number its sequence
+//!   number ([`model::record::kinesis::change_record`]).
+//!
 //! Which one a file is: its first non-blank line is a JSON value on its own
 //! and not an object with `Records` or `DDBStreamBatchInfo` → JSON Lines;
 //! anything else → a document (so errors in it are reported exactly as
@@ -31,7 +38,8 @@ use std::path::Path;
 
 use std::sync::mpsc::{Receiver, Sender};
 
-use model::record::{parse_any, read_line, BorrowedReceived, Mode, ParseError};
+use model::config::Config;
+use model::record::{kinesis, parse_any, read_line, BorrowedReceived, Mode, ParseError};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -78,6 +86,7 @@ fn failed_batch_payload(bytes: &[u8]) -> Result<Vec<u8>, String> {
 pub fn each_batch<T: Send>(
     path: &Path,
     batch_size: usize,
+    config: &Config,
     prepare: &(dyn Fn(&BorrowedReceived<'_>) -> T + Sync),
     mut each: impl FnMut(&[BorrowedReceived<'_>], &mut [T], u64) -> ControlFlow<()>,
 ) -> Result<(), SourceError> {
@@ -94,6 +103,7 @@ pub fn each_batch<T: Send>(
         reader: BufReader::with_capacity(READ_BUFFER, File::open(path).map_err(read_error)?),
         line: 0,
         consumed: 0,
+        kinesis: None,
     };
     let mut first = Lines::default();
     if !input.starts_json_lines(&mut first).map_err(read_error)? {
@@ -107,11 +117,21 @@ pub fn each_batch<T: Send>(
                 message,
             })?;
         }
-        let records: Vec<BorrowedReceived<'_>> = parse_any(&bytes)
+        let unwrapped = if config.reads_kinesis() && kinesis::is_kinesis_event(&bytes) {
+            Some(kinesis::unwrap_event(&bytes, config).map_err(parse_error)?)
+        } else {
+            None
+        };
+        let text = unwrapped.as_ref().map_or(bytes.as_slice(), |u| u.batch.as_bytes());
+        let mut records: Vec<BorrowedReceived<'_>> = parse_any(text)
             .map_err(parse_error)?
             .into_iter()
             .map(|received| received.into_borrowed())
             .collect();
+        // Records that could not be unwrapped, in their places.
+        for (at, bad) in unwrapped.iter().flat_map(|u| u.unusable.iter()) {
+            records.insert((*at).min(records.len()), bad.clone().into_borrowed());
+        }
         let mut prepared: Vec<T> = records.iter().map(prepare).collect();
         let total = bytes.len() as u64;
         for (batch, prepared) in records.chunks(batch_size).zip(prepared.chunks_mut(batch_size)) {
@@ -122,7 +142,12 @@ pub fn each_batch<T: Send>(
         return Ok(());
     }
     // JSON Lines: a second thread reads and parses part after part, one
-    // ahead of the batches handed to `each` (see `read_ahead`).
+    // ahead of the batches handed to `each` (see `read_ahead`). Changes as
+    // DynamoDB writes them to Kinesis are rewritten as they are read.
+    if config.reads_kinesis() && first.last_is_kinesis_change() {
+        input.kinesis = Some(config);
+        first.rewrite_last(config);
+    }
     let part_size = batch_size.saturating_mul(READ_AHEAD_RECORDS.div_ceil(batch_size));
     std::thread::scope(|scope| {
         let (parts, spent) = read_ahead(scope, input, first, part_size, prepare);
@@ -187,7 +212,7 @@ self_cell::self_cell!(
 #[allow(clippy::type_complexity)]
 fn read_ahead<'scope, R: BufRead + Send + 'scope, T: Send + 'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
-    mut input: Input<R>,
+    mut input: Input<'scope, R>,
     first: Lines,
     part_size: usize,
     prepare: &'scope (dyn Fn(&BorrowedReceived<'_>) -> T + Sync),
@@ -240,15 +265,18 @@ struct Part<'a> {
 }
 
 /// The file being read: where it is.
-struct Input<R> {
+struct Input<'c, R> {
     reader: R,
     /// Lines of the file read so far.
     line: usize,
     /// Bytes of the file read so far.
     consumed: u64,
+    /// For a file of changes as DynamoDB writes them to Kinesis: the config
+    /// each line is rewritten under.
+    kinesis: Option<&'c Config>,
 }
 
-impl<R: BufRead> Input<R> {
+impl<R: BufRead> Input<'_, R> {
     /// Reads the file's first non-blank line into `lines` and says whether
     /// the file is JSON Lines. What was read stays in `lines` either way.
     fn starts_json_lines(&mut self, lines: &mut Lines) -> std::io::Result<bool> {
@@ -324,7 +352,12 @@ impl<R: BufRead> Input<R> {
             line: self.line,
             shift,
             consumed: self.consumed,
+            unusable: None,
         });
+        if let Some(config) = self.kinesis {
+            lines.rewrite_last(config);
+        }
+        let end = lines.spans.last().map_or(end, |span| span.end);
         Ok(Some((start, end)))
     }
 }
@@ -364,6 +397,8 @@ struct Span {
     shift: usize,
     /// Bytes of the file read up to the end of the line.
     consumed: u64,
+    /// Why a change from Kinesis on this line could not be rewritten.
+    unusable: Option<String>,
 }
 
 /// A part of a JSON Lines file: the text of its lines, back to back, and
@@ -382,6 +417,11 @@ impl Lines {
         let mut ends = Vec::with_capacity(self.spans.len());
         for span in &self.spans {
             let bytes = self.text.get(span.start..span.end).unwrap_or_default();
+            if let (Some(reason), Ok(line)) = (&span.unusable, std::str::from_utf8(bytes)) {
+                records.push(kinesis::unusable_line(line, span.line, reason.clone()).into_borrowed());
+                ends.push(span.consumed);
+                continue;
+            }
             let parsed = std::str::from_utf8(bytes)
                 .map_err(|e| ParseError {
                     line: span.line,
@@ -416,6 +456,40 @@ impl Lines {
     fn clear(&mut self) {
         self.text.clear();
         self.spans.clear();
+    }
+
+    /// Whether the last line is a change as DynamoDB writes it to Kinesis.
+    fn last_is_kinesis_change(&self) -> bool {
+        self.spans.last().is_some_and(|span| {
+            std::str::from_utf8(&self.text[span.start..span.end]).is_ok_and(kinesis::is_kinesis_change)
+        })
+    }
+
+    /// Rewrites the last line, a change as DynamoDB writes it to Kinesis,
+    /// into the DynamoDB stream's shape, its line number its sequence
+    /// number. A blank line stays; one that cannot be rewritten stays as
+    /// it is, and is read (and refused) as a record.
+    fn rewrite_last(&mut self, config: &Config) {
+        let Some(span) = self.spans.last_mut() else { return };
+        let Some(line) = self
+            .text
+            .get(span.start..span.end)
+            .and_then(|b| std::str::from_utf8(b).ok())
+        else {
+            return;
+        };
+        if line.trim().is_empty() {
+            return;
+        }
+        match kinesis::change_record(line, &span.line.to_string(), config) {
+            Ok(record) => {
+                self.text.truncate(span.start);
+                self.text.extend_from_slice(record.as_bytes());
+                span.end = self.text.len();
+                self.text.push(b'\n');
+            }
+            Err(reason) => span.unusable = Some(reason),
+        }
     }
 }
 

@@ -17,25 +17,37 @@ fn record(seq: u32) -> String {
 /// Every batch's sequence numbers, as read.
 fn batches(path: &Path, size: usize) -> Result<Vec<Vec<String>>, SourceError> {
     let mut out = Vec::new();
-    each_batch(path, size, &|_| {}, |batch, _, _| {
-        out.push(
-            batch
-                .iter()
-                .map(|r| r.sequence_number.clone().unwrap_or_default())
-                .collect(),
-        );
-        ControlFlow::Continue(())
-    })?;
+    each_batch(
+        path,
+        size,
+        &model::config::parse(model::config::EXAMPLE_CONFIG, "example").expect("example"),
+        &|_| {},
+        |batch, _, _| {
+            out.push(
+                batch
+                    .iter()
+                    .map(|r| r.sequence_number.clone().unwrap_or_default())
+                    .collect(),
+            );
+            ControlFlow::Continue(())
+        },
+    )?;
     Ok(out)
 }
 
 /// The records handed over before the file failed to parse, and why it did.
 fn seen_before_error(path: &Path, size: usize) -> (usize, ParseError) {
     let mut seen = 0;
-    let error = each_batch(path, size, &|_| {}, |batch, _, _| {
-        seen += batch.len();
-        ControlFlow::Continue(())
-    })
+    let error = each_batch(
+        path,
+        size,
+        &model::config::parse(model::config::EXAMPLE_CONFIG, "example").expect("example"),
+        &|_| {},
+        |batch, _, _| {
+            seen += batch.len();
+            ControlFlow::Continue(())
+        },
+    )
     .unwrap_err();
     match error {
         SourceError::Parse { error, .. } => (seen, error),
@@ -123,14 +135,20 @@ fn a_stop_is_the_last_batch_handed_over_and_bytes_count_up_to_each_batch() {
     let line = text.len() as u64 / 7;
     let path = file(text.as_bytes());
     let mut seen = Vec::new();
-    each_batch(path.path(), 3, &|_| {}, |batch, _, bytes| {
-        seen.push((batch.len(), bytes));
-        if seen.len() == 2 {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    })
+    each_batch(
+        path.path(),
+        3,
+        &model::config::parse(model::config::EXAMPLE_CONFIG, "example").expect("example"),
+        &|_| {},
+        |batch, _, bytes| {
+            seen.push((batch.len(), bytes));
+            if seen.len() == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        },
+    )
     .unwrap();
     assert_eq!(seen, vec![(3, 3 * line), (3, 6 * line)]);
 }
@@ -175,4 +193,57 @@ proptest::proptest! {
             }
         }
     }
+}
+
+/// The example config with every table read from Kinesis.
+fn kinesis_config() -> model::Config {
+    model::config::parse(&crate::cli::config::kinesis_example(), "kinesis example").expect("config")
+}
+
+fn kinesis_fixture(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../model/tests/fixtures")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn kinesis_events_and_lines_of_changes_are_read_unwrapped() {
+    let config = kinesis_config();
+    let read = |text: &[u8]| {
+        let path = file(text);
+        let mut out: Vec<(Option<String>, Result<String, String>)> = Vec::new();
+        each_batch(path.path(), 4, &config, &|_| {}, |batch, _, _| {
+            out.extend(batch.iter().map(|r| {
+                let table = r.record.as_ref().map(|c| c.table.as_deref().unwrap_or("?").to_owned());
+                (r.sequence_number.clone(), table.map_err(|e| e.to_string()))
+            }));
+            ControlFlow::Continue(())
+        })
+        .expect("read");
+        out
+    };
+    let event = read(&kinesis_fixture("kinesis-event.json"));
+    assert_eq!(event.len(), 13);
+    assert!(event
+        .iter()
+        .all(|(seq, table)| seq.as_deref().is_some_and(|s| s.len() == 56) && table.is_ok()));
+
+    let mut lines = kinesis_fixture("kinesis-changes.jsonl");
+    lines.extend_from_slice(
+        b"\n{\"tableName\":\"records\",\"eventName\":\"INSERT\",\"dynamodb\":{\"ApproximateCreationDateTime\":1763719200}}\n",
+    );
+    let lines = read(&lines);
+    assert_eq!(lines.len(), 14, "the blank line is skipped");
+    assert!(lines[..13]
+        .iter()
+        .enumerate()
+        .all(|(i, (seq, table))| { seq.as_deref() == Some((i + 1).to_string().as_str()) && table.is_ok() }));
+    let (seq, bad) = &lines[13];
+    assert_eq!(seq.as_deref(), Some("15"), "named by its line");
+    assert!(
+        bad.as_ref()
+            .is_err_and(|e| e.contains("record 15") && e.contains("precision = \"millisecond\"")),
+        "{bad:?}"
+    );
 }
