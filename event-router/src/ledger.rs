@@ -7,7 +7,7 @@
 
 pub mod dynamo;
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
@@ -28,10 +28,10 @@ pub trait Ledger: Send + Sync {
     fn newest<'a>(&'a self, item: &'a str) -> LedgerFuture<'a, Option<Version>>;
 }
 
-/// A ledger in memory.
+/// A ledger in memory: each item's versions noted.
 #[derive(Debug, Default)]
 pub struct MemoryLedger {
-    entries: Mutex<BTreeSet<(String, Version)>>,
+    entries: Mutex<HashMap<String, Vec<Version>>>,
 }
 
 impl MemoryLedger {
@@ -46,14 +46,14 @@ impl MemoryLedger {
 
     /// How many entries it holds.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().values().map(Vec::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<(String, Version)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Version>>> {
         self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -63,24 +63,25 @@ impl Ledger for MemoryLedger {
         let held = self.lock();
         let answer = entries
             .iter()
-            .map(|e| held.contains(&(e.item.clone(), e.version.clone())))
+            .map(|e| held.get(&e.item).is_some_and(|versions| versions.contains(&e.version)))
             .collect();
         Box::pin(async move { Ok(answer) })
     }
 
     fn note<'a>(&'a self, entries: &'a [Entry]) -> LedgerFuture<'a, ()> {
-        self.lock()
-            .extend(entries.iter().map(|e| (e.item.clone(), e.version.clone())));
+        let mut held = self.lock();
+        for entry in entries {
+            let versions = held.entry(entry.item.clone()).or_default();
+            if !versions.contains(&entry.version) {
+                versions.push(entry.version.clone());
+            }
+        }
+        drop(held);
         Box::pin(async { Ok(()) })
     }
 
     fn newest<'a>(&'a self, item: &'a str) -> LedgerFuture<'a, Option<Version>> {
-        let newest = self
-            .lock()
-            .range((item.to_owned(), Version::zero())..)
-            .take_while(|(i, _)| i == item)
-            .map(|(_, v)| v.clone())
-            .last();
+        let newest = self.lock().get(item).and_then(|versions| versions.iter().max().cloned());
         Box::pin(async move { Ok(newest) })
     }
 }

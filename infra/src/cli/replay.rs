@@ -469,12 +469,8 @@ fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std
             String::new()
         }
     )?;
-    if r.repeats > 0 || s.apply.stale > 0 {
-        writeln!(
-            err,
-            "  kinesis:    {} repeated changes published nothing again; {} writes older than what they met skipped",
-            r.repeats, s.apply.stale
-        )?;
+    if r.repeats > 0 {
+        writeln!(err, "  repeats:    {} changes delivered again published nothing", r.repeats)?;
     }
     if summary.reaped > 0 || summary.reaper_deletes > 0 {
         writeln!(
