@@ -98,13 +98,15 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-template=infra/streamdex.template.json
-log "judging $template: cfn-lint with the serverless rules, checkov, cfripper"
-"$judges/bin/cfn-lint" -a cfn_lint_serverless.rules -- "$template"
-BC_SKIP_MAPPING=TRUE "$judges/bin/checkov" -f "$template" --framework cloudformation --compact --quiet --skip-download
-if ! ripper=$("$judges/bin/cfripper" "$template" --format txt 2>&1) || grep -q crashed <<<"$ripper"; then
-  printf '%s\n' "$ripper" | grep -v '^Instantiation of GenericResource' >&2; log "cfripper refused $template"; exit 1
-fi
+# The example's template, and the same config read from Kinesis.
+for template in infra/streamdex.template.json infra/streamdex.kinesis.template.json; do
+  log "judging $template: cfn-lint with the serverless rules, checkov, cfripper"
+  "$judges/bin/cfn-lint" -a cfn_lint_serverless.rules -- "$template"
+  BC_SKIP_MAPPING=TRUE "$judges/bin/checkov" -f "$template" --framework cloudformation --compact --quiet --skip-download
+  if ! ripper=$("$judges/bin/cfripper" "$template" --format txt 2>&1) || grep -q crashed <<<"$ripper"; then
+    printf '%s\n' "$ripper" | grep -v '^Instantiation of GenericResource' >&2; log "cfripper refused $template"; exit 1
+  fi
+done
 scope=(--workspace)
 for a in "${cargo_args[@]}"; do case "$a" in -p|--package|-p*|--package=*) scope=() ;; esac; done
 # Every test runs under cargo nextest, in its own process with its own bound

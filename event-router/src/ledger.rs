@@ -81,7 +81,10 @@ impl Ledger for MemoryLedger {
     }
 
     fn newest<'a>(&'a self, item: &'a str) -> LedgerFuture<'a, Option<Version>> {
-        let newest = self.lock().get(item).and_then(|versions| versions.iter().max().cloned());
+        let newest = self
+            .lock()
+            .get(item)
+            .and_then(|versions| versions.iter().max().cloned());
         Box::pin(async move { Ok(newest) })
     }
 }

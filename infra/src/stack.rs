@@ -35,8 +35,8 @@ use model::config::{Config, RouteConfig, TableConfig};
 use model::filter::{self, Consumer, Pattern};
 
 pub use names::{
-    function_name, namespace, quarantine_bucket_name, quarantine_queue_name, reaper_dead_letter_queue_name,
-    rule_queue_name,
+    function_name, kinesis_stream_name, namespace, quarantine_bucket_name, quarantine_queue_name,
+    reaper_dead_letter_queue_name, rule_queue_name,
 };
 pub use provision::{bucket_exists, down, queue_url, sdk_config, up, Action, Change, DownReport, StackError, UpReport};
 
@@ -74,6 +74,9 @@ pub struct Stack {
     pub rules: Vec<Rule>,
     pub functions: Vec<Function>,
     pub mappings: Vec<Mapping>,
+    /// The router's ledger (`[events] ledger_table`), when a table is read
+    /// from Kinesis.
+    pub ledger_table: Option<String>,
 }
 
 /// The event bus the router puts events on.
@@ -101,6 +104,17 @@ pub struct SourceTable {
     pub edge_set: Option<EdgeSetAttributes>,
     /// The consumers of its stream (at most two).
     pub consumers: Vec<Consumer>,
+    /// The Kinesis data stream it sends its changes to, when the config
+    /// reads them from one (`stream = "kinesis"`).
+    pub kinesis: Option<KinesisStream>,
+}
+
+/// A Kinesis data stream a table sends its changes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KinesisStream {
+    pub name: String,
+    pub retention_hours: u32,
+    pub precision: model::config::Precision,
 }
 
 impl SourceTable {
@@ -370,6 +384,7 @@ impl Stack {
             rules,
             functions,
             mappings,
+            ledger_table: config.reads_kinesis().then(|| config.events.ledger_table.clone()),
         }
     }
 
@@ -415,6 +430,14 @@ fn source_table(config: &Config, table: &TableConfig) -> SourceTable {
             complete_attribute: set.complete_attribute.clone(),
         }),
         consumers: filter::consumers(config, &table.name),
+        kinesis: match table.stream {
+            model::config::ChangeSource::DynamoDb => None,
+            model::config::ChangeSource::Kinesis(kinesis) => Some(KinesisStream {
+                name: kinesis_stream_name(config, &table.name),
+                retention_hours: kinesis.retention_hours,
+                precision: kinesis.precision,
+            }),
+        },
     }
 }
 

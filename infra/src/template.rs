@@ -132,6 +132,17 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
         if let Some(attribute) = &table.ttl_attribute {
             properties["TimeToLiveSpecification"] = json!({ "AttributeName": attribute, "Enabled": true });
         }
+        if let Some(kinesis) = &table.kinesis {
+            // Its changes go to a Kinesis data stream, which the consumers read.
+            if let Some(object) = properties.as_object_mut() {
+                object.remove("StreamSpecification");
+            }
+            properties["KinesisStreamSpecification"] = json!({
+                "StreamArn": { "Fn::GetAtt": [ids::kinesis_stream(&table.name), "Arn"] },
+                "ApproximateCreationDateTimePrecision": kinesis.precision.aws_name(),
+            });
+            resources.add(ids::kinesis_stream(&table.name), kinesis_stream(kinesis))?;
+        }
         if let Some(index) = &table.target_index {
             let projection = if index.projected.is_empty() {
                 json!({ "ProjectionType": "KEYS_ONLY" })
@@ -176,6 +187,9 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
         });
         suppress::keep(&mut resource, &[suppress::TABLE_KEY, suppress::INDEX_BACKUP]);
         resources.add(ids::index_table(&table.name), resource)?;
+    }
+    if config.reads_kinesis() {
+        resources.add(ids::LEDGER_TABLE.to_owned(), ledger_table(&config.events.ledger_table))?;
     }
     for queue in stack.queues.iter().filter(|q| q.on_aws()) {
         resources.add(ids::queue(queue), queue_resource(&queue.name))?;
@@ -272,9 +286,13 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
     }
     resources.add(ids::KEY_POLICY.to_owned(), iam::key_policy(&stack.functions))?;
     for mapping in &stack.mappings {
+        let kinesis = stack
+            .source_tables
+            .iter()
+            .any(|t| t.name == mapping.table && t.kinesis.is_some());
         resources.add(
             ids::mapping(mapping.consumer, &mapping.table),
-            event_source_mapping(mapping),
+            event_source_mapping(mapping, kinesis),
         )?;
     }
     for (id, resource) in alarms::topic(&stack) {
@@ -366,10 +384,55 @@ fn key_schema(partition: &str, sort: Option<&str>) -> Json {
     Json::Array(keys)
 }
 
-fn event_source_mapping(mapping: &Mapping) -> Json {
+/// A Kinesis data stream of a table's changes: on demand, encrypted with
+/// the AWS-managed key, keeping records the configured hours.
+fn kinesis_stream(stream: &crate::stack::KinesisStream) -> Json {
+    json!({
+        "Type": "AWS::Kinesis::Stream",
+        "Properties": {
+            "Name": stream.name,
+            "RetentionPeriodHours": stream.retention_hours,
+            "StreamModeDetails": { "StreamMode": "ON_DEMAND" },
+            "StreamEncryption": { "EncryptionType": "KMS", "KeyId": "alias/aws/kinesis" },
+        },
+    })
+}
+
+/// The router's ledger of the changes it published from Kinesis
+/// (`model::ledger`): keyed by item and version, entries expiring by TTL.
+fn ledger_table(name: &str) -> Json {
+    use model::ledger::{EXPIRES_ATTRIBUTE, ITEM_ATTRIBUTE, VERSION_ATTRIBUTE};
+    let mut resource = json!({
+        "Type": "AWS::DynamoDB::Table",
+        "DeletionPolicy": "Delete",
+        "UpdateReplacePolicy": "Delete",
+        "Properties": {
+            "TableName": name,
+            "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": [
+                { "AttributeName": ITEM_ATTRIBUTE, "AttributeType": "S" },
+                { "AttributeName": VERSION_ATTRIBUTE, "AttributeType": "S" },
+            ],
+            "KeySchema": key_schema(ITEM_ATTRIBUTE, Some(VERSION_ATTRIBUTE)),
+            "SSESpecification": encryption::table(),
+            "TimeToLiveSpecification": { "AttributeName": EXPIRES_ATTRIBUTE, "Enabled": true },
+        },
+    });
+    suppress::keep(&mut resource, &[suppress::TABLE_KEY, suppress::INDEX_BACKUP]);
+    resource
+}
+
+/// The mapping of one consumer to a table's DynamoDB stream, or to the
+/// Kinesis data stream it sends its changes to (`kinesis`).
+fn event_source_mapping(mapping: &Mapping, kinesis: bool) -> Json {
     let settings = &mapping.settings;
+    let source = if kinesis {
+        json!({ "Fn::GetAtt": [ids::kinesis_stream(&mapping.table), "Arn"] })
+    } else {
+        json!({ "Fn::GetAtt": [ids::source_table(&mapping.table), "StreamArn"] })
+    };
     let mut properties = json!({
-        "EventSourceArn": { "Fn::GetAtt": [ids::source_table(&mapping.table), "StreamArn"] },
+        "EventSourceArn": source,
         "FunctionName": { "Ref": ids::function(FunctionRole::of(mapping.consumer)) },
         "StartingPosition": "TRIM_HORIZON",
         "BatchSize": settings.batch_size,
@@ -397,5 +460,7 @@ pub fn to_text(template: &Json) -> String {
     text
 }
 
+#[cfg(test)]
+mod kinesis_tests;
 #[cfg(test)]
 mod tests;

@@ -470,7 +470,11 @@ fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std
         }
     )?;
     if r.repeats > 0 {
-        writeln!(err, "  repeats:    {} changes delivered again published nothing", r.repeats)?;
+        writeln!(
+            err,
+            "  repeats:    {} changes delivered again published nothing",
+            r.repeats
+        )?;
     }
     if summary.reaped > 0 || summary.reaper_deletes > 0 {
         writeln!(

@@ -45,6 +45,9 @@ pub(super) fn bounded_name(config: &Config, suffix: &str, limit: usize) -> Strin
     format!("{}-{:08x}", &whole[..limit - 9], hash as u32)
 }
 
+/// Kinesis stream names: 1 to 128 characters.
+const KINESIS_STREAM_NAME_CHARS: usize = 128;
+
 /// The quarantine queue: `NAMESPACE-quarantine`.
 pub fn quarantine_queue_name(config: &Config) -> String {
     bounded_name(config, "quarantine", QUEUE_NAME_CHARS)
@@ -52,6 +55,12 @@ pub fn quarantine_queue_name(config: &Config) -> String {
 
 /// The quarantine's claim-check bucket, locally: `namespace-quarantine-records`,
 /// lowercase with `-` for `_` (S3's rules for bucket names).
+/// The Kinesis data stream table `table` sends its changes to:
+/// `NAMESPACE-TABLE-changes`, within Kinesis's 128 characters.
+pub fn kinesis_stream_name(config: &Config, table: &str) -> String {
+    bounded_name(config, &format!("{table}-changes"), KINESIS_STREAM_NAME_CHARS)
+}
+
 pub fn quarantine_bucket_name(config: &Config) -> String {
     bounded_name(config, "quarantine-records", BUCKET_NAME_CHARS)
         .to_ascii_lowercase()

@@ -20,6 +20,12 @@
 //! - **reaper**: `GetItem` and `Query` of the tables of `reap` routes,
 //!   `Query` of their `target_index`, `BatchWriteItem` (the deletes) on them;
 //!   `SendMessage` to its dead-letter queue (failed asynchronous invocations).
+//! - for a table read from a Kinesis data stream: the consumers read that
+//!   stream (`kinesis:` reads on it, `ListStreams` in the account); the
+//!   indexer's node updates may name each member's version attribute (a
+//!   pattern, `ForAllValues:StringLike`) and its rows are conditional
+//!   `PutItem`s; the router reads and writes the ledger table
+//!   (`BatchGetItem`, `BatchWriteItem`), the reaper queries it.
 //! - every function: `CreateLogStream`/`PutLogEvents` on its own log group
 //!   (the template creates it, with a retention); `Decrypt`, `DescribeKey`
 //!   and `GenerateDataKey` on the `KmsKeyArn` key, only when one is given;
@@ -79,22 +85,53 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
         FunctionRole::Reaper => None,
     };
     if let Some(consumer) = consumer {
-        let tables: Vec<&str> = stack
+        let kinesis = |table: &str| {
+            stack
+                .source_tables
+                .iter()
+                .any(|t| t.name == table && t.kinesis.is_some())
+        };
+        let (from_kinesis, from_dynamodb): (Vec<&str>, Vec<&str>) = stack
             .mappings
             .iter()
             .filter(|m| m.consumer == consumer)
             .map(|m| m.table.as_str())
-            .collect();
-        out.push(statement(
-            "ReadStreams",
-            &[
-                "dynamodb:DescribeStream",
-                "dynamodb:GetRecords",
-                "dynamodb:GetShardIterator",
-                "dynamodb:ListStreams",
-            ],
-            tables.iter().map(|t| stream_arns(t)).collect(),
-        ));
+            .partition(|t| kinesis(t));
+        if !from_dynamodb.is_empty() {
+            out.push(statement(
+                "ReadStreams",
+                &[
+                    "dynamodb:DescribeStream",
+                    "dynamodb:GetRecords",
+                    "dynamodb:GetShardIterator",
+                    "dynamodb:ListStreams",
+                ],
+                from_dynamodb.iter().map(|t| stream_arns(t)).collect(),
+            ));
+        }
+        if !from_kinesis.is_empty() {
+            out.push(statement(
+                "ReadChangeStreams",
+                &[
+                    "kinesis:DescribeStream",
+                    "kinesis:DescribeStreamSummary",
+                    "kinesis:GetRecords",
+                    "kinesis:GetShardIterator",
+                    "kinesis:ListShards",
+                ],
+                from_kinesis
+                    .iter()
+                    .map(|t| json!({ "Fn::GetAtt": [ids::kinesis_stream(t), "Arn"] }))
+                    .collect(),
+            ));
+            out.push(statement(
+                "ListChangeStreams",
+                &["kinesis:ListStreams"],
+                vec![sub(
+                    "arn:${AWS::Partition}:kinesis:${AWS::Region}:${AWS::AccountId}:stream/*",
+                )],
+            ));
+        }
         let queues: Vec<Json> = queue_arn(stack, &QueuePurpose::Quarantine).into_iter().collect();
         out.push(statement("Quarantine", &["sqs:SendMessage"], queues));
         // The claim checks under the function's prefix, and the batches its
@@ -121,13 +158,22 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
                 attributes.push(&set.attribute);
                 attributes.push(&set.complete_attribute);
                 attributes.push(model::version::EDGE_MARK_ATTRIBUTE);
+                // Read from Kinesis, each member's version has an attribute
+                // of its own: named by a pattern.
+                let member_versions = format!("{}*", model::version::MEMBER_VERSION_PREFIX);
+                let only = if table.kinesis.is_some() {
+                    attributes.push(&member_versions);
+                    "ForAllValues:StringLike"
+                } else {
+                    "ForAllValues:StringEquals"
+                };
                 out.push(json!({
                     "Sid": format!("EdgeSetOnly{}", ids::pascal(&table.name)),
                     "Effect": "Allow",
                     "Action": ["dynamodb:UpdateItem"],
                     "Resource": [table_arn(&table.name)],
                     "Condition": {
-                        "ForAllValues:StringEquals": { "dynamodb:Attributes": attributes },
+                        only: { "dynamodb:Attributes": attributes },
                         "StringEqualsIfExists": { "dynamodb:ReturnValues": ["NONE"] },
                     },
                 }));
@@ -143,7 +189,14 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
             }
             let indexes: Vec<Json> = stack.index_tables.iter().map(|t| table_arn(&t.name)).collect();
             if !indexes.is_empty() {
-                out.push(statement("IndexRows", &["dynamodb:BatchWriteItem"], indexes));
+                // Read from Kinesis, a row is written only over an older
+                // version: one conditional PutItem a row.
+                let actions: &[&str] = if stack.ledger_table.is_some() {
+                    &["dynamodb:BatchWriteItem", "dynamodb:PutItem"]
+                } else {
+                    &["dynamodb:BatchWriteItem"]
+                };
+                out.push(statement("IndexRows", actions, indexes));
             }
         }
         FunctionRole::Router => {
@@ -153,6 +206,13 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
                 json!({ "Fn::GetAtt": [ids::BUS, "Arn"] })
             };
             out.push(statement("PutEvents", &["events:PutEvents"], vec![bus]));
+            if let Some(ledger) = &stack.ledger_table {
+                out.push(statement(
+                    "Ledger",
+                    &["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"],
+                    vec![table_arn(ledger)],
+                ));
+            }
         }
         FunctionRole::Reaper => {
             let mut tables: Vec<&str> = stack
@@ -190,6 +250,9 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
             ));
             if let Some(queue) = queue_arn(stack, &QueuePurpose::ReaperDeadLetter) {
                 out.push(statement("DeadLetters", &["sqs:SendMessage"], vec![queue]));
+            }
+            if let Some(ledger) = &stack.ledger_table {
+                out.push(statement("Ledger", &["dynamodb:Query"], vec![table_arn(ledger)]));
             }
         }
     }

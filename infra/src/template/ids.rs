@@ -56,6 +56,13 @@ pub fn source_table(name: &str) -> String {
     format!("Table{}", pascal(name))
 }
 
+pub fn kinesis_stream(table: &str) -> String {
+    format!("ChangeStream{}", pascal(table))
+}
+
+/// The router's ledger (`[events] ledger_table`).
+pub const LEDGER_TABLE: &str = "LedgerTable";
+
 pub fn index_table(name: &str) -> String {
     format!("IndexTable{}", pascal(name))
 }

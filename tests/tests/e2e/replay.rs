@@ -296,7 +296,10 @@ fn a_kinesis_delivery_replays_to_what_the_dynamodb_stream_does() {
         config: Some(kinesis_config),
         ..args(vec![kinesis], 100)
     });
-    assert!(summary.contains("changes delivered again published nothing"), "the repeats are counted: {summary}");
+    assert!(
+        summary.contains("changes delivered again published nothing"),
+        "the repeats are counted: {summary}"
+    );
     for part in ["indexes", "edge_sets"] {
         let (got, want) = (&from_kinesis[part], &from_dynamodb[part]);
         let differing: Vec<String> = want
