@@ -37,6 +37,7 @@ use super::{
 
 mod bucket;
 mod events;
+mod kinesis;
 mod queues;
 mod table_settings;
 mod tables;
@@ -44,6 +45,7 @@ mod tables;
 pub use bucket::bucket_exists;
 use bucket::*;
 use events::*;
+use kinesis::*;
 pub use queues::queue_url;
 use queues::*;
 use table_settings::*;
@@ -262,6 +264,7 @@ struct Clients {
     events: aws_sdk_eventbridge::Client,
     sqs: aws_sdk_sqs::Client,
     s3: aws_sdk_s3::Client,
+    kinesis: aws_sdk_kinesis::Client,
 }
 
 impl Clients {
@@ -271,6 +274,7 @@ impl Clients {
             events: aws_sdk_eventbridge::Client::new(sdk),
             sqs: aws_sdk_sqs::Client::new(sdk),
             s3: aws_kit::clients::s3_client(sdk),
+            kinesis: aws_sdk_kinesis::Client::new(sdk),
         }
     }
 }
@@ -287,6 +291,12 @@ pub async fn up(sdk: &SdkConfig, config: &Config) -> Result<UpReport, StackError
     }
     for table in &stack.index_tables {
         index_table(&clients.dynamodb, table, &mut report.changes).await?;
+    }
+    for stream in stack.source_tables.iter().filter_map(|t| t.kinesis.as_ref()) {
+        report.changes.push(ensure_stream(&clients.kinesis, stream).await?);
+    }
+    if let Some(ledger) = &stack.ledger_table {
+        ledger_table(&clients.dynamodb, ledger, &mut report.changes).await?;
     }
     if !stack.bus.is_default() {
         report.changes.push(bus(&clients.events, &stack.bus.name).await?);
@@ -339,10 +349,16 @@ pub async fn down(sdk: &SdkConfig, config: &Config) -> Result<DownReport, StackE
     if !stack.bus.is_default() {
         report.changes.push(delete_bus(&clients.events, &stack.bus.name).await?);
     }
+    for stream in stack.source_tables.iter().filter_map(|t| t.kinesis.as_ref()) {
+        report
+            .changes
+            .push(delete_stream(&clients.kinesis, &stream.name).await?);
+    }
     let tables = stack
         .index_tables
         .iter()
         .map(|t| t.name.as_str())
+        .chain(stack.ledger_table.as_deref())
         .chain(stack.source_tables.iter().map(|t| t.name.as_str()));
     for table in tables {
         report.changes.push(delete_table(&clients.dynamodb, table).await?);

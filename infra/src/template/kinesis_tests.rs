@@ -76,6 +76,13 @@ fn each_table_sends_its_changes_to_an_encrypted_on_demand_stream_the_mappings_re
         assert_eq!(m["FunctionResponseTypes"][0], "ReportBatchItemFailures");
         assert_eq!(m["BisectBatchOnFunctionError"], true);
         assert!(m["DestinationConfig"]["OnFailure"]["Destination"].is_object());
+        // Lambda filters a Kinesis record on its decoded data.
+        for filter in m["FilterCriteria"]["Filters"].as_array().into_iter().flatten() {
+            let pattern: Json =
+                serde_json::from_str(filter["Pattern"].as_str().unwrap_or_default()).unwrap_or_default();
+            assert!(pattern["data"]["dynamodb"].is_object(), "{pattern}");
+            assert_eq!(pattern.as_object().map(|o| o.len()), Some(1), "{pattern}");
+        }
     }
     // At most two readers a stream: within a shard's five reads a second.
     for table in &config.tables {

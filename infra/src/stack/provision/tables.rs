@@ -189,40 +189,63 @@ pub(super) async fn index_table(
     table: &IndexTable,
     changes: &mut Vec<Change>,
 ) -> Result<(), StackError> {
-    if let Some(described) = describe_table(client, &table.name).await? {
-        check_keys(
-            "table",
-            &table.name,
-            described.key_schema(),
-            &table.partition_key,
-            Some(&table.sort_key),
-        )?;
+    // Tombstones (deleted rows' versions) expire by TTL.
+    let keys = (table.partition_key.as_str(), table.sort_key.as_str());
+    keyed_table(client, &table.name, keys, model::version::TOMBSTONE_ATTRIBUTE, changes).await
+}
+
+/// The router's ledger (see `model::ledger`): entries expire by TTL.
+pub(super) async fn ledger_table(
+    client: &aws_sdk_dynamodb::Client,
+    name: &str,
+    changes: &mut Vec<Change>,
+) -> Result<(), StackError> {
+    use model::ledger::{EXPIRES_ATTRIBUTE, ITEM_ATTRIBUTE, VERSION_ATTRIBUTE};
+    keyed_table(
+        client,
+        name,
+        (ITEM_ATTRIBUTE, VERSION_ATTRIBUTE),
+        EXPIRES_ATTRIBUTE,
+        changes,
+    )
+    .await
+}
+
+/// A table of String partition and sort `keys`, with TTL on `expires`.
+async fn keyed_table(
+    client: &aws_sdk_dynamodb::Client,
+    name: &str,
+    (partition, sort): (&str, &str),
+    expires: &str,
+    changes: &mut Vec<Change>,
+) -> Result<(), StackError> {
+    if let Some(described) = describe_table(client, name).await? {
+        check_keys("table", name, described.key_schema(), partition, Some(sort))?;
         changes.push(Change {
             kind: "table",
-            name: table.name.clone(),
+            name: name.to_owned(),
             action: Action::Unchanged,
         });
-        // Tombstones (deleted rows' versions) expire by TTL.
-        changes.push(ttl(client, &table.name, model::version::TOMBSTONE_ATTRIBUTE).await?);
+        changes.push(ttl(client, name, expires).await?);
         return Ok(());
     }
     client
         .create_table()
-        .table_name(&table.name)
+        .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
-        .set_key_schema(Some(key_schema(&table.partition_key, Some(&table.sort_key))?))
-        .attribute_definitions(string_attribute(&table.partition_key)?)
-        .attribute_definitions(string_attribute(&table.sort_key)?)
+        .set_key_schema(Some(key_schema(partition, Some(sort))?))
+        .attribute_definitions(string_attribute(partition)?)
+        .attribute_definitions(string_attribute(sort)?)
         .send()
         .await
-        .map_err(aws_error("CreateTable", "table", &table.name))?;
-    wait_active(client, &table.name).await?;
+        .map_err(aws_error("CreateTable", "table", name))?;
+    wait_active(client, name).await?;
     changes.push(Change {
         kind: "table",
-        name: table.name.clone(),
+        name: name.to_owned(),
         action: Action::Created,
     });
-    changes.push(ttl(client, &table.name, model::version::TOMBSTONE_ATTRIBUTE).await?);
+    changes.push(ttl(client, name, expires).await?);
     Ok(())
 }
 
