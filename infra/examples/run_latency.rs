@@ -79,6 +79,7 @@ async fn main() -> Result<()> {
         poll_interval_ms: poll_ms,
         local_ttl_every_ms: None,
         window_ms,
+        delivery: Default::default(),
     };
     let mut runner = local::connect(
         &sdk,

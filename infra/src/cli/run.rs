@@ -17,6 +17,7 @@ use clap::Args;
 use super::exit;
 use super::stack::{load, Endpoint};
 use crate::runner::checkpoint::{default_path, Checkpoints};
+use crate::runner::copier::Delivery;
 use crate::runner::function::Response;
 use crate::runner::host::Hosting;
 use crate::runner::local::{self, Wiring};
@@ -78,6 +79,17 @@ pub struct RunArgs {
     /// what they see in AWS. Not against AWS, whose TTL service does this.
     #[arg(long)]
     pub local_ttl: bool,
+    /// For tables read from Kinesis (`stream = "kinesis"`): a change is put
+    /// into the table's data stream at most this many places from where
+    /// it stood in the table's DynamoDB stream, as a Kinesis data stream
+    /// may deliver it. `run` copies each such table's changes into its data
+    /// stream, as DynamoDB does on AWS and a local endpoint does not.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub reorder_window: u64,
+    /// For tables read from Kinesis: the percent of changes put into the
+    /// data stream twice, as a Kinesis data stream may deliver them.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub repeat: u32,
     /// Do not print the EMF metric lines on stdout.
     #[arg(long)]
     pub no_emf: bool,
@@ -171,6 +183,11 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
             poll_interval_ms: args.poll_interval_ms,
             local_ttl_every_ms: args.local_ttl.then_some(LOCAL_TTL_EVERY_MS),
             window_ms: args.batching_window_ms,
+            delivery: Delivery {
+                reorder_window: usize::try_from(args.reorder_window).unwrap_or(usize::MAX),
+                repeat_percent: args.repeat,
+                seed: aws_kit::clock::Clock::now_ms(&SystemClock),
+            },
         };
         let hosting = match (&args.functions, &args.mappings) {
             (Some(dir), Some(mappings)) => {
@@ -462,6 +479,8 @@ mod tests {
             batching_window_ms: None,
             no_reaper: true,
             local_ttl: false,
+            reorder_window: 0,
+            repeat: 0,
             no_emf: true,
             exit_when_idle: true,
             give_up_after: 1,

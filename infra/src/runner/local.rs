@@ -3,6 +3,7 @@
 //! config's EventBridge bus, the quarantine and on-failure queues and the
 //! reap rules' queues that `streamdex up` created, the reaper on DynamoDB.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
@@ -21,6 +22,7 @@ use stream_indexer::{Backoff, Indexer};
 
 use super::age::Thresholds;
 use super::checkpoint::Checkpoints;
+use super::copier::{Copier, Delivery};
 use super::expiry::Expiries;
 use super::failure::{OnFailure, S3OnFailure};
 use super::function::{ConsumerFunction, Function};
@@ -28,6 +30,8 @@ use super::host::{HostedFunction, HostedReaper, Hosting};
 use super::mapping::Settings;
 use super::reaper_feed::{Queue, ReaperFeed};
 use super::stream::dynamo::DynamoStreams;
+use super::stream::kinesis::{EitherStreams, KinesisStreams};
+use super::stream::StreamSource;
 use super::sweeper::Sweeper;
 use super::{MappingSpec, Runner, RunnerOptions};
 use crate::stack::{self, FunctionRole, QueuePurpose, Stack, StackError};
@@ -60,6 +64,9 @@ pub struct Wiring {
     /// Overrides every mapping's batching window (milliseconds); `None`: the
     /// mappings' own (none in the template).
     pub window_ms: Option<u64>,
+    /// How the copy into the data streams of tables read from Kinesis
+    /// delivers (see [`super::copier`]).
+    pub delivery: Delivery,
 }
 
 /// The URL of the queue `name`, which `up` must have created.
@@ -197,8 +204,29 @@ pub async fn connect(
         Some(_) => DynamoStreams::new(sdk).with_expiries(expiries.clone()),
         None => DynamoStreams::new(sdk),
     };
-    let mut runner = Runner::new(
+    // Tables read from Kinesis: their data streams are read, and their
+    // DynamoDB streams copied into them (see `copier`).
+    let kinesis: BTreeMap<String, String> = stack
+        .source_tables
+        .iter()
+        .filter_map(|t| Some((t.name.clone(), t.kinesis.as_ref()?.name.clone())))
+        .collect();
+    let source: Arc<dyn StreamSource> = if kinesis.is_empty() {
+        Arc::new(streams.clone())
+    } else {
+        Arc::new(EitherStreams {
+            dynamodb: streams.clone(),
+            kinesis: KinesisStreams::new(sdk, kinesis),
+        })
+    };
+    let copier = Copier::new(
         Arc::new(streams),
+        aws_sdk_kinesis::Client::new(sdk),
+        &config,
+        wiring.delivery,
+    );
+    let mut runner = Runner::new(
+        source,
         clock,
         RunnerOptions {
             discover_every_ms: wiring.discover_every_ms,
@@ -272,6 +300,9 @@ pub async fn connect(
     }
     if let Some((sweeper, every)) = sweeper {
         runner.set_sweeper(sweeper, every, expiries);
+    }
+    if let Some(copier) = copier {
+        runner.set_copier(copier, config.clone());
     }
     Ok(runner)
 }

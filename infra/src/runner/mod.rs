@@ -35,6 +35,7 @@
 
 pub mod age;
 pub mod checkpoint;
+pub mod copier;
 pub mod expiry;
 pub mod failure;
 pub mod function;
@@ -278,6 +279,9 @@ pub struct Runner {
     reaper_quiet_round: u64,
     /// Local TTL: the sweeper, its interval, when it is due, and what it deleted.
     sweeper: Option<(Sweeper, u64)>,
+    /// The stand-in for DynamoDB's copy of changes into Kinesis (see
+    /// [`copier`]), with the config it copies.
+    copier: Option<(copier::Copier, Arc<model::Config>)>,
     sweep_due_ms: u64,
     expiries: Option<Arc<Expiries>>,
     /// Rounds so far, and the last one that did something (read records,
@@ -306,6 +310,7 @@ impl Runner {
             reaper_due_ms: 0,
             reaper_quiet_round: 0,
             sweeper: None,
+            copier: None,
             sweep_due_ms: 0,
             expiries: None,
             rounds: 0,
@@ -320,6 +325,12 @@ impl Runner {
     }
 
     /// Feeds the reaper from its rules' queues every round.
+    /// Copies the changes of the tables read from Kinesis into their data
+    /// streams each round, before the shards are read (see [`copier`]).
+    pub fn set_copier(&mut self, copier: copier::Copier, config: Arc<model::Config>) {
+        self.copier = Some((copier, config));
+    }
+
     pub fn set_reaper_feed(&mut self, feed: ReaperFeed) {
         self.reaper = Some(feed);
     }
@@ -380,6 +391,11 @@ impl Runner {
     pub async fn round(&mut self) -> Round {
         let mut round = Round::default();
         self.rounds += 1;
+        if let Some((copier, config)) = &mut self.copier {
+            let copied = copier.copy(config).await;
+            round.busy |= copied.busy;
+            round.events.extend(copied.events);
+        }
         self.discover(&mut round).await;
 
         let context = TickContext {

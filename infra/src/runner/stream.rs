@@ -5,6 +5,7 @@
 //! for tests (moto has one shard and no lineage).
 
 pub mod dynamo;
+pub mod kinesis;
 pub mod memory;
 
 use std::collections::hash_map::DefaultHasher;

@@ -9,6 +9,7 @@ mod cli;
 mod failed_batches;
 mod indexer_dynamodb;
 mod items_of_any_size;
+mod kinesis;
 mod layering;
 mod out_of_order;
 mod quarantine;

@@ -346,6 +346,7 @@ async fn racing(moto: &Moto, test: &str, after: After) -> Result<Racing> {
         poll_interval_ms: 100,
         window_ms: Some(0),
         local_ttl_every_ms: None,
+        delivery: Default::default(),
     };
     let runner = local::connect(
         &sdk(moto).await,

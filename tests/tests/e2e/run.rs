@@ -62,6 +62,7 @@ async fn wired_runner(
         poll_interval_ms: 250,
         local_ttl_every_ms,
         window_ms,
+        delivery: Default::default(),
     };
     Ok(local::connect(sdk, config.clone(), Arc::new(SystemClock), checkpoints, wiring, None).await?)
 }
