@@ -1,6 +1,8 @@
 //! `streamdex record CONFIG --out FILE`: tail the configured tables' streams
 //! (or `--table` ones) into JSON Lines, one record per line in the Lambda
-//! shape (with `eventSourceARN`), which `streamdex replay` reads back.
+//! shape (with `eventSourceARN`), which `streamdex replay` reads back. A
+//! table read from Kinesis is tailed in its data stream, each change
+//! written as DynamoDB writes it there; one file holds one kind.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -13,7 +15,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::exit;
 use super::stack::{load, Endpoint};
 use crate::runner::stream::dynamo::DynamoStreams;
-use crate::runner::stream::Position;
+use crate::runner::stream::kinesis::{kinesis_data, EitherStreams, KinesisStreams};
+use crate::runner::stream::{Position, StreamSource};
 use crate::runner::tail::Tail;
 use crate::stack;
 
@@ -92,6 +95,22 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
         }
         args.tables.clone()
     };
+    let stack = stack::Stack::new(&config);
+    let kinesis: std::collections::BTreeMap<String, String> = stack
+        .source_tables
+        .iter()
+        .filter(|t| tables.contains(&t.name))
+        .filter_map(|t| Some((t.name.clone(), t.kinesis.as_ref()?.name.clone())))
+        .collect();
+    if !kinesis.is_empty() && kinesis.len() < tables.len() {
+        let _ = writeln!(
+            err,
+            "streamdex record: tables read from Kinesis ({}) and from DynamoDB streams are recorded in two \
+             shapes: record each kind into a file of its own (--table)",
+            kinesis.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+        return exit::BAD_INPUT;
+    }
     let file = match std::fs::File::create(&args.out) {
         Ok(f) => f,
         Err(e) => {
@@ -120,12 +139,19 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
     bar.enable_steady_tick(Duration::from_millis(200));
     let code = runtime.block_on(async {
         let sdk = stack::sdk_config(args.endpoint.endpoint_url.as_deref(), args.endpoint.region.as_deref()).await;
-        let source = DynamoStreams::new(&sdk);
+        let source: Box<dyn StreamSource> = if kinesis.is_empty() {
+            Box::new(DynamoStreams::new(&sdk))
+        } else {
+            Box::new(EitherStreams {
+                dynamodb: DynamoStreams::new(&sdk),
+                kinesis: KinesisStreams::new(&sdk, kinesis),
+            })
+        };
         let start = match args.from {
             From::TrimHorizon => Position::TrimHorizon,
             From::Latest => Position::Latest,
         };
-        let mut tail = Tail::new(&source, tables, start);
+        let mut tail = Tail::new(&*source, tables, start);
         if let Err(e) = tail.list().await {
             bar.finish_and_clear();
             let _ = writeln!(err, "streamdex record: {e}");
@@ -150,7 +176,9 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
                 if args.max_records.is_some_and(|max| written >= max) {
                     break;
                 }
-                if let Err(e) = writeln!(writer, "{}", record.json) {
+                // A Kinesis record: the change it carries, as DynamoDB wrote it.
+                let line = kinesis_data(&record.json).unwrap_or(record.json);
+                if let Err(e) = writeln!(writer, "{line}") {
                     bar.finish_and_clear();
                     let _ = writeln!(err, "streamdex record: writing {}: {e}", args.out.display());
                     return exit::FAILURE;

@@ -30,6 +30,9 @@ pub struct ShardLag {
     /// Time left before the stream trims the oldest of them (24 h from its
     /// creation), milliseconds; `None` without backlog (nothing at risk).
     pub time_left_ms: Option<u64>,
+    /// The stream's retention (milliseconds): a DynamoDB stream's 24 hours,
+    /// or a Kinesis data stream's `retention_hours`.
+    pub retention_ms: u64,
 }
 
 /// Every consumer's lag on every shard of every configured table.
@@ -46,9 +49,15 @@ pub async fn measure(
         }
         let arn = source.stream_arn(&table.name).await?;
         let shards = source.shards(&arn).await?;
+        let retention_ms = table.kinesis.as_ref().map_or(super::age::STREAM_RETENTION_MS, |k| {
+            u64::from(k.retention_hours) * 3_600_000
+        });
         for shard in &shards {
             for consumer in &table.consumers {
-                lags.push(shard_lag(source, &table.name, &arn, &shard.id, *consumer, checkpoints, now_ms).await?);
+                let mut lag = shard_lag(source, &table.name, &arn, &shard.id, *consumer, checkpoints, now_ms).await?;
+                lag.retention_ms = retention_ms;
+                lag.time_left_ms = (lag.backlog > 0).then(|| retention_ms.saturating_sub(lag.age_ms));
+                lags.push(lag);
             }
         }
     }
@@ -74,6 +83,7 @@ async fn shard_lag(
         backlog: 0,
         age_ms: 0,
         time_left_ms: None,
+        retention_ms: super::age::STREAM_RETENTION_MS,
     };
     if position.finished {
         return Ok(lag);

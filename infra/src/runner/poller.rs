@@ -461,7 +461,7 @@ struct ViewImages {
 /// A Kinesis record is looked at in its decoded `data`, as Lambda filters
 /// it (the mapping's patterns are then under `data`: see the template).
 fn filter_view(json: &str) -> Json {
-    let decoded = kinesis_data(json);
+    let decoded = super::stream::kinesis::kinesis_data(json);
     let json = decoded.as_deref().unwrap_or(json);
     let Ok(View { dynamodb: Some(images) }) = serde_json::from_str::<View>(json) else {
         return Json::Null;
@@ -477,22 +477,6 @@ fn filter_view(json: &str) -> Json {
         }
     }
     serde_json::json!({ "dynamodb": dynamodb })
-}
-
-/// The decoded `kinesis.data` of a Lambda Kinesis record, if it is one.
-fn kinesis_data(json: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Record {
-        kinesis: Option<Data>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Data {
-        data: String,
-    }
-    use base64::Engine as _;
-    let data = serde_json::from_str::<Record>(json).ok()?.kinesis?.data;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(data).ok()?;
-    String::from_utf8(bytes).ok()
 }
 
 #[cfg(test)]

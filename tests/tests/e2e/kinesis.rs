@@ -17,32 +17,39 @@ use infra::runner::checkpoint::Checkpoints;
 use infra::runner::copier::Delivery;
 use infra::runner::local::{self, Wiring};
 use infra::stack;
-use model::config::{self, ChangeSource, KinesisSource, Precision, EXAMPLE_CONFIG};
+use model::config;
 use model::{Config, Image, Value};
 use streamdex_tests::derived::verify;
 use streamdex_tests::images::s;
-use streamdex_tests::moto::{prefixed, unique_prefix, Moto};
+use streamdex_tests::moto::{prefixed_toml, unique_prefix, Moto};
 
 fn item(pairs: &[(&str, &str)]) -> Image {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), s(v))).collect()
 }
 
-/// The example config, prefixed, its tables read from Kinesis or not.
-fn config(prefix: &str, kinesis: bool) -> Result<Config> {
-    let mut config = prefixed(
-        &config::parse(EXAMPLE_CONFIG, "streamdex.example.toml").map_err(|e| anyhow!("{e}"))?,
-        prefix,
-    );
-    if kinesis {
-        for table in &mut config.tables {
-            table.stream = ChangeSource::Kinesis(KinesisSource {
-                precision: Precision::Microsecond,
-                retention_hours: 48,
-            });
-        }
-        config.events.ledger_table = format!("{prefix}ledger");
+/// The example config's text, prefixed, its tables read from Kinesis (48
+/// hours' retention, the ledger prefixed too) or not.
+fn config_text(prefix: &str, kinesis: bool) -> String {
+    let text = prefixed_toml(prefix);
+    if !kinesis {
+        return text;
     }
-    Ok(config)
+    let mut out = String::new();
+    for line in text.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if line.starts_with("[table.") {
+            out.push_str("stream = \"kinesis\"\nretention_hours = 48\n");
+        }
+        if line.starts_with("bus = ") {
+            out.push_str(&format!("ledger_table = \"{prefix}ledger\"\n"));
+        }
+    }
+    out
+}
+
+fn config(text: &str) -> Result<Config> {
+    config::parse(text, "kinesis.toml").map_err(|e| anyhow!("{e}"))
 }
 
 /// Writes the history to `config`'s tables, in a few steps, running the
@@ -188,7 +195,9 @@ async fn derived(moto: &Moto, config: &Config) -> Result<(Vec<(String, Vec<Strin
 #[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
 async fn a_history_read_from_kinesis_reordered_and_repeated_ends_as_from_dynamodb() -> Result<()> {
     let moto = Moto::connect("a_history_read_from_kinesis_reordered_and_repeated_ends_as_from_dynamodb").await;
-    let from_kinesis = Arc::new(config(&unique_prefix("kinesis"), true)?);
+    let text = config_text(&unique_prefix("kinesis"), true);
+    let from_kinesis = Arc::new(config(&text)?);
+    assert!(from_kinesis.tables.iter().all(|t| t.stream.is_unordered()));
     let delivery = Delivery {
         reorder_window: 8,
         repeat_percent: 40,
@@ -201,8 +210,77 @@ async fn a_history_read_from_kinesis_reordered_and_repeated_ends_as_from_dynamod
     assert!(rows > 0, "the issues have index rows");
     let ledger = moto.scan(&from_kinesis.events.ledger_table).await?;
     assert!(!ledger.is_empty(), "the router noted the changes it published");
+    // `lag` from no checkpoint: the data streams' shards, with the time
+    // left under their 48-hour retention.
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
+    let sdk = stack::sdk_config(Some(&moto.endpoint), Some(&region)).await;
+    let stack = stack::Stack::new(&from_kinesis);
+    let streams = stack
+        .source_tables
+        .iter()
+        .filter_map(|t| Some((t.name.clone(), t.kinesis.as_ref()?.name.clone())))
+        .collect();
+    let source = infra::runner::stream::kinesis::KinesisStreams::new(&sdk, streams);
+    let now = aws_kit::clock::Clock::now_ms(&SystemClock);
+    let lags = infra::runner::lag::measure(&source, &stack, &Checkpoints::default(), now).await?;
+    let records = lags
+        .iter()
+        .find(|l| l.table == from_kinesis.tables[0].name && l.backlog > 0);
+    let records = records.ok_or_else(|| anyhow!("no backlog on the records table's data stream: {lags:?}"))?;
+    assert_eq!(records.retention_ms, 48 * 3_600_000);
+    assert!(
+        records.time_left_ms.is_some_and(|left| left > 47 * 3_600_000),
+        "{records:?}"
+    );
 
-    let from_dynamodb = Arc::new(config(&unique_prefix("dynamodb"), false)?);
+    // `record` tails the data streams into the changes as DynamoDB writes
+    // them; `replay` reads them back.
+    let dir = tempfile::tempdir()?;
+    let (file, out) = (dir.path().join("kinesis.toml"), dir.path().join("recorded.jsonl"));
+    std::fs::write(&file, &text)?;
+    let args = infra::cli::record::RecordArgs {
+        config: file.clone(),
+        endpoint: infra::cli::stack::Endpoint {
+            endpoint_url: Some(moto.endpoint.clone()),
+            region: Some(region.clone()),
+        },
+        out: out.clone(),
+        tables: Vec::new(),
+        from: infra::cli::record::From::TrimHorizon,
+        max_records: None,
+        idle_exit: Some(1),
+        poll_interval_ms: 100,
+        no_progress: true,
+    };
+    let (code, said) = tokio::task::spawn_blocking(move || {
+        let mut err = Vec::new();
+        (
+            infra::cli::record::run_with(&args, &mut err),
+            String::from_utf8_lossy(&err).into_owned(),
+        )
+    })
+    .await?;
+    assert_eq!(code, 0, "{said}");
+    let recorded = std::fs::read_to_string(&out)?;
+    assert!(recorded.lines().count() >= 20, "{recorded}");
+    assert!(
+        recorded.lines().all(model::record::kinesis::is_kinesis_change),
+        "{recorded}"
+    );
+    let replay = infra::cli::replay::ReplayArgs {
+        config: Some(file),
+        ..infra::cli::replay::ReplayArgs::embedded(vec![out])
+    };
+    let (code, said) = tokio::task::spawn_blocking(move || {
+        let (mut replayed, mut said) = (Vec::new(), Vec::new());
+        let code = infra::cli::replay::run_with(&replay, &mut replayed, &mut said);
+        (code.ok(), String::from_utf8_lossy(&said).into_owned())
+    })
+    .await?;
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("quarantined: 0"), "{said}");
+
+    let from_dynamodb = Arc::new(config(&config_text(&unique_prefix("dynamodb"), false))?);
     write_and_run(&moto, &from_dynamodb, Delivery::default()).await?;
     verify(&moto, &from_dynamodb)
         .await

@@ -43,6 +43,22 @@ impl KinesisStreams {
     }
 }
 
+/// The decoded `kinesis.data` of a Lambda Kinesis record (the change as
+/// DynamoDB writes it), if `json` is one.
+pub fn kinesis_data(json: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Record {
+        kinesis: Option<Data>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Data {
+        data: String,
+    }
+    let data = serde_json::from_str::<Record>(json).ok()?.kinesis?.data;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(data).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
 /// Whether `arn` names a Kinesis data stream.
 pub fn is_kinesis_arn(arn: &str) -> bool {
     arn.split(':').nth(2) == Some("kinesis")
