@@ -15,9 +15,12 @@
 //! creation time plus the stream's retention (`expires`, the ledger
 //! table's TTL attribute).
 
+use std::fmt::Write as _;
+
 use crate::config::{ChangeSource, TableConfig};
 use crate::record::{ChangeRecord, CreationTime};
-use crate::value::{Attrs, Image, Value};
+use crate::value::Attrs;
+use crate::value::{Attr, Scalar};
 use crate::version::{self, Version};
 
 /// The ledger table's partition key (S): the item, see [`item_of`].
@@ -37,23 +40,34 @@ pub struct Entry {
     pub expires: u64,
 }
 
-/// The item a change is of: its table and its key values, as one text
-/// (`TABLE` and each key attribute's value in DynamoDB JSON, in key order,
-/// joined by a newline, which no table name holds).
-pub fn item_of(table: &TableConfig, keys: &Image) -> String {
-    let mut item = table.name.clone();
-    for name in table.primary_key() {
+/// The item a change is of: its table and its key values, as one text:
+/// `TABLE`, then per key attribute, in key order, a newline and `S` with
+/// the string's length, `:` and the string (no two keys give one text), or
+/// `N:` and the number in its canonical form (`1.0` is `1`).
+pub fn item_of<I: Attrs>(table: &TableConfig, keys: &I) -> String {
+    let mut item = String::with_capacity(table.name.len() + 96);
+    item.push_str(&table.name);
+    for name in [Some(table.partition_key.as_str()), table.sort_key.as_deref()]
+        .into_iter()
+        .flatten()
+    {
         item.push('\n');
-        match keys.get(name) {
-            Some(Value::S(text)) => {
-                item.push_str("S:");
+        match keys.get(name).map(|v| v.scalar()) {
+            Some(Scalar::S(text)) => {
+                let _ = write!(item, "S{}:", text.len());
                 item.push_str(text);
             }
-            Some(Value::N(number)) => {
+            Some(Scalar::N(number)) => {
                 item.push_str("N:");
-                item.push_str(&crate::sortkey::canonical_number(number).unwrap_or_else(|_| number.clone()));
+                match crate::sortkey::canonical_number(number) {
+                    Ok(canonical) => item.push_str(&canonical),
+                    Err(_) => item.push_str(number),
+                }
             }
-            Some(other) => item.push_str(&serde_json::to_string(other).unwrap_or_default()),
+            Some(_) => {
+                let value = keys.get(name).map(Attr::to_value);
+                item.push_str(&serde_json::to_string(&value).unwrap_or_default());
+            }
             None => {}
         }
     }
@@ -70,7 +84,7 @@ pub fn entry_of<I: Attrs>(table: &TableConfig, record: &ChangeRecord<I>) -> Opti
     let created = record.created?;
     let version = version::of_record(record, table.stream).ok()?;
     Some(Entry {
-        item: item_of(table, &record.keys.to_image()),
+        item: item_of(table, &record.keys),
         version,
         expires: expires(created, kinesis.retention_hours),
     })
@@ -83,4 +97,68 @@ pub fn expires(created: CreationTime, retention_hours: u32) -> u64 {
         .unwrap_or_default()
         .saturating_add(u64::from(retention_hours) * 3600)
         .saturating_add(3600)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{KinesisSource, Precision};
+    use crate::value::{Image, Value};
+
+    fn table() -> TableConfig {
+        TableConfig {
+            name: "t".to_owned(),
+            partition_key: "pk".to_owned(),
+            sort_key: Some("sk".to_owned()),
+            ttl_attribute: None,
+            stream: ChangeSource::Kinesis(KinesisSource {
+                precision: Precision::Microsecond,
+                retention_hours: 24,
+            }),
+        }
+    }
+
+    fn keys(pk: Value, sk: Value) -> Image {
+        Image::from([("pk".to_owned(), pk), ("sk".to_owned(), sk)])
+    }
+
+    #[test]
+    fn an_item_is_its_table_and_key_values_numbers_by_value() {
+        let t = table();
+        let s = |v: &str| Value::S(v.to_owned());
+        let n = |v: &str| Value::N(v.to_owned());
+        assert_eq!(item_of(&t, &keys(s("a"), s("b"))), "t\nS1:a\nS1:b");
+        assert_eq!(item_of(&t, &keys(s("a"), n("1.0"))), item_of(&t, &keys(s("a"), n("1"))));
+        assert_ne!(item_of(&t, &keys(s("a"), n("1"))), item_of(&t, &keys(s("a"), s("1"))));
+        assert_ne!(
+            item_of(&t, &keys(s("a\nS1:b"), s("c"))),
+            item_of(&t, &keys(s("a"), s("b\nS1:c")))
+        );
+    }
+
+    #[test]
+    fn only_a_kinesis_read_record_has_an_entry_that_outlives_the_retention() {
+        let mut t = table();
+        let record = ChangeRecord {
+            event_id: None,
+            kind: crate::EventKind::Insert,
+            table: Some("t".into()),
+            source_arn: None,
+            keys: keys(Value::S("a".to_owned()), Value::S("b".to_owned())),
+            old: None,
+            new: None,
+            sequence_number: "1".to_owned(),
+            created: Some(CreationTime {
+                seconds: 1_700_000_000,
+                nanos: 5_000,
+            }),
+            size_bytes: None,
+            view_type: None,
+            ttl_expiry: false,
+        };
+        let entry = entry_of(&t, &record).map(|e| (e.version.to_string(), e.expires));
+        assert_eq!(entry, Some(("1700000000000005".to_owned(), 1_700_000_000 + 25 * 3600)));
+        t.stream = ChangeSource::DynamoDb;
+        assert_eq!(entry_of(&t, &record), None);
+    }
 }
