@@ -195,11 +195,10 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     /// unwrapped first ([`record::kinesis`]), and read the same way; its
     /// records that cannot be unwrapped are quarantined in their place.
     pub async fn handle(&self, payload: &[u8]) -> Result<Outcome<RouterStats>, ParseError> {
-        if self.config.reads_kinesis() && record::kinesis::is_kinesis_event(payload) {
-            let unwrapped = record::kinesis::unwrap_event(payload, &self.config)?;
-            return self.handle_text(unwrapped.batch.as_bytes(), &unwrapped.unusable).await;
+        match record::kinesis::unwrap_if_event(payload, &self.config)? {
+            Some(unwrapped) => self.handle_text(unwrapped.batch.as_bytes(), &unwrapped.unusable).await,
+            None => self.handle_text(payload, &[]).await,
         }
-        self.handle_text(payload, &[]).await
     }
 
     /// [`Router::handle`] of a payload in the DynamoDB stream's shape, with

@@ -231,8 +231,9 @@ impl<'a> Admitted<'a> {
             }
         };
         let table = planner.table_of(record).ok();
-        let source = table;
-        self.unordered |= source.is_some_and(|t| t.stream.is_unordered());
+        // Where its changes come from: what its version is.
+        let stream = table.map(|t| t.stream);
+        self.unordered |= stream.is_some_and(|s| s.is_unordered());
         // What DynamoDB never streams is poison, as the router finds.
         if let Some((table, invalid)) = table.and_then(|t| Some((t, validate::poison(received, t)?))) {
             stats.unparsable += 1;
@@ -271,8 +272,8 @@ impl<'a> Admitted<'a> {
         }
         // A record of a Kinesis-read table without a creation time was
         // found poison above: every record here has a version.
-        let version = match source {
-            Some(source) => model::version::of_record(record, source.stream),
+        let version = match stream {
+            Some(stream) => model::version::of_record(record, stream),
             None => model::Version::of_sequence(&record.sequence_number),
         };
         self.versions.push(version.unwrap_or_else(|_| model::Version::zero()));
@@ -340,11 +341,10 @@ impl<S: Store, Q: Quarantine> Indexer<S, Q> {
     /// unwrapped first ([`model::record::kinesis`]), and read the same way;
     /// its records that cannot be unwrapped are quarantined in their place.
     pub async fn handle(&self, payload: &[u8]) -> Result<Outcome<BatchStats>, ParseError> {
-        if self.config.reads_kinesis() && kinesis::is_kinesis_event(payload) {
-            let unwrapped = kinesis::unwrap_event(payload, &self.config)?;
-            return self.handle_text(unwrapped.batch.as_bytes(), &unwrapped.unusable).await;
+        match kinesis::unwrap_if_event(payload, &self.config)? {
+            Some(unwrapped) => self.handle_text(unwrapped.batch.as_bytes(), &unwrapped.unusable).await,
+            None => self.handle_text(payload, &[]).await,
         }
-        self.handle_text(payload, &[]).await
     }
 
     /// [`Indexer::handle`] of a payload in the DynamoDB stream's shape,

@@ -148,6 +148,16 @@ pub fn unwrap_event<'a>(payload: &'a [u8], config: &Config) -> Result<Unwrapped<
     Ok(out.finish())
 }
 
+/// `payload` unwrapped when it is a Lambda Kinesis event and `config`
+/// reads a table from Kinesis; `None` for any other payload (read as it
+/// is). What both consumers ask of a payload first.
+pub fn unwrap_if_event<'a>(payload: &'a [u8], config: &Config) -> Result<Option<Unwrapped<'a>>, ParseError> {
+    if !config.reads_kinesis() || !is_kinesis_event(payload) {
+        return Ok(None);
+    }
+    unwrap_event(payload, config).map(Some)
+}
+
 /// JSON Lines of the changes as DynamoDB writes them to Kinesis (what
 /// `record` saves of a Kinesis stream): each line one change, its line
 /// number its sequence number. Blank lines are skipped.
