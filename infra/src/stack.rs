@@ -388,6 +388,22 @@ impl Stack {
         }
     }
 
+    /// Table → the data stream it sends its changes to, for every table
+    /// read from Kinesis.
+    pub fn kinesis_streams(&self) -> std::collections::BTreeMap<String, String> {
+        self.source_tables
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), t.kinesis.as_ref()?.name.clone())))
+            .collect()
+    }
+
+    /// Whether `table` is read from a Kinesis data stream.
+    pub fn reads_kinesis(&self, table: &str) -> bool {
+        self.source_tables
+            .iter()
+            .any(|t| t.name == table && t.kinesis.is_some())
+    }
+
     /// The queue with this purpose.
     pub fn queue(&self, purpose: &QueuePurpose) -> Option<&Queue> {
         self.queues.iter().find(|q| q.purpose == *purpose)

@@ -286,13 +286,9 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
     }
     resources.add(ids::KEY_POLICY.to_owned(), iam::key_policy(&stack.functions))?;
     for mapping in &stack.mappings {
-        let kinesis = stack
-            .source_tables
-            .iter()
-            .any(|t| t.name == mapping.table && t.kinesis.is_some());
         resources.add(
             ids::mapping(mapping.consumer, &mapping.table),
-            event_source_mapping(mapping, kinesis),
+            event_source_mapping(mapping, stack.reads_kinesis(&mapping.table)),
         )?;
     }
     for (id, resource) in alarms::topic(&stack) {

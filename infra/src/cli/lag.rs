@@ -16,7 +16,7 @@ use crate::runner::age::human;
 use crate::runner::checkpoint::Checkpoints;
 use crate::runner::lag;
 use crate::runner::stream::dynamo::DynamoStreams;
-use crate::runner::stream::kinesis::{EitherStreams, KinesisStreams};
+use crate::runner::stream::kinesis::source_for;
 use crate::stack::{self, Stack};
 use aws_kit::clock::{Clock, SystemClock};
 
@@ -88,19 +88,7 @@ pub fn run_with(args: &LagArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
     let measured = runtime.block_on(async {
         let sdk = stack::sdk_config(args.endpoint.endpoint_url.as_deref(), args.endpoint.region.as_deref()).await;
         let stack = Stack::new(&config);
-        let kinesis: std::collections::BTreeMap<String, String> = stack
-            .source_tables
-            .iter()
-            .filter_map(|t| Some((t.name.clone(), t.kinesis.as_ref()?.name.clone())))
-            .collect();
-        let source: Box<dyn crate::runner::stream::StreamSource> = if kinesis.is_empty() {
-            Box::new(DynamoStreams::new(&sdk))
-        } else {
-            Box::new(EitherStreams {
-                dynamodb: DynamoStreams::new(&sdk),
-                kinesis: KinesisStreams::new(&sdk, kinesis),
-            })
-        };
+        let source = source_for(&sdk, &stack, DynamoStreams::new(&sdk));
         lag::measure(&*source, &stack, &checkpoints, SystemClock.now_ms()).await
     });
     let lags = match measured {

@@ -15,8 +15,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::exit;
 use super::stack::{load, Endpoint};
 use crate::runner::stream::dynamo::DynamoStreams;
-use crate::runner::stream::kinesis::{kinesis_data, EitherStreams, KinesisStreams};
-use crate::runner::stream::{Position, StreamSource};
+use crate::runner::stream::kinesis::{kinesis_data, source_for};
+use crate::runner::stream::Position;
 use crate::runner::tail::Tail;
 use crate::stack;
 
@@ -96,18 +96,14 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
         args.tables.clone()
     };
     let stack = stack::Stack::new(&config);
-    let kinesis: std::collections::BTreeMap<String, String> = stack
-        .source_tables
-        .iter()
-        .filter(|t| tables.contains(&t.name))
-        .filter_map(|t| Some((t.name.clone(), t.kinesis.as_ref()?.name.clone())))
-        .collect();
-    if !kinesis.is_empty() && kinesis.len() < tables.len() {
+    let (kinesis, dynamodb): (Vec<&String>, Vec<&String>) = tables.iter().partition(|t| stack.reads_kinesis(t));
+    if !kinesis.is_empty() && !dynamodb.is_empty() {
+        let names: Vec<&str> = kinesis.iter().map(|t| t.as_str()).collect();
         let _ = writeln!(
             err,
             "streamdex record: tables read from Kinesis ({}) and from DynamoDB streams are recorded in two \
              shapes: record each kind into a file of its own (--table)",
-            kinesis.keys().cloned().collect::<Vec<_>>().join(", ")
+            names.join(", ")
         );
         return exit::BAD_INPUT;
     }
@@ -139,14 +135,7 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
     bar.enable_steady_tick(Duration::from_millis(200));
     let code = runtime.block_on(async {
         let sdk = stack::sdk_config(args.endpoint.endpoint_url.as_deref(), args.endpoint.region.as_deref()).await;
-        let source: Box<dyn StreamSource> = if kinesis.is_empty() {
-            Box::new(DynamoStreams::new(&sdk))
-        } else {
-            Box::new(EitherStreams {
-                dynamodb: DynamoStreams::new(&sdk),
-                kinesis: KinesisStreams::new(&sdk, kinesis),
-            })
-        };
+        let source = source_for(&sdk, &stack, DynamoStreams::new(&sdk));
         let start = match args.from {
             From::TrimHorizon => Position::TrimHorizon,
             From::Latest => Position::Latest,

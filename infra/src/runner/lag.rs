@@ -54,25 +54,40 @@ pub async fn measure(
         });
         for shard in &shards {
             for consumer in &table.consumers {
-                let mut lag = shard_lag(source, &table.name, &arn, &shard.id, *consumer, checkpoints, now_ms).await?;
-                lag.retention_ms = retention_ms;
-                lag.time_left_ms = (lag.backlog > 0).then(|| retention_ms.saturating_sub(lag.age_ms));
-                lags.push(lag);
+                let at = Shard {
+                    table: &table.name,
+                    arn: &arn,
+                    shard: &shard.id,
+                    retention_ms,
+                };
+                lags.push(shard_lag(source, &at, *consumer, checkpoints, now_ms).await?);
             }
         }
     }
     Ok(lags)
 }
 
+/// One shard of a table's stream, and how long the stream keeps a record.
+struct Shard<'a> {
+    table: &'a str,
+    arn: &'a str,
+    shard: &'a str,
+    retention_ms: u64,
+}
+
 async fn shard_lag(
     source: &dyn StreamSource,
-    table: &str,
-    arn: &str,
-    shard: &str,
+    at: &Shard<'_>,
     consumer: Consumer,
     checkpoints: &Checkpoints,
     now_ms: u64,
 ) -> Result<ShardLag, StreamError> {
+    let &Shard {
+        table,
+        arn,
+        shard,
+        retention_ms,
+    } = at;
     let position = checkpoints.get(arn, shard, consumer);
     let mut lag = ShardLag {
         table: table.to_owned(),
@@ -83,7 +98,7 @@ async fn shard_lag(
         backlog: 0,
         age_ms: 0,
         time_left_ms: None,
-        retention_ms: super::age::STREAM_RETENTION_MS,
+        retention_ms,
     };
     if position.finished {
         return Ok(lag);
@@ -120,7 +135,7 @@ async fn shard_lag(
         iterator = page.next;
     }
     lag.age_ms = oldest.map_or(0, |created| now_ms.saturating_sub(created));
-    lag.time_left_ms = (lag.backlog > 0).then(|| super::age::time_left_ms(lag.age_ms));
+    lag.time_left_ms = (lag.backlog > 0).then(|| retention_ms.saturating_sub(lag.age_ms));
     Ok(lag)
 }
 

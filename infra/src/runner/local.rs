@@ -3,7 +3,6 @@
 //! config's EventBridge bus, the quarantine and on-failure queues and the
 //! reap rules' queues that `streamdex up` created, the reaper on DynamoDB.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
@@ -30,7 +29,7 @@ use super::host::{HostedFunction, HostedReaper, Hosting};
 use super::mapping::Settings;
 use super::reaper_feed::{Queue, ReaperFeed};
 use super::stream::dynamo::DynamoStreams;
-use super::stream::kinesis::{EitherStreams, KinesisStreams};
+use super::stream::kinesis::source_for;
 use super::stream::StreamSource;
 use super::sweeper::Sweeper;
 use super::{MappingSpec, Runner, RunnerOptions};
@@ -206,19 +205,7 @@ pub async fn connect(
     };
     // Tables read from Kinesis: their data streams are read, and their
     // DynamoDB streams copied into them (see `copier`).
-    let kinesis: BTreeMap<String, String> = stack
-        .source_tables
-        .iter()
-        .filter_map(|t| Some((t.name.clone(), t.kinesis.as_ref()?.name.clone())))
-        .collect();
-    let source: Arc<dyn StreamSource> = if kinesis.is_empty() {
-        Arc::new(streams.clone())
-    } else {
-        Arc::new(EitherStreams {
-            dynamodb: streams.clone(),
-            kinesis: KinesisStreams::new(sdk, kinesis),
-        })
-    };
+    let source: Arc<dyn StreamSource> = Arc::from(source_for(sdk, &stack, streams.clone()));
     let copier = Copier::new(
         Arc::new(streams),
         aws_sdk_kinesis::Client::new(sdk),

@@ -85,18 +85,12 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
         FunctionRole::Reaper => None,
     };
     if let Some(consumer) = consumer {
-        let kinesis = |table: &str| {
-            stack
-                .source_tables
-                .iter()
-                .any(|t| t.name == table && t.kinesis.is_some())
-        };
         let (from_kinesis, from_dynamodb): (Vec<&str>, Vec<&str>) = stack
             .mappings
             .iter()
             .filter(|m| m.consumer == consumer)
             .map(|m| m.table.as_str())
-            .partition(|t| kinesis(t));
+            .partition(|t| stack.reads_kinesis(t));
         if !from_dynamodb.is_empty() {
             out.push(statement(
                 "ReadStreams",

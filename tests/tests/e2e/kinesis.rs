@@ -215,12 +215,7 @@ async fn a_history_read_from_kinesis_reordered_and_repeated_ends_as_from_dynamod
     let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
     let sdk = stack::sdk_config(Some(&moto.endpoint), Some(&region)).await;
     let stack = stack::Stack::new(&from_kinesis);
-    let streams = stack
-        .source_tables
-        .iter()
-        .filter_map(|t| Some((t.name.clone(), t.kinesis.as_ref()?.name.clone())))
-        .collect();
-    let source = infra::runner::stream::kinesis::KinesisStreams::new(&sdk, streams);
+    let source = infra::runner::stream::kinesis::KinesisStreams::new(&sdk, stack.kinesis_streams());
     let now = aws_kit::clock::Clock::now_ms(&SystemClock);
     let lags = infra::runner::lag::measure(&source, &stack, &Checkpoints::default(), now).await?;
     let records = lags

@@ -219,6 +219,23 @@ impl StreamSource for KinesisStreams {
     }
 }
 
+/// The stream source of `stack`'s tables: each DynamoDB stream through
+/// `dynamodb`, and for the tables read from Kinesis their data streams.
+pub fn source_for<D: StreamSource + 'static>(
+    sdk: &SdkConfig,
+    stack: &crate::stack::Stack,
+    dynamodb: D,
+) -> Box<dyn StreamSource> {
+    let streams = stack.kinesis_streams();
+    if streams.is_empty() {
+        return Box::new(dynamodb);
+    }
+    Box::new(EitherStreams {
+        dynamodb,
+        kinesis: KinesisStreams::new(sdk, streams),
+    })
+}
+
 /// The stream port over both kinds of stream: a table read from Kinesis
 /// is read from its data stream, every other from its DynamoDB stream.
 #[derive(Debug, Clone)]
