@@ -548,6 +548,31 @@ fn gen() -> impl Strategy<Value = Gen> {
     ]
 }
 
+/// The records of a history, each image tagged `rI` (its place), so that
+/// a fault script and the checks can recognise it.
+fn tagged(history: &[Gen]) -> Vec<ChangeRecord> {
+    history
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let pk = match g.table {
+                "records" => format!("GOAL-{}", g.pk),
+                _ => format!("lyr#{}", g.pk),
+            };
+            let sk = if g.table == "records" {
+                pk.clone()
+            } else {
+                "v1".to_owned()
+            };
+            let mut r = record(g.table, g.kind, i as u64 + 1, &pk, &sk, g.ttl);
+            for image in [r.old.as_mut(), r.new.as_mut()].into_iter().flatten() {
+                image.insert("tag".to_owned(), s(&format!("r{i}")));
+            }
+            r
+        })
+        .collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -559,23 +584,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let router = router();
-        let records: Vec<ChangeRecord> = history
-            .iter()
-            .enumerate()
-            .map(|(i, g)| {
-                let pk = match g.table {
-                    "records" => format!("GOAL-{}", g.pk),
-                    _ => format!("lyr#{}", g.pk),
-                };
-                let sk = if g.table == "records" { pk.clone() } else { "v1".to_owned() };
-                let mut r = record(g.table, g.kind, i as u64 + 1, &pk, &sk, g.ttl);
-                // Tag each record so the fault script can recognise it.
-                for image in [r.old.as_mut(), r.new.as_mut()].into_iter().flatten() {
-                    image.insert("tag".to_owned(), s(&format!("r{i}")));
-                }
-                r
-            })
-            .collect();
+        let records = tagged(&history);
         let refused: Vec<String> = refuse.iter().map(|i| format!("\"r{i}\"")).collect();
         let mut rng = fastrand_like(seed);
         router.publisher().fail_entries(move |entry| {

@@ -179,15 +179,11 @@ impl Copier {
                         shard: shard.id.clone(),
                         reason: e.to_string(),
                     })?;
+                // A repeat goes in beside it; the window moves each alike.
                 if self.rng.u32(..100) < self.delivery.repeat_percent {
-                    let at_most = self.pending.len() + 1;
-                    let later = self.pending.len() + self.rng.usize(..=self.delivery.reorder_window.min(at_most));
                     self.pending.push_back((at, entry.clone()));
-                    let later = later.min(self.pending.len());
-                    self.pending.insert(later, (at, entry));
-                } else {
-                    self.pending.push_back((at, entry));
                 }
+                self.pending.push_back((at, entry));
                 read += 1;
             }
         }
