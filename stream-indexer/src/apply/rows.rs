@@ -314,7 +314,7 @@ impl<S: Store> Call<'_, S> {
                     requests.retries += 1;
                 }
                 requests.put_row_if += 1;
-                store.put_row_if(write.clone(), &guard)
+                store.put_row_if(&write, &guard)
             })
             .await;
             match sent {

@@ -653,7 +653,7 @@ impl crate::store::Store for Slow {
     }
     async fn put_row_if(
         &self,
-        _write: RowWrite,
+        _write: &RowWrite,
         _guard: &crate::store::RowGuard,
     ) -> Result<crate::store::RowOutcome, StoreError> {
         Ok(crate::store::RowOutcome::Written)

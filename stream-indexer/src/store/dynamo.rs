@@ -321,7 +321,7 @@ impl Store for DynamoStore {
         Ok(unprocessed)
     }
 
-    async fn put_row_if(&self, write: RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
+    async fn put_row_if(&self, write: &RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
         self.put_row_conditional(write, guard).await
     }
 

@@ -340,8 +340,8 @@ impl<S: Store> Store for FaultyStore<S> {
         timeout(&fault, result)
     }
 
-    async fn put_row_if(&self, write: RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
-        let fault = self.decide(Call::WriteRows(std::slice::from_ref(&write)));
+    async fn put_row_if(&self, write: &RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
+        let fault = self.decide(Call::WriteRows(std::slice::from_ref(write)));
         if let Some(result) = injected(&fault) {
             return result;
         }

@@ -40,7 +40,7 @@ impl<S: Store, H: AfterRead> Store for Hooked<S, H> {
         self.store.write_rows(writes).await
     }
 
-    async fn put_row_if(&self, write: RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
+    async fn put_row_if(&self, write: &RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
         self.store.put_row_if(write, guard).await
     }
 

@@ -244,7 +244,7 @@ pub trait Store: Send + Sync {
     /// [`RowOutcome::Stale`], never an error.
     fn put_row_if(
         &self,
-        write: RowWrite,
+        write: &RowWrite,
         guard: &RowGuard,
     ) -> impl Future<Output = Result<RowOutcome, StoreError>> + Send;
 
@@ -330,7 +330,7 @@ impl<S: Store> Store for std::sync::Arc<S> {
 
     fn put_row_if(
         &self,
-        write: RowWrite,
+        write: &RowWrite,
         guard: &RowGuard,
     ) -> impl Future<Output = Result<RowOutcome, StoreError>> + Send {
         S::put_row_if(self, write, guard)

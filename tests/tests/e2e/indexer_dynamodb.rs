@@ -766,18 +766,18 @@ async fn store_writes_rows_exactly_and_classifies_errors() -> Result<()> {
         put: Some(attributes.clone().into()),
         version,
     };
-    ensure!(store.put_row_if(put(newer("100")?), &RowGuard::Newer).await? == RowOutcome::Written);
-    ensure!(store.put_row_if(put(newer("99")?), &RowGuard::Newer).await? == RowOutcome::Stale);
-    ensure!(store.put_row_if(put(newer("100")?), &RowGuard::Newer).await? == RowOutcome::Stale);
+    ensure!(store.put_row_if(&put(newer("100")?), &RowGuard::Newer).await? == RowOutcome::Written);
+    ensure!(store.put_row_if(&put(newer("99")?), &RowGuard::Newer).await? == RowOutcome::Stale);
+    ensure!(store.put_row_if(&put(newer("100")?), &RowGuard::Newer).await? == RowOutcome::Stale);
     ensure!(
         store
-            .put_row_if(put(newer("7")?), &RowGuard::AsRead(Some(newer("100")?)))
+            .put_row_if(&put(newer("7")?), &RowGuard::AsRead(Some(newer("100")?)))
             .await?
             == RowOutcome::Written,
         "as read: the version read is there"
     );
     ensure!(
-        store.put_row_if(put(newer("8")?), &RowGuard::AsRead(None)).await? == RowOutcome::Stale,
+        store.put_row_if(&put(newer("8")?), &RowGuard::AsRead(None)).await? == RowOutcome::Stale,
         "as read: nothing was read, but a row is there"
     );
 

@@ -57,12 +57,12 @@ impl DynamoStore {
     /// tombstone; a failed condition is [`RowOutcome::Stale`].
     pub(super) async fn put_row_conditional(
         &self,
-        write: RowWrite,
+        write: &RowWrite,
         guard: &RowGuard,
     ) -> Result<RowOutcome, StoreError> {
         let index = self.index(write.index)?;
         let expires = crate::store::tombstone_expiry(&self.config, &aws_kit::clock::SystemClock);
-        let item = row_item(index, &write, expires);
+        let item = row_item(index, write, expires);
         let request = self
             .client
             .put_item()

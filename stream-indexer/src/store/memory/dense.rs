@@ -84,6 +84,44 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
         }
     }
 
+    /// [`DenseMap::insert_by`], only where `replaces` says yes of the value
+    /// there (`None`: no entry): one lookup for the check and the write.
+    /// Returns whether it inserted.
+    pub(super) fn insert_if<Q: Hash>(
+        &mut self,
+        like: Q,
+        is: impl Fn(&K) -> bool,
+        make: impl FnOnce() -> K,
+        replaces: impl FnOnce(Option<&V>) -> bool,
+        value: impl FnOnce() -> V,
+    ) -> bool {
+        let hash = self.hasher.hash_one(like);
+        let (entries, hashes) = (&mut self.entries, &mut self.hashes);
+        let slot = self.slots.entry(
+            hash,
+            |&i| hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| is(k)),
+            |&i| hashes.get(i).copied().unwrap_or(0),
+        );
+        match slot {
+            Entry::Occupied(slot) => match entries.get_mut(*slot.get()) {
+                Some((_, stored)) if replaces(Some(stored)) => {
+                    *stored = value();
+                    true
+                }
+                _ => false,
+            },
+            Entry::Vacant(slot) => {
+                if !replaces(None) {
+                    return false;
+                }
+                slot.insert(entries.len());
+                entries.push((make(), value()));
+                hashes.push(hash);
+                true
+            }
+        }
+    }
+
     /// Removes the entry at the key `like` (given as for [`DenseMap::get`]);
     /// returns its value. The last entry takes its place.
     pub(super) fn remove_by<Q: Hash>(&mut self, like: Q, is: impl Fn(&K) -> bool) -> Option<V> {
@@ -147,12 +185,15 @@ mod tests {
     enum Op {
         Insert(u8, u32),
         Remove(u8),
+        /// Inserts only over a smaller value (or none).
+        InsertIfGreater(u8, u32),
     }
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             (any::<u8>(), any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
             any::<u8>().prop_map(Op::Remove),
+            (any::<u8>(), any::<u32>()).prop_map(|(k, v)| Op::InsertIfGreater(k, v)),
         ]
     }
 
@@ -167,6 +208,14 @@ mod tests {
                 match op {
                     Op::Insert(k, v) => prop_assert_eq!(dense.insert(k, v), model.insert(k, v)),
                     Op::Remove(k) => prop_assert_eq!(dense.remove(&k), model.remove(&k)),
+                    Op::InsertIfGreater(k, v) => {
+                        let inserted = dense.insert_if(k, |x| *x == k, || k, |old| old.is_none_or(|o| *o < v), || v);
+                        let expected = model.get(&k).is_none_or(|o| *o < v);
+                        if expected {
+                            model.insert(k, v);
+                        }
+                        prop_assert_eq!(inserted, expected);
+                    }
                 }
                 prop_assert_eq!(dense.len(), model.len());
             }

@@ -1,5 +1,6 @@
 //! The [`Store`] requests on the in-memory tables: row writes, set updates (with DynamoDB's semantics: the node-exists condition, the exact `max_members` union, the marker), partition Queries.
 
+use super::rows::Stored;
 use super::*;
 use crate::store::MemberStamp;
 use model::version::member_version_attribute;
@@ -115,7 +116,7 @@ impl Store for MemoryStore {
         Ok(Vec::new())
     }
 
-    async fn put_row_if(&self, write: RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
+    async fn put_row_if(&self, write: &RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
         let mut state = self.lock();
         state.requests.put_row_if += 1;
         if write.index >= self.config.indexes.len() {
@@ -125,16 +126,33 @@ impl Store for MemoryStore {
             )));
         }
         check_row_key(&write.key)?;
-        let stored = state.rows.version(write.index, &write.key);
-        let holds = match guard {
+        let holds = |stored: Option<&Version>| match guard {
             RowGuard::Newer => model::version::newer(&write.version, stored),
             RowGuard::AsRead(read) => stored == read.as_ref(),
         };
-        if !holds {
-            return Ok(RowOutcome::Stale);
-        }
-        state.store_row(&write, super::super::tombstone_expiry(&self.config, &*self.clock));
-        Ok(RowOutcome::Written)
+        let expires = super::super::tombstone_expiry(&self.config, &*self.clock);
+        let written = if write.put.is_some() || state.keep_tombstones {
+            // The check and the write in one lookup.
+            let stored = || Stored {
+                version: write.version.clone(),
+                body: write.put.clone(),
+                expires: if write.put.is_some() { 0 } else { expires },
+            };
+            state
+                .rows
+                .store_if(write.index, &write.key, |s| holds(s.map(|s| &s.version)), stored)
+        } else {
+            let written = holds(state.rows.version(write.index, &write.key));
+            if written {
+                state.store_row(write, expires);
+            }
+            written
+        };
+        Ok(if written {
+            RowOutcome::Written
+        } else {
+            RowOutcome::Stale
+        })
     }
 
     async fn update_set_stamped(

@@ -122,6 +122,29 @@ impl Rows {
         }
     }
 
+    /// Stores a row or tombstone at `key` only where `replaces` says yes
+    /// of what is stored there (`None`: nothing): one lookup for both.
+    /// Returns whether it stored.
+    pub(super) fn store_if(
+        &mut self,
+        index: usize,
+        key: &RowKey,
+        replaces: impl FnOnce(Option<&Stored>) -> bool,
+        stored: impl FnOnce() -> Stored,
+    ) -> bool {
+        let is = |k: &Key| k.is(index, key);
+        let mut new = false;
+        let make = || {
+            new = true;
+            Key::new(index, key)
+        };
+        let stored = self.map.insert_if((index, key), is, make, replaces, stored);
+        if new {
+            self.order = None;
+        }
+        stored
+    }
+
     /// Removes the row (if any), leaving no tombstone.
     pub(super) fn remove(&mut self, index: usize, key: &RowKey) {
         if self.map.remove_by((index, key), |k| k.is(index, key)).is_some() {
