@@ -30,7 +30,6 @@ use std::fmt::Write as _;
 use base64::Engine as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::document::{clip, decode, json_message, strict};
 use super::one::record_id;
@@ -207,10 +206,10 @@ pub fn unusable_line(text: &str, line: usize, reason: String) -> Received<'_> {
 /// Whether a line is a change as DynamoDB writes it to Kinesis: an object
 /// with `tableName` and `dynamodb`, and no `dynamodb.SequenceNumber`.
 pub fn is_kinesis_change(line: &str) -> bool {
-    serde_json::from_str::<Change<'_>>(line).is_ok_and(|c| {
+    change::read(line).is_ok_and(|c| {
         c.table_name.is_some()
             && c.dynamodb
-                .is_some_and(|d| !d.0.iter().any(|(k, _)| k == "SequenceNumber"))
+                .is_some_and(|d| !d.iter().any(|(k, _)| k == "SequenceNumber"))
     })
 }
 
@@ -231,11 +230,11 @@ fn account_of(arn: &str) -> Option<&str> {
 /// DynamoDB stream's Lambda shape; the reason it cannot be, otherwise.
 fn rewrite(data: &[u8], id: &Ids<'_>, config: &Config, out: &mut String) -> Result<(), String> {
     let text = std::str::from_utf8(data).map_err(|_| "`kinesis.data` is not UTF-8 text".to_owned())?;
-    let change: Change<'_> = serde_json::from_str(text)
-        .map_err(|e| format!("`kinesis.data` is not a DynamoDB change: {}", json_message(&e)))?;
+    let change =
+        change::read(text).map_err(|e| format!("`kinesis.data` is not a DynamoDB change: {}", json_message(&e)))?;
     let table = change.table_name.as_deref().ok_or("no `tableName`")?;
     let region: Cow<'_, str> = match change.aws_region {
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|_| "`awsRegion` is not a string".to_owned())?,
+        Some(raw) => serde_json::from_str(raw).map_err(|_| "`awsRegion` is not a string".to_owned())?,
         None => Cow::Borrowed(""),
     };
     let arn = format!(
@@ -272,21 +271,21 @@ fn rewrite(data: &[u8], id: &Ids<'_>, config: &Config, out: &mut String) -> Resu
         ("userIdentity", change.user_identity),
     ] {
         if let Some(value) = value {
-            let _ = write!(out, "\"{name}\":{},", value.get());
+            let _ = write!(out, "\"{name}\":{value},");
         }
     }
     out.push_str("\"eventSource\":\"aws:dynamodb\",\"eventSourceARN\":");
     push_json_string(out, &arn);
     let _ = write!(out, ",\"dynamodb\":{{\"SequenceNumber\":\"{sequence_number}\"");
-    for (name, value) in &dynamodb.0 {
+    for (name, value) in &dynamodb {
         if name == "ApproximateCreationDateTime" {
             out.push_str(",\"ApproximateCreationDateTime\":");
-            epoch_seconds(value.get(), precision, out)?;
+            epoch_seconds(value, precision, out)?;
         } else {
             out.push(',');
             push_json_string(out, name);
             out.push(':');
-            out.push_str(value.get());
+            out.push_str(value);
         }
     }
     out.push_str("}}");
@@ -355,50 +354,6 @@ struct KinesisPart<'a> {
     sequence_number: Option<Cow<'a, str>>,
 }
 
-/// A change as DynamoDB writes it to Kinesis.
-#[derive(Deserialize)]
-struct Change<'a> {
-    #[serde(rename = "eventID", borrow)]
-    event_id: Option<&'a RawValue>,
-    #[serde(rename = "eventName", borrow)]
-    event_name: Option<&'a RawValue>,
-    #[serde(rename = "awsRegion", borrow)]
-    aws_region: Option<&'a RawValue>,
-    #[serde(rename = "userIdentity", borrow)]
-    user_identity: Option<&'a RawValue>,
-    #[serde(rename = "tableName", borrow)]
-    table_name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    dynamodb: Option<Fields<'a>>,
-}
-
-/// An object's fields, in order, their values as written.
-struct Fields<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Fields<'a> {
-    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        struct FieldsVisitor;
-        impl<'de> Visitor<'de> for FieldsVisitor {
-            type Value = Fields<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut fields: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::new();
-                while let Some(name) = map.next_key::<Cow<'de, str>>()? {
-                    if fields.iter().any(|(n, _)| *n == name) {
-                        return Err(de::Error::custom(format!("`{}` is given twice", clip(&name, 64))));
-                    }
-                    let value = map.next_value()?;
-                    fields.push((name, value));
-                }
-                Ok(Fields(fields))
-            }
-        }
-        de.deserialize_map(FieldsVisitor)
-    }
-}
-
 /// Finds `Records`, and in it the first record (see [`is_kinesis_event`]).
 struct TopVisitor<'c>(&'c Cell<bool>);
 
@@ -448,5 +403,6 @@ impl<'de> Visitor<'de> for FirstRecord<'_> {
     }
 }
 
+pub(super) mod change;
 #[cfg(test)]
 mod tests;

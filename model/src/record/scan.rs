@@ -29,6 +29,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::attr::Text;
+use super::kinesis::change::Parts;
 use super::raw::{RawIdentity, RawRecord, RawStreamRecord};
 pub(super) use image::{Scanned, ScannedKeys};
 use token::Scan;
@@ -69,6 +70,62 @@ pub(super) fn record<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(text: &'a str) -> O
         _ => scan.skip(DEPTH),
     })?;
     Some((scan.read()?, record))
+}
+
+/// Reads a change as DynamoDB writes it to Kinesis into its parts, as
+/// `record::kinesis::change` reads it with serde_json; `None` when the
+/// scan gives up (a repeated member, an escape, anything but JSON, or
+/// anything after it but whitespace).
+pub(super) fn kinesis_change(text: &str) -> Option<Parts<'_>> {
+    let mut scan = Scan::new(text);
+    let mut parts = Parts::default();
+    // The members serde_json reads: each at most once.
+    let mut read = [false; 6];
+    scan.object(|scan, name| {
+        let member = match name {
+            "eventID" => 0,
+            "eventName" => 1,
+            "awsRegion" => 2,
+            "userIdentity" => 3,
+            "tableName" => 4,
+            "dynamodb" => 5,
+            _ => return scan.skip(DEPTH),
+        };
+        if std::mem::replace(read.get_mut(member)?, true) {
+            return None;
+        }
+        let value = scan.raw(|scan| scan.skip(DEPTH))?;
+        if value == "null" {
+            return Some(());
+        }
+        match member {
+            0 => parts.event_id = Some(value),
+            1 => parts.event_name = Some(value),
+            2 => parts.aws_region = Some(value),
+            3 => parts.user_identity = Some(value),
+            4 => parts.table_name = Some(Cow::Borrowed(Scan::new(value).string()?)),
+            _ => parts.dynamodb = Some(members(value)?),
+        }
+        Some(())
+    })?;
+    match scan.peek() {
+        None => Some(parts),
+        Some(_) => None,
+    }
+}
+
+/// An object's members in order, each value as written; `None` when a
+/// name repeats (serde_json refuses that of `dynamodb`).
+fn members(object: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
+    let mut members: Vec<(Cow<'_, str>, &str)> = Vec::with_capacity(8);
+    Scan::new(object).object(|scan, name| {
+        if members.iter().any(|(n, _)| n == name) {
+            return None;
+        }
+        members.push((Cow::Borrowed(name), scan.raw(|scan| scan.skip(DEPTH))?));
+        Some(())
+    })?;
+    Some(members)
 }
 
 /// Sets a member read once; `None` (give up) when it was already read:
