@@ -206,14 +206,16 @@ fn routes_taking<'a>(
 
 /// Classifies a received record ahead of the consumer that will ask
 /// [`classify_received`] for its events (replay's reading thread does, while
-/// the handling thread is busy). Nothing for a record that is unparsable or
-/// of no table of the config.
+/// the handling thread is busy), and works out its ledger entry (for a
+/// table read from Kinesis, see [`crate::ledger::entry_of_received`]).
+/// Nothing for a record that is unparsable or of no table of the config.
 pub fn classify_ahead<I: Attrs>(config: &Config, received: &Received<'_, I>) {
     let Ok(record) = &received.record else { return };
     if let Ok(table) = table_of(config, record) {
         received
             .ahead
             .keep::<_, Classified>(config, classify(config, table, record));
+        crate::ledger::entry_ahead(config, table, received);
     }
 }
 

@@ -15,10 +15,8 @@
 //! creation time plus the stream's retention (`expires`, the ledger
 //! table's TTL attribute).
 
-use std::fmt::Write as _;
-
-use crate::config::{ChangeSource, TableConfig};
-use crate::record::{ChangeRecord, CreationTime};
+use crate::config::{ChangeSource, Config, TableConfig};
+use crate::record::{ChangeRecord, CreationTime, Received};
 use crate::value::Attrs;
 use crate::value::{Attr, Scalar};
 use crate::version::{self, Version};
@@ -54,7 +52,9 @@ pub fn item_of<I: Attrs>(table: &TableConfig, keys: &I) -> String {
         item.push('\n');
         match keys.get(name).map(|v| v.scalar()) {
             Some(Scalar::S(text)) => {
-                let _ = write!(item, "S{}:", text.len());
+                item.push('S');
+                item.push_str(itoa::Buffer::new().format(text.len()));
+                item.push(':');
                 item.push_str(text);
             }
             Some(Scalar::N(number)) => {
@@ -88,6 +88,35 @@ pub fn entry_of<I: Attrs>(table: &TableConfig, record: &ChangeRecord<I>) -> Opti
         version,
         expires: expires(created, kinesis.retention_hours),
     })
+}
+
+/// A record's ledger entry, worked out ahead (see `crate::record::ahead`).
+struct EntryAhead(Option<Entry>);
+
+/// Works out the ledger entry of `received` (a record of `table`) ahead of
+/// the router, for [`entry_of_received`] to take (see
+/// [`crate::event::classify_ahead`], which calls it).
+pub(crate) fn entry_ahead<I: Attrs>(config: &Config, table: &TableConfig, received: &Received<'_, I>) {
+    if let (ChangeSource::Kinesis(_), Ok(record)) = (table.stream, &received.record) {
+        received.ahead.keep(config, EntryAhead(entry_of(table, record)));
+    }
+}
+
+/// [`entry_of`] a received record: the entry worked out ahead with this
+/// config, if it was, else made now.
+pub fn entry_of_received<I: Attrs>(
+    config: &Config,
+    table: &TableConfig,
+    received: &Received<'_, I>,
+    record: &ChangeRecord<I>,
+) -> Option<Entry> {
+    let ChangeSource::Kinesis(_) = table.stream else {
+        return None;
+    };
+    match received.ahead.take::<_, EntryAhead>(config) {
+        Some(EntryAhead(entry)) => entry,
+        None => entry_of(table, record),
+    }
 }
 
 /// When an entry of a change created at `created` may go: once the stream

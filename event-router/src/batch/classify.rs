@@ -107,7 +107,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             }
         }
         if poison.is_none() {
-            if let Some(entry) = model::ledger::entry_of(table, record) {
+            if let Some(entry) = model::ledger::entry_of_received(config, table, received, record) {
                 into.ledger.push((handled.len(), entry));
             }
         }

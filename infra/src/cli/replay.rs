@@ -28,12 +28,11 @@ use model::validate;
 use serde_json::{json, Value as Json};
 use stream_indexer::apply::Guard;
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
-use stream_indexer::store::memory::ReadyItem;
 use stream_indexer::{Indexer, MemoryQuarantine, Options};
 
 use super::exit;
 use crate::derived::derived_json;
-use crate::runner::replay::{ready_item, replay_batch_to, Local, Summary};
+use crate::runner::replay::{replay_batch_to, Local, Ready, Summary};
 
 mod source;
 mod tally;
@@ -289,17 +288,19 @@ struct Planning<'a> {
     shared: Mutex<SharedProjections>,
 }
 
-/// Does `ahead`'s work on a record; the item made ready, for [`Ahead::InMemory`].
-fn prepare_ahead(received: &BorrowedReceived<'_>, planning: &Planning<'_>, ahead: Ahead) -> Option<ReadyItem> {
+/// Does `ahead`'s work on a record; what is made ready, for [`Ahead::InMemory`].
+fn prepare_ahead(received: &BorrowedReceived<'_>, planning: &Planning<'_>, ahead: Ahead) -> Ready {
     let planner = &planning.planner;
     let config = planner.config();
     let Ok(record) = &received.record else {
-        return None;
+        return Ready::default();
     };
     // Every record reaches the source tables, poison or not.
-    let ready = (ahead == Ahead::InMemory)
-        .then(|| ready_item(planner, record))
-        .flatten();
+    let ready = if ahead == Ahead::InMemory {
+        Ready::of(planner, record)
+    } else {
+        Ready::default()
+    };
     if let Ok(table) = model::event::table_of(config, record) {
         if validate::poison(received, table).is_some() {
             // Neither consumer plans or classifies a poison record.
@@ -339,7 +340,7 @@ fn each_file(
     bar: &ProgressBar,
     summary: &mut Summary,
     err: &mut dyn Write,
-    mut handle: impl FnMut(&[BorrowedReceived<'_>], &mut [Option<ReadyItem>], &mut Summary),
+    mut handle: impl FnMut(&[BorrowedReceived<'_>], &mut [Ready], &mut Summary),
 ) -> anyhow::Result<Option<Tally>> {
     let &Reading {
         files,

@@ -21,11 +21,12 @@
 //! What the consumers did is summed up in a [`Summary`]; the command
 //! (`cli::replay`) prints it.
 
-use std::collections::HashMap;
+use std::collections::hash_map::{self, HashMap};
 use std::sync::{Arc, Mutex};
 
 use event_router::{Entry, Ledger, MemoryLedger, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
 use model::config::{Config, TableConfig};
+use model::ledger::Entry as LedgerEntry;
 use model::outcome::Outcome;
 use model::record::{ChangeRecord, CreationTime, EventKind, Received};
 use model::value::Attrs;
@@ -79,7 +80,7 @@ pub struct Local {
 #[derive(Default)]
 struct Unordered {
     /// Each item's newest change applied to the store's tables.
-    applied: HashMap<String, Version>,
+    applied: HashMap<String, Version, foldhash::fast::RandomState>,
     /// The newest creation time seen, and the pipeline's writes since.
     now: Option<CreationTime>,
     written: u32,
@@ -87,9 +88,15 @@ struct Unordered {
 
 impl Unordered {
     /// Whether `record`, of `table`, is the newest change of its item so
-    /// far (and so is applied to the store's tables).
-    fn is_newest<I: Attrs>(&mut self, table: &TableConfig, record: &ChangeRecord<I>) -> bool {
-        let Some(entry) = model::ledger::entry_of(table, record) else {
+    /// far (and so is applied to the store's tables). `entry`: its ledger
+    /// entry, when made ahead.
+    fn is_newest<I: Attrs>(
+        &mut self,
+        table: &TableConfig,
+        record: &ChangeRecord<I>,
+        entry: Option<LedgerEntry>,
+    ) -> bool {
+        let Some(entry) = entry.or_else(|| model::ledger::entry_of(table, record)) else {
             return true;
         };
         if let Some(created) = record.created {
@@ -98,10 +105,14 @@ impl Unordered {
                 self.written = 0;
             }
         }
-        match self.applied.get(&entry.item) {
-            Some(applied) if *applied >= entry.version => false,
-            _ => {
-                self.applied.insert(entry.item, entry.version);
+        match self.applied.entry(entry.item) {
+            hash_map::Entry::Occupied(applied) if *applied.get() >= entry.version => false,
+            hash_map::Entry::Occupied(mut applied) => {
+                applied.insert(entry.version);
+                true
+            }
+            hash_map::Entry::Vacant(vacant) => {
+                vacant.insert(entry.version);
                 true
             }
         }
@@ -195,13 +206,13 @@ impl Local {
         self.replay_ready_batch(batch, &mut [], summary).await;
     }
 
-    /// [`Local::replay_batch`], with the items the batch puts into the
-    /// source tables made ready ahead ([`ready_item`], one per record, in
-    /// order; fewer, and the rest are made here).
+    /// [`Local::replay_batch`], with what the batch's records need made
+    /// ready ahead ([`Ready::of`], one per record, in order; fewer, and the
+    /// rest are made here).
     pub async fn replay_ready_batch<I: Attrs>(
         &self,
         batch: &[Received<'_, I>],
-        ready: &mut [Option<ReadyItem>],
+        ready: &mut [Ready],
         summary: &mut Summary,
     ) {
         let store = self.store();
@@ -211,13 +222,13 @@ impl Local {
         let kinesis = self.config().reads_kinesis();
         for (at, received) in batch.iter().enumerate() {
             if let Ok(record) = &received.record {
-                let ready = ready.get_mut(at).and_then(Option::take);
+                let ready = ready.get_mut(at).map(std::mem::take).unwrap_or_default();
                 let newest = !kinesis
                     || planner
                         .table_of(record)
-                        .is_ok_and(|table| self.lock_unordered().is_newest(table, record));
+                        .is_ok_and(|table| self.lock_unordered().is_newest(table, record, ready.entry));
                 if newest {
-                    materialize(store, &planner, record, ready);
+                    materialize(store, &planner, record, ready.item);
                 }
             }
         }
@@ -343,15 +354,31 @@ pub async fn replay_batch_to<S: Store, P: Publisher, I: Attrs>(
     absorb(summary, indexed, routed);
 }
 
-/// The item `record` puts into its source table, made ready for the store
-/// (see [`ReadyItem`]): what [`Local::replay_ready_batch`] takes. Depends
-/// on the record and the config alone, so replay makes it on its reading
-/// thread.
-pub fn ready_item<I: Attrs>(planner: &Planner<'_>, record: &ChangeRecord<I>) -> Option<ReadyItem> {
-    let table = planner.table_of(record).ok()?;
-    match (&record.kind, &record.new) {
-        (EventKind::Remove, _) | (_, None) => None,
-        (_, Some(new)) => ReadyItem::new(table, new).ok(),
+/// What [`Local::replay_ready_batch`] takes for a record, made ready
+/// ahead: it depends on the record and the config alone, so replay makes it
+/// on its reading thread.
+#[derive(Default)]
+pub struct Ready {
+    /// The item the record puts into its source table (see [`ReadyItem`]).
+    item: Option<ReadyItem>,
+    /// For a table read from Kinesis: the record's ledger entry, which
+    /// tells whether it is its item's newest change.
+    entry: Option<LedgerEntry>,
+}
+
+impl Ready {
+    pub fn of<I: Attrs>(planner: &Planner<'_>, record: &ChangeRecord<I>) -> Ready {
+        let Ok(table) = planner.table_of(record) else {
+            return Ready::default();
+        };
+        let item = match (&record.kind, &record.new) {
+            (EventKind::Remove, _) | (_, None) => None,
+            (_, Some(new)) => ReadyItem::new(table, new).ok(),
+        };
+        Ready {
+            item,
+            entry: model::ledger::entry_of(table, record),
+        }
     }
 }
 

@@ -235,3 +235,30 @@ fn bad_data_is_unusable_with_its_reason_and_the_rest_goes_on() {
     // Not JSON at all is the payload's error.
     assert!(unwrap_event(b"{\"Records\": [", &config).is_err());
 }
+
+/// The ledger entry worked out ahead (on replay's reading thread) is the
+/// one the router would make, and only the config it was made with takes it.
+#[test]
+fn a_ledger_entry_worked_out_ahead_is_the_one_made_now() {
+    let config = kinesis_config(Precision::Microsecond);
+    let other = kinesis_config(Precision::Microsecond);
+    let bytes = fixture("kinesis-event.json");
+    let unwrapped = unwrap_event(&bytes, &config).unwrap_or_else(|e| panic!("{e}"));
+    let received = parse_batch(unwrapped.batch.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    let mut entries = 0;
+    for r in &received {
+        let Ok(record) = &r.record else { continue };
+        let Ok(table) = config.table_of_record(record) else {
+            continue;
+        };
+        let now = crate::ledger::entry_of(table, record);
+        entries += usize::from(now.is_some());
+        crate::event::classify_ahead(&config, r);
+        assert_eq!(crate::ledger::entry_of_received(&config, table, r, record), now);
+        // Taken: asked again, it is made afresh, alike.
+        assert_eq!(crate::ledger::entry_of_received(&config, table, r, record), now);
+        crate::event::classify_ahead(&other, r);
+        assert_eq!(crate::ledger::entry_of_received(&config, table, r, record), now);
+    }
+    assert!(entries > 0, "the fixture's records have entries");
+}
