@@ -95,8 +95,8 @@ pub struct RouterStats {
     pub quarantine_requests: usize,
     /// Groups stopped by a failure.
     pub failed_groups: usize,
-    /// Records of a Kinesis data stream that were changes already
-    /// published (a repeat): their events were not published again.
+    /// Records of a Kinesis data stream that were changes whose events
+    /// were already published (a repeat): not published again.
     pub repeats: usize,
     /// The oldest `ApproximateCreationDateTime` in the batch, for iterator age.
     pub oldest_created: Option<CreationTime>,

@@ -28,11 +28,15 @@ pub trait Ledger: Send + Sync {
     fn newest<'a>(&'a self, item: &'a str) -> LedgerFuture<'a, Option<Version>>;
 }
 
-/// A ledger in memory: each item's versions noted.
+/// A ledger in memory: each item's versions noted, in order.
 #[derive(Debug, Default)]
 pub struct MemoryLedger {
-    entries: Mutex<HashMap<String, Vec<Version>>>,
+    entries: Mutex<Entries>,
 }
+
+/// Item → its versions noted, sorted and distinct (most items have a few;
+/// an item changed often has many, found by binary search).
+type Entries = HashMap<String, Vec<Version>, foldhash::fast::RandomState>;
 
 impl MemoryLedger {
     pub fn new() -> MemoryLedger {
@@ -53,7 +57,7 @@ impl MemoryLedger {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Version>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -63,7 +67,10 @@ impl Ledger for MemoryLedger {
         let held = self.lock();
         let answer = entries
             .iter()
-            .map(|e| held.get(&e.item).is_some_and(|versions| versions.contains(&e.version)))
+            .map(|e| {
+                held.get(&e.item)
+                    .is_some_and(|versions| versions.binary_search(&e.version).is_ok())
+            })
             .collect();
         Box::pin(async move { Ok(answer) })
     }
@@ -71,9 +78,12 @@ impl Ledger for MemoryLedger {
     fn note<'a>(&'a self, entries: &'a [Entry]) -> LedgerFuture<'a, ()> {
         let mut held = self.lock();
         for entry in entries {
-            let versions = held.entry(entry.item.clone()).or_default();
-            if !versions.contains(&entry.version) {
-                versions.push(entry.version.clone());
+            let versions = match held.get_mut(&entry.item) {
+                Some(versions) => versions,
+                None => held.entry(entry.item.clone()).or_default(),
+            };
+            if let Err(at) = versions.binary_search(&entry.version) {
+                versions.insert(at, entry.version.clone());
             }
         }
         drop(held);
@@ -81,10 +91,57 @@ impl Ledger for MemoryLedger {
     }
 
     fn newest<'a>(&'a self, item: &'a str) -> LedgerFuture<'a, Option<Version>> {
-        let newest = self
-            .lock()
-            .get(item)
-            .and_then(|versions| versions.iter().max().cloned());
+        let newest = self.lock().get(item).and_then(|versions| versions.last().cloned());
         Box::pin(async move { Ok(newest) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn entry(item: u8, version: u8) -> Entry {
+        Entry {
+            item: format!("t\nS1:{item}"),
+            version: Version::of_sequence(&version.to_string()).unwrap_or_else(|_| Version::zero()),
+            expires: 0,
+        }
+    }
+
+    proptest! {
+        /// What the ledger answers is what a set of every entry noted
+        /// answers, whatever the order and repeats of the notes.
+        #[test]
+        fn the_memory_ledger_answers_as_the_set_of_entries_noted(
+            notes in proptest::collection::vec(proptest::collection::vec((0u8..4, 0u8..30), 0..6), 0..12),
+            asked in proptest::collection::vec((0u8..5, 0u8..31), 1..10),
+        ) {
+            let ledger = MemoryLedger::new();
+            let mut noted: BTreeMap<String, BTreeSet<Version>> = BTreeMap::new();
+            let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+            for note in &notes {
+                let entries: Vec<Entry> = note.iter().map(|&(i, v)| entry(i, v)).collect();
+                runtime.block_on(ledger.note(&entries))?;
+                for e in entries {
+                    noted.entry(e.item).or_default().insert(e.version);
+                }
+            }
+            let asked: Vec<Entry> = asked.iter().map(|&(i, v)| entry(i, v)).collect();
+            let held = runtime.block_on(ledger.holds(&asked))?;
+            let expected: Vec<bool> = asked
+                .iter()
+                .map(|e| noted.get(&e.item).is_some_and(|v| v.contains(&e.version)))
+                .collect();
+            prop_assert_eq!(held, expected);
+            for e in &asked {
+                let newest = runtime.block_on(ledger.newest(&e.item))?;
+                prop_assert_eq!(newest, noted.get(&e.item).and_then(|v| v.last().cloned()));
+            }
+            prop_assert_eq!(ledger.len(), noted.values().map(BTreeSet::len).sum::<usize>());
+        }
     }
 }

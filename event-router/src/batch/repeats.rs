@@ -2,11 +2,12 @@
 //! once: a change whose events were published publishes nothing again
 //! (see `model::ledger`).
 //!
-//! Before publishing, the batch's changes of Kinesis-read tables are
-//! looked up: a change seen earlier in the batch, or one the ledger holds,
-//! is a repeat, and its events are dropped (counted in
-//! `RouterStats::repeats`). After publishing, every such change whose
-//! record is finished is noted. A change whose events went out but whose
+//! Before publishing, the batch's changes of Kinesis-read tables that
+//! have events are looked up: a change seen earlier in the batch, or one
+//! the ledger holds, is a repeat, and its events are dropped (counted in
+//! `RouterStats::repeats`). After publishing, every change of such a table
+//! whose record is finished is noted, with events or not (the reaper reads
+//! when an item last changed). A change whose events went out but whose
 //! note failed is left unfinished: Lambda retries it, and its events go
 //! out again (the one window of a second delivery). A change older than
 //! one already published of the same item is not a repeat: it is
@@ -24,8 +25,10 @@ use crate::publish::Publisher;
 
 impl<P: Publisher, Q: Quarantine> Router<P, Q> {
     /// Drops the events of the records that are repeats; returns the
-    /// entries to note once published. When the ledger cannot be read,
-    /// the records it was asked about publish nothing and are unfinished.
+    /// entries to note once published. Only changes with events are looked
+    /// up (a repeat of one without has nothing to drop). When the ledger
+    /// cannot be read, the records it was asked about publish nothing and
+    /// are unfinished.
     pub(super) async fn drop_repeats(
         &self,
         ledger: Vec<(usize, Entry)>,
@@ -36,48 +39,64 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         if ledger.is_empty() {
             return ledger;
         }
+        let mut has_events = vec![false; handled.len()];
+        for event in pending.iter() {
+            if let Some(has) = has_events.get_mut(event.record) {
+                *has = true;
+            }
+        }
+        let has_events = |record: usize| has_events.get(record).copied().unwrap_or(false);
         let mut dropped: BTreeSet<usize> = BTreeSet::new();
-        let mut seen: HashSet<(&str, &model::Version)> = HashSet::with_capacity(ledger.len());
-        let mut fresh: Vec<usize> = Vec::with_capacity(ledger.len());
+        let mut seen: HashSet<(&str, &model::Version), foldhash::fast::RandomState> =
+            HashSet::with_capacity_and_hasher(ledger.len(), foldhash::fast::RandomState::default());
+        // The first of each change in the batch: to ask the ledger about
+        // (it has events), or to note as it is.
+        let (mut asked, mut kept): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::with_capacity(ledger.len()));
         for (i, (record, entry)) in ledger.iter().enumerate() {
             if seen.insert((entry.item.as_str(), &entry.version)) {
-                fresh.push(i);
-            } else {
+                if has_events(*record) {
+                    asked.push(i);
+                } else {
+                    kept.push(i);
+                }
+            } else if has_events(*record) {
                 dropped.insert(*record);
                 stats.repeats += 1;
             }
         }
-        let mut kept: Vec<(usize, Entry)> = Vec::with_capacity(fresh.len());
-        if let Some(store) = &self.ledger {
-            let entries: Vec<Entry> = fresh.iter().map(|&i| ledger[i].1.clone()).collect();
-            match retry::call(&self.options.backoff, |_| store.holds(&entries)).await {
-                Ok(held) => {
-                    for (&i, held) in fresh.iter().zip(held) {
-                        let (record, entry) = &ledger[i];
-                        if held {
-                            dropped.insert(*record);
-                            stats.repeats += 1;
-                        } else {
-                            kept.push((*record, entry.clone()));
-                        }
-                    }
-                }
-                Err(fault) => {
-                    let fault = fault.context(format!(
-                        "reading the ledger table `{}`",
-                        self.config.events.ledger_table
-                    ));
-                    for &i in &fresh {
-                        let record = ledger[i].0;
+        drop(seen);
+        let mut ledger: Vec<Option<(usize, Entry)>> = ledger.into_iter().map(Some).collect();
+        let mut take = |i: usize| ledger.get_mut(i).and_then(Option::take);
+        let mut kept: Vec<(usize, Entry)> = kept.into_iter().filter_map(&mut take).collect();
+        let (records, entries): (Vec<usize>, Vec<Entry>) = asked.into_iter().filter_map(&mut take).unzip();
+        let Some(store) = self.ledger.as_ref().filter(|_| !entries.is_empty()) else {
+            kept.extend(records.into_iter().zip(entries));
+            pending.retain(|p| !dropped.contains(&p.record));
+            return kept;
+        };
+        match retry::call(&self.options.backoff, |_| store.holds(&entries)).await {
+            Ok(held) => {
+                for ((record, entry), held) in records.into_iter().zip(entries).zip(held) {
+                    if held {
                         dropped.insert(record);
-                        if let Some(handled) = handled.get_mut(record) {
-                            handled.unfinished.get_or_insert_with(|| fault.clone());
-                        }
+                        stats.repeats += 1;
+                    } else {
+                        kept.push((record, entry));
                     }
                 }
             }
-        } else {
-            kept = fresh.iter().map(|&i| ledger[i].clone()).collect();
+            Err(fault) => {
+                let fault = fault.context(format!(
+                    "reading the ledger table `{}`",
+                    self.config.events.ledger_table
+                ));
+                for record in records {
+                    dropped.insert(record);
+                    if let Some(handled) = handled.get_mut(record) {
+                        handled.unfinished.get_or_insert_with(|| fault.clone());
+                    }
+                }
+            }
         }
         pending.retain(|p| !dropped.contains(&p.record));
         kept

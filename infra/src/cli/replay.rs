@@ -473,7 +473,7 @@ fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Write) -> std
     if r.repeats > 0 {
         writeln!(
             err,
-            "  repeats:    {} changes delivered again published nothing",
+            "  repeats:    {} changes with events delivered again: not published again",
             r.repeats
         )?;
     }

@@ -297,7 +297,7 @@ fn a_kinesis_delivery_replays_to_what_the_dynamodb_stream_does() {
         ..args(vec![kinesis], 100)
     });
     assert!(
-        summary.contains("changes delivered again published nothing"),
+        summary.contains("changes with events delivered again: not published again"),
         "the repeats are counted: {summary}"
     );
     for part in ["indexes", "edge_sets"] {
