@@ -47,7 +47,10 @@ pub const MEMBER_VERSION_PREFIX: &str = "_sdx_member:";
 
 /// The attribute holding the version of edge-set member `member`.
 pub fn member_version_attribute(member: &str) -> String {
-    format!("{MEMBER_VERSION_PREFIX}{member}")
+    let mut name = String::with_capacity(MEMBER_VERSION_PREFIX.len() + member.len());
+    name.push_str(MEMBER_VERSION_PREFIX);
+    name.push_str(member);
+    name
 }
 
 /// Whether `name` is an attribute the pipeline writes on node items for
@@ -114,34 +117,14 @@ impl Version {
         Ok(Version::of_number(units))
     }
 
-    /// The version of a whole number: its digits, zero-padded. A `u128`
-    /// has at most 39 digits, so it always fits. Written 19 digits at a
-    /// time in `u64`s (a `u128` division is a call; creation times fit
-    /// one `u64`).
+    /// The version of a whole number: its digits, zero-padded (a `u128`
+    /// has at most 39 digits, so it always fits).
     fn of_number(number: u128) -> Version {
-        const TEN_TO_19: u64 = 10_000_000_000_000_000_000;
         let mut text = [b'0'; WIDTH];
-        let mut rest = number;
-        for chunk in text.rchunks_mut(19) {
-            // The chunk's digits (below 10^19: a u64), and the number above them.
-            let (above, mut part) = match u64::try_from(rest) {
-                Ok(small) if small < TEN_TO_19 => (0, small),
-                _ => (
-                    rest / u128::from(TEN_TO_19),
-                    u64::try_from(rest % u128::from(TEN_TO_19)).unwrap_or_default(),
-                ),
-            };
-            for digit in chunk.iter_mut().rev() {
-                if part == 0 {
-                    break;
-                }
-                *digit = b'0' + (part % 10) as u8;
-                part /= 10;
-            }
-            rest = above;
-            if rest == 0 {
-                break;
-            }
+        let mut buffer = itoa::Buffer::new();
+        let digits = buffer.format(number).as_bytes();
+        if let Some(start) = WIDTH.checked_sub(digits.len()) {
+            text[start..].copy_from_slice(digits);
         }
         Version(text)
     }

@@ -25,7 +25,6 @@
 
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::fmt::Write as _;
 
 use base64::Engine as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -237,10 +236,11 @@ fn rewrite(data: &[u8], id: &Ids<'_>, config: &Config, out: &mut String) -> Resu
         Some(raw) => serde_json::from_str(raw).map_err(|_| "`awsRegion` is not a string".to_owned())?,
         None => Cow::Borrowed(""),
     };
-    let arn = format!(
-        "arn:aws:dynamodb:{region}:{}:table/{table}",
-        id.account.unwrap_or_default()
-    );
+    let account = id.account.unwrap_or_default();
+    let mut arn = String::with_capacity(32 + region.len() + account.len() + table.len());
+    for part in ["arn:aws:dynamodb:", &region, ":", account, ":table/", table] {
+        arn.push_str(part);
+    }
     if super::table_from_arn(&arn) != Some(table) {
         return Err(format!(
             "`tableName` {:?} is not a DynamoDB table name",
@@ -271,12 +271,16 @@ fn rewrite(data: &[u8], id: &Ids<'_>, config: &Config, out: &mut String) -> Resu
         ("userIdentity", change.user_identity),
     ] {
         if let Some(value) = value {
-            let _ = write!(out, "\"{name}\":{value},");
+            for part in ["\"", name, "\":", value, ","] {
+                out.push_str(part);
+            }
         }
     }
     out.push_str("\"eventSource\":\"aws:dynamodb\",\"eventSourceARN\":");
     push_json_string(out, &arn);
-    let _ = write!(out, ",\"dynamodb\":{{\"SequenceNumber\":\"{sequence_number}\"");
+    for part in [",\"dynamodb\":{\"SequenceNumber\":\"", sequence_number, "\""] {
+        out.push_str(part);
+    }
     for (name, value) in &dynamodb {
         if name == "ApproximateCreationDateTime" {
             out.push_str(",\"ApproximateCreationDateTime\":");
@@ -299,8 +303,9 @@ fn epoch_seconds(units: &str, precision: Precision, out: &mut String) -> Result<
         Precision::Microsecond => (6, "microseconds"),
         Precision::Millisecond => (3, "milliseconds"),
     };
-    let shown = clip(units, 40);
+    let shown = || clip(units, 40);
     if units.is_empty() || !units.bytes().all(|b| b.is_ascii_digit()) {
+        let shown = shown();
         return Err(format!(
             "ApproximateCreationDateTime {shown} is not a whole number of {unit} since 1970 (the table's precision)"
         ));
@@ -315,13 +320,17 @@ fn epoch_seconds(units: &str, precision: Precision, out: &mut String) -> Result<
             Precision::Microsecond => "millisecond",
             Precision::Millisecond => "microsecond",
         };
+        let shown = shown();
         return Err(format!(
             "ApproximateCreationDateTime {shown} is not a time in {unit} between 2014 and 2100: \
              does the table send precision = \"{other}\"? (the config says \"{}\")",
             precision.as_str()
         ));
     }
-    let _ = write!(out, "{seconds}.{fraction:0>places$}");
+    out.push_str(seconds);
+    out.push('.');
+    out.extend(std::iter::repeat_n('0', places.saturating_sub(fraction.len())));
+    out.push_str(fraction);
     Ok(())
 }
 

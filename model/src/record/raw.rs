@@ -2,6 +2,8 @@
 //! GetRecords'), read borrowing from the record's text: what
 //! [`one`](super::one) checks and builds into a record.
 
+use std::borrow::Cow;
+
 use serde::de::IgnoredAny;
 use serde::Deserialize as DeriveDeserialize;
 use serde_json::value::RawValue;
@@ -62,4 +64,17 @@ pub(super) struct RawStreamRecord<'a, I, K = ImageField> {
     pub(super) size_bytes: Option<u64>,
     #[serde(rename = "StreamViewType", borrow)]
     pub(super) view_type: Option<Text<'a>>,
+}
+
+/// A change as DynamoDB writes it to Kinesis: the members the rewrite
+/// (`record::kinesis`) needs (a JSON `null` is one not given), each as written.
+#[derive(Debug, Default, PartialEq)]
+pub(in crate::record) struct Parts<'a> {
+    pub(in crate::record) event_id: Option<&'a str>,
+    pub(in crate::record) event_name: Option<&'a str>,
+    pub(in crate::record) aws_region: Option<&'a str>,
+    pub(in crate::record) user_identity: Option<&'a str>,
+    pub(in crate::record) table_name: Option<Cow<'a, str>>,
+    /// `dynamodb`'s members in order, each value as written.
+    pub(in crate::record) dynamodb: Option<Vec<(Cow<'a, str>, &'a str)>>,
 }

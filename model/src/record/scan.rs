@@ -29,8 +29,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::attr::Text;
-use super::kinesis::change::Parts;
-use super::raw::{RawIdentity, RawRecord, RawStreamRecord};
+use super::raw::{Parts, RawIdentity, RawRecord, RawStreamRecord};
 pub(super) use image::{Scanned, ScannedKeys};
 use token::Scan;
 

@@ -1,5 +1,5 @@
 //! A change as DynamoDB writes it to Kinesis, split into the members the
-//! rewrite needs, each value's text as written ([`Parts`]): by the scan
+//! rewrite needs, each value's text as written ([`Parts`], in `raw`): by the scan
 //! (`record::scan::kinesis_change`) when it can, else by serde_json, which
 //! reads anything the scan gives up on and says what is wrong.
 
@@ -10,18 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::clip;
-
-/// A change's members (a JSON `null` is one not given), each as written.
-#[derive(Debug, Default, PartialEq)]
-pub(in crate::record) struct Parts<'a> {
-    pub(in crate::record) event_id: Option<&'a str>,
-    pub(in crate::record) event_name: Option<&'a str>,
-    pub(in crate::record) aws_region: Option<&'a str>,
-    pub(in crate::record) user_identity: Option<&'a str>,
-    pub(in crate::record) table_name: Option<Cow<'a, str>>,
-    /// `dynamodb`'s members in order, each value as written.
-    pub(in crate::record) dynamodb: Option<Vec<(Cow<'a, str>, &'a str)>>,
-}
+use crate::record::raw::Parts;
 
 /// The parts of `text`, a change; serde_json's error when it is not one.
 pub(super) fn read(text: &str) -> Result<Parts<'_>, serde_json::Error> {
