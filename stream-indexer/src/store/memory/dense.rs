@@ -65,20 +65,15 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
         value: V,
     ) -> Option<V> {
         let hash = self.hasher.hash_one(like);
-        let (entries, hashes) = (&mut self.entries, &mut self.hashes);
-        let slot = self.slots.entry(
-            hash,
-            |&i| hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| is(k)),
-            |&i| hashes.get(i).copied().unwrap_or(0),
-        );
-        match slot {
-            Entry::Occupied(slot) => entries
+        match slot(&mut self.slots, &self.entries, &self.hashes, hash, is) {
+            Entry::Occupied(slot) => self
+                .entries
                 .get_mut(*slot.get())
                 .map(|(_, stored)| std::mem::replace(stored, value)),
             Entry::Vacant(slot) => {
-                slot.insert(entries.len());
-                entries.push((make(), value));
-                hashes.push(hash);
+                slot.insert(self.entries.len());
+                self.entries.push((make(), value));
+                self.hashes.push(hash);
                 None
             }
         }
@@ -96,14 +91,8 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
         value: impl FnOnce() -> V,
     ) -> bool {
         let hash = self.hasher.hash_one(like);
-        let (entries, hashes) = (&mut self.entries, &mut self.hashes);
-        let slot = self.slots.entry(
-            hash,
-            |&i| hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| is(k)),
-            |&i| hashes.get(i).copied().unwrap_or(0),
-        );
-        match slot {
-            Entry::Occupied(slot) => match entries.get_mut(*slot.get()) {
+        match slot(&mut self.slots, &self.entries, &self.hashes, hash, is) {
+            Entry::Occupied(slot) => match self.entries.get_mut(*slot.get()) {
                 Some((_, stored)) if replaces(Some(stored)) => {
                     *stored = value();
                     true
@@ -114,9 +103,9 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
                 if !replaces(None) {
                     return false;
                 }
-                slot.insert(entries.len());
-                entries.push((make(), value()));
-                hashes.push(hash);
+                slot.insert(self.entries.len());
+                self.entries.push((make(), value()));
+                self.hashes.push(hash);
                 true
             }
         }
@@ -171,6 +160,22 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
     pub(super) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
+}
+
+/// The table's slot for the key hashing to `hash` that `is` tells apart
+/// (found, or free to take), making room first when the table is full.
+fn slot<'t, K, V>(
+    slots: &'t mut HashTable<usize>,
+    entries: &[(K, V)],
+    hashes: &[u64],
+    hash: u64,
+    is: impl Fn(&K) -> bool,
+) -> Entry<'t, usize> {
+    slots.entry(
+        hash,
+        |&i| hashes.get(i) == Some(&hash) && entries.get(i).is_some_and(|(k, _)| is(k)),
+        |&i| hashes.get(i).copied().unwrap_or(0),
+    )
 }
 
 #[cfg(test)]
