@@ -66,7 +66,7 @@ fn glanced_as_whole(config: &Config, data: &[u8]) {
             model::validate::check(record, table).is_ok()
         );
         assert_eq!(
-            model::event::classify_received(config, table, g, glanced),
+            model::event::classify_received(config, table, g, glanced).events,
             model::event::classify(config, table, record)
         );
     }

@@ -151,11 +151,19 @@ pub fn route_event<I>(record: &ChangeRecord<I>) -> RouteEvent {
     }
 }
 
-/// A record's events, or why it could not be classified: what
-/// [`classify_ahead`] keeps for [`classify_received`].
-type Classified = Result<Vec<Event>, EventError>;
+/// What classifying a record found (and what [`classify_ahead`] keeps for
+/// [`classify_received`]).
+#[derive(Debug)]
+pub struct Classification {
+    /// The record's events, or why it could not be classified.
+    pub events: Result<Vec<Event>, EventError>,
+    /// Whether it is a MODIFY that changed nothing but what the pipeline
+    /// owns on a node (its edge set, marker and versions): the indexer's
+    /// own write, which has no events.
+    pub pipeline_own: bool,
+}
 
-/// [`classify`]s a received record of `table`: takes the events
+/// [`classify`]s a received record of `table`: takes what
 /// [`classify_ahead`] found for it with this config, if it did, else
 /// classifies `record` (the received record's own).
 pub fn classify_received<I: Attrs>(
@@ -163,24 +171,27 @@ pub fn classify_received<I: Attrs>(
     table: &TableConfig,
     received: &Received<'_, I>,
     record: &ChangeRecord<I>,
-) -> Result<Vec<Event>, EventError> {
-    if let Some(events) = received.ahead.take::<_, Classified>(config) {
-        return events;
+) -> Classification {
+    if let Some(classified) = received.ahead.take::<_, Classification>(config) {
+        return classified;
     }
     if !received.has_whole_images() && needs_images(config, table, record) {
         // Glanced at: read whole for the event's detail.
         let Some(whole) = received.read_whole() else {
-            return classify(config, table, record);
+            return classification(config, table, record);
         };
         return match &whole.record {
-            Ok(record) => classify(config, table, record),
-            Err(error) => Err(EventError::Unreadable {
-                sequence_number: record.sequence_number.clone(),
-                source: error.clone(),
-            }),
+            Ok(record) => classification(config, table, record),
+            Err(error) => Classification {
+                events: Err(EventError::Unreadable {
+                    sequence_number: record.sequence_number.clone(),
+                    source: error.clone(),
+                }),
+                pipeline_own: false,
+            },
         };
     }
-    classify(config, table, record)
+    classification(config, table, record)
 }
 
 /// Whether [`classify`]'s answer for `record` may depend on its images
@@ -212,9 +223,7 @@ fn routes_taking<'a>(
 pub fn classify_ahead<I: Attrs>(config: &Config, received: &Received<'_, I>) {
     let Ok(record) = &received.record else { return };
     if let Ok(table) = table_of(config, record) {
-        received
-            .ahead
-            .keep::<_, Classified>(config, classify(config, table, record));
+        received.ahead.keep(config, classification(config, table, record));
         crate::ledger::entry_ahead(config, table, received);
     }
 }
@@ -226,6 +235,28 @@ pub fn classify<I: Attrs>(
     table: &TableConfig,
     record: &ChangeRecord<I>,
 ) -> Result<Vec<Event>, EventError> {
+    classification(config, table, record).events
+}
+
+/// [`classify`], saying whether the record is the pipeline's own write.
+fn classification<I: Attrs>(config: &Config, table: &TableConfig, record: &ChangeRecord<I>) -> Classification {
+    if route_event(record) == RouteEvent::Modify
+        && record.table.as_deref().is_none_or(|name| *name == *table.name)
+        && only_pipeline_changes(config, table, record)
+    {
+        return Classification {
+            events: Ok(Vec::new()),
+            pipeline_own: true,
+        };
+    }
+    Classification {
+        events: events(config, table, record),
+        pipeline_own: false,
+    }
+}
+
+/// The events of a record that is not the pipeline's own write.
+fn events<I: Attrs>(config: &Config, table: &TableConfig, record: &ChangeRecord<I>) -> Result<Vec<Event>, EventError> {
     if let Some(name) = &record.table {
         if **name != *table.name {
             return Err(EventError::TableMismatch {
@@ -236,9 +267,6 @@ pub fn classify<I: Attrs>(
         }
     }
     let kind = route_event(record);
-    if kind == RouteEvent::Modify && only_pipeline_changes(config, table, record) {
-        return Ok(Vec::new());
-    }
     let mut matched: Vec<&RouteConfig> = Vec::new();
     for route in routes_taking(config, table, kind) {
         if route_matches(config, table, route, record)? {

@@ -2,8 +2,10 @@
 //! a Kinesis data stream, which may deliver a change more than once and
 //! out of order. One ledger entry per change: the item (its table and
 //! key), and the change's version (its creation time, see
-//! [`crate::version`]). Pure; `event-router` reads and writes the ledger
-//! table (`[events] ledger_table`).
+//! [`crate::version`]). The pipeline's own set updates of nodes are not
+//! noted (see [`crate::event::Classification`]): they have no events, and
+//! change nothing the reaper deletes. Pure; `event-router` reads and
+//! writes the ledger table (`[events] ledger_table`).
 //!
 //! - The router publishes a change's events only if the ledger has no
 //!   entry for it: a repeat publishes nothing (and is counted). It notes

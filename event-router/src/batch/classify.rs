@@ -87,7 +87,8 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         }
         let group = into.groups.of(table, record);
         let mut poison: Option<Poison> = None;
-        match event::classify_received(config, table, received, record) {
+        let classified = event::classify_received(config, table, received, record);
+        match classified.events {
             Err(error) => poison = Some(Poison::new(Some(&record.sequence_number), Cause::Unroutable(error))),
             Ok(events) => {
                 for event in events {
@@ -106,7 +107,9 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                 }
             }
         }
-        if poison.is_none() {
+        // The pipeline's own set updates are not noted: they have no
+        // events, and change nothing the reaper deletes.
+        if poison.is_none() && !classified.pipeline_own {
             if let Some(entry) = model::ledger::entry_of_received(config, table, received, record) {
                 into.ledger.push((handled.len(), entry));
             }

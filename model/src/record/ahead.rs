@@ -121,9 +121,11 @@ mod tests {
             .iter()
             .filter_map(|r| {
                 let record = r.record.as_ref().ok()?;
-                let events = event::table_of(config, record)
-                    .ok()
-                    .map(|table| event::classify_received(config, table, r, record).map_or(0, |e| e.len()));
+                let events = event::table_of(config, record).ok().map(|table| {
+                    event::classify_received(config, table, r, record)
+                        .events
+                        .map_or(0, |e| e.len())
+                });
                 Some((planner.plan_received(r, record), events))
             })
             .collect()
