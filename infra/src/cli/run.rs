@@ -467,6 +467,7 @@ mod tests {
             filters: Vec::new(),
             function: Arc::new(Failing),
             on_failure: Arc::new(MemoryOnFailure::new()),
+            retention_ms: crate::runner::age::STREAM_RETENTION_MS,
         });
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("state.json");

@@ -90,15 +90,24 @@ impl Alarm {
     }
 }
 
-/// How long a stream keeps a record: 24 h from its creation (DynamoDB
-/// Streams' retention), after which an unread record is trimmed, lost to
-/// every consumer.
+/// How long a DynamoDB stream keeps a record: 24 h from its creation,
+/// after which an unread record is trimmed, lost to every consumer.
 pub const STREAM_RETENTION_MS: u64 = model::config::limits::STREAM_RETENTION_SECONDS.unsigned_abs() * 1000;
 
+/// How long the stream a table's changes come from keeps a record: a
+/// DynamoDB stream's 24 h, or the Kinesis data stream's `retention_hours`.
+pub fn retention_ms(source: model::config::ChangeSource) -> u64 {
+    match source {
+        model::config::ChangeSource::DynamoDb => STREAM_RETENTION_MS,
+        model::config::ChangeSource::Kinesis(kinesis) => u64::from(kinesis.retention_hours) * 3_600_000,
+    }
+}
+
 /// Time left before the oldest unread record, `age_ms` old, is trimmed
-/// (0: it may be gone already).
-pub fn time_left_ms(age_ms: u64) -> u64 {
-    STREAM_RETENTION_MS.saturating_sub(age_ms)
+/// from a stream that keeps records `retention_ms` (0: it may be gone
+/// already).
+pub fn time_left_ms(retention_ms: u64, age_ms: u64) -> u64 {
+    retention_ms.saturating_sub(age_ms)
 }
 
 /// Milliseconds as a short human duration: `850 ms`, `42 s`, `7 min 5 s`, `3 h 2 min`.
@@ -117,11 +126,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn time_left_counts_down_from_the_stream_s_24_hours() {
-        assert_eq!(time_left_ms(0), 86_400_000);
-        assert_eq!(time_left_ms(3_600_000), 82_800_000);
-        assert_eq!(time_left_ms(86_400_000), 0);
-        assert_eq!(time_left_ms(u64::MAX), 0);
+    fn time_left_counts_down_from_the_stream_s_retention() {
+        let day = retention_ms(model::config::ChangeSource::DynamoDb);
+        assert_eq!(time_left_ms(day, 0), 86_400_000);
+        assert_eq!(time_left_ms(day, 3_600_000), 82_800_000);
+        assert_eq!(time_left_ms(day, 86_400_000), 0);
+        assert_eq!(time_left_ms(day, u64::MAX), 0);
+        let week = retention_ms(model::config::ChangeSource::Kinesis(model::config::KinesisSource {
+            precision: model::config::Precision::Microsecond,
+            retention_hours: 168,
+        }));
+        assert_eq!(time_left_ms(week, 3_600_000), 167 * 3_600_000);
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! horizon (everything in the stream is backlog). The backlog is every
 //! record after the checkpoint (filtered or not: Lambda's iterator age does
 //! not look at filters either); the age is that of the oldest of them, and
-//! the time left is how long until the stream trims that record (24 h from
-//! its creation): what the on-call has before data is lost.
+//! the time left is how long until the stream trims that record (its
+//! retention from its creation: 24 h for a DynamoDB stream, a Kinesis data
+//! stream's own): what the on-call has before data is lost.
 
 use model::filter::Consumer;
 use serde::Serialize;
@@ -27,8 +28,9 @@ pub struct ShardLag {
     pub backlog: u64,
     /// The age of the oldest of them, milliseconds (0 without backlog).
     pub age_ms: u64,
-    /// Time left before the stream trims the oldest of them (24 h from its
-    /// creation), milliseconds; `None` without backlog (nothing at risk).
+    /// Time left before the stream trims the oldest of them (the stream's
+    /// retention from its creation), milliseconds; `None` without backlog
+    /// (nothing at risk).
     pub time_left_ms: Option<u64>,
     /// The stream's retention (milliseconds): a DynamoDB stream's 24 hours,
     /// or a Kinesis data stream's `retention_hours`.
@@ -135,7 +137,7 @@ async fn shard_lag(
         iterator = page.next;
     }
     lag.age_ms = oldest.map_or(0, |created| now_ms.saturating_sub(created));
-    lag.time_left_ms = (lag.backlog > 0).then(|| retention_ms.saturating_sub(lag.age_ms));
+    lag.time_left_ms = (lag.backlog > 0).then(|| super::age::time_left_ms(retention_ms, lag.age_ms));
     Ok(lag)
 }
 

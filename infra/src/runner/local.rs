@@ -240,7 +240,11 @@ pub async fn connect(
             }
             None => return Err(WiringError::NoOnFailureDestination { table }),
         };
+        let retention_ms = config
+            .table(&table)
+            .map_or(super::age::STREAM_RETENTION_MS, |t| super::age::retention_ms(t.stream));
         runner.add_mapping(MappingSpec {
+            retention_ms,
             table,
             consumer,
             settings: Settings {

@@ -78,6 +78,9 @@ pub struct MappingSpec {
     pub filters: Vec<Pattern>,
     pub function: Arc<dyn Function>,
     pub on_failure: Arc<dyn OnFailure>,
+    /// How long the table's stream keeps a record ([`age::retention_ms`]):
+    /// what an iterator-age alarm's time left counts down from.
+    pub retention_ms: u64,
 }
 
 /// How the runner works.
@@ -130,6 +133,8 @@ pub enum RunEvent {
         shard: String,
         transition: Transition,
         thresholds: Thresholds,
+        /// How long the shard's stream keeps a record.
+        retention_ms: u64,
     },
     Reaped(String),
     /// Local TTL deleted an item.
@@ -212,6 +217,7 @@ impl fmt::Display for RunEvent {
                 shard,
                 transition,
                 thresholds,
+                retention_ms,
             } => {
                 let threshold = match transition.to.max(transition.from) {
                     Level::Page => thresholds.page_ms,
@@ -230,7 +236,7 @@ impl fmt::Display for RunEvent {
                     write!(
                         f,
                         "; {} left before the stream trims the oldest unread record",
-                        human(age::time_left_ms(transition.age_ms))
+                        human(age::time_left_ms(*retention_ms, transition.age_ms))
                     )?;
                 }
                 Ok(())

@@ -241,6 +241,7 @@ impl Worker {
                 shard: self.shard.clone(),
                 transition,
                 thresholds: *context.thresholds,
+                retention_ms: spec.retention_ms,
             });
         }
         tick

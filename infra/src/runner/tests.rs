@@ -131,6 +131,7 @@ impl Rig {
             filters,
             function: self.function.clone(),
             on_failure: self.on_failure.clone(),
+            retention_ms: super::age::STREAM_RETENTION_MS,
         });
         runner
     }
@@ -436,26 +437,31 @@ async fn the_iterator_age_alarm_is_raised_and_cleared() {
             (Level::Page, Level::Ok)
         ]
     );
-    let text = RunEvent::Alarm {
-        table: "t".to_owned(),
-        consumer: Consumer::Indexer,
-        shard: "s".to_owned(),
-        transition: super::age::Transition {
-            from: Level::Ok,
-            to: Level::Warn,
-            age_ms: 301_000,
-        },
-        thresholds: Thresholds {
-            warn_ms: 300_000,
-            page_ms: 3_600_000,
-        },
-    }
-    .to_string();
+    let alarm = |retention_ms| {
+        RunEvent::Alarm {
+            table: "t".to_owned(),
+            consumer: Consumer::Indexer,
+            shard: "s".to_owned(),
+            transition: super::age::Transition {
+                from: Level::Ok,
+                to: Level::Warn,
+                age_ms: 301_000,
+            },
+            thresholds: Thresholds {
+                warn_ms: 300_000,
+                page_ms: 3_600_000,
+            },
+            retention_ms,
+        }
+        .to_string()
+    };
     assert_eq!(
-        text,
+        alarm(super::age::STREAM_RETENTION_MS),
         "ALARM (warn) iterator age of t indexer shard s: 5 min 1 s ≥ 5 min 0 s (was OK); \
          23 h 54 min left before the stream trims the oldest unread record"
     );
+    // A Kinesis data stream keeping records 48 hours.
+    assert!(alarm(48 * 3_600_000).ends_with("; 47 h 54 min left before the stream trims the oldest unread record"));
 }
 
 #[tokio::test]

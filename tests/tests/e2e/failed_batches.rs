@@ -118,6 +118,7 @@ fn a_batch_given_up_on_is_kept_whole_and_replays() -> Result<()> {
                 bucket: bucket.clone(),
                 mapping: "indexer-issues".to_owned(),
             }),
+            retention_ms: infra::runner::age::STREAM_RETENTION_MS,
         });
         // Bounded: a few rounds fail, retry once and give the batch up.
         for _ in 0..200 {

@@ -85,6 +85,7 @@ fn runner(rig: &Rig, source: Arc<Counting>) -> Runner {
         filters: Vec::new(),
         function: rig.function.clone(),
         on_failure: rig.on_failure.clone(),
+        retention_ms: crate::runner::age::STREAM_RETENTION_MS,
     });
     runner
 }
