@@ -50,26 +50,31 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         let mut dropped: BTreeSet<usize> = BTreeSet::new();
         let mut seen: HashSet<(&str, &model::Version), foldhash::fast::RandomState> =
             HashSet::with_capacity_and_hasher(ledger.len(), foldhash::fast::RandomState::default());
-        // The first of each change in the batch: to ask the ledger about
-        // (it has events), or to note as it is.
-        let (mut asked, mut kept): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::with_capacity(ledger.len()));
-        for (i, (record, entry)) in ledger.iter().enumerate() {
-            if seen.insert((entry.item.as_str(), &entry.version)) {
-                if has_events(*record) {
-                    asked.push(i);
-                } else {
-                    kept.push(i);
+        // The first of each change in the batch is asked about (it has
+        // events) or noted as it is; a later one is a repeat.
+        let firsts: Vec<bool> = ledger
+            .iter()
+            .map(|(record, entry)| {
+                let first = seen.insert((entry.item.as_str(), &entry.version));
+                if !first && has_events(*record) {
+                    dropped.insert(*record);
+                    stats.repeats += 1;
                 }
-            } else if has_events(*record) {
-                dropped.insert(*record);
-                stats.repeats += 1;
+                first
+            })
+            .collect();
+        drop(seen);
+        let (mut records, mut entries, mut kept) = (Vec::new(), Vec::new(), Vec::with_capacity(ledger.len()));
+        for ((record, entry), first) in ledger.into_iter().zip(firsts) {
+            match (first, has_events(record)) {
+                (true, true) => {
+                    records.push(record);
+                    entries.push(entry);
+                }
+                (true, false) => kept.push((record, entry)),
+                (false, _) => {}
             }
         }
-        drop(seen);
-        let mut ledger: Vec<Option<(usize, Entry)>> = ledger.into_iter().map(Some).collect();
-        let mut take = |i: usize| ledger.get_mut(i).and_then(Option::take);
-        let mut kept: Vec<(usize, Entry)> = kept.into_iter().filter_map(&mut take).collect();
-        let (records, entries): (Vec<usize>, Vec<Entry>) = asked.into_iter().filter_map(&mut take).unzip();
         let Some(store) = self.ledger.as_ref().filter(|_| !entries.is_empty()) else {
             kept.extend(records.into_iter().zip(entries));
             pending.retain(|p| !dropped.contains(&p.record));
