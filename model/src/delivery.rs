@@ -33,7 +33,14 @@ pub fn lambda_record<I: Attrs>(record: &ChangeRecord<I>) -> serde_json::Value {
         dynamodb.insert("SizeBytes".into(), size.into());
     }
     if let Some(created) = record.created {
-        dynamodb.insert("ApproximateCreationDateTime".into(), created.seconds.into());
+        // Whole seconds, as Lambda sends them; with a fraction (a change
+        // read from Kinesis), exactly: decimal seconds in a string, which
+        // `parse_batch` reads as it reads a number (never through a float).
+        let created = match created.nanos {
+            0 => created.seconds.into(),
+            nanos => format!("{}.{nanos:09}", created.seconds).into(),
+        };
+        dynamodb.insert("ApproximateCreationDateTime".into(), created);
     }
     dynamodb.insert(
         "StreamViewType".into(),

@@ -244,6 +244,11 @@ pub enum Raw<'a> {
     /// writes that replay feeds back, as DynamoDB's stream would): its JSON
     /// is rendered from the record, in the Lambda shape, only if needed.
     Typed,
+    /// A change as DynamoDB writes it to Kinesis, read straight into the
+    /// record (see [`kinesis::read_change_line`]): its text as delivered,
+    /// which no consumer reads as a record. The record's JSON is rendered
+    /// in the Lambda shape, as [`Raw::Typed`]'s is, when it is asked for.
+    Kinesis(&'a str),
 }
 
 impl<'a, I> Received<'a, I> {
@@ -318,7 +323,8 @@ impl<I: Attrs> Received<'_, I> {
     pub fn raw_json(&self) -> RawJson<'_> {
         match (self.raw, &self.record) {
             (Raw::Json(raw), _) => RawJson::Text(raw),
-            (Raw::Typed, Ok(record)) => RawJson::Record(record),
+            (Raw::Typed | Raw::Kinesis(_), Ok(record)) => RawJson::Record(record),
+            (Raw::Kinesis(raw), Err(_)) => RawJson::Text(raw),
             (Raw::Typed, Err(_)) => RawJson::Missing,
         }
     }

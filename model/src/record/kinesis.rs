@@ -30,11 +30,13 @@ use base64::Engine as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use super::attr::{BorrowedField, Text};
 use super::document::{clip, decode, json_message, strict};
 use super::one::record_id;
-use super::{ParseError, Raw, Received, RecordError, RecordId};
+use super::{BorrowedReceived, CreationTime, Mode, ParseError, Raw, Received, RecordError, RecordId};
 use crate::config::{ChangeSource, Config, Precision};
 use crate::validate::{MAX_CREATION_SECONDS, MIN_CREATION_SECONDS};
+use crate::value::Image;
 
 /// `eventSource` of a Lambda Kinesis event's records.
 pub const KINESIS_EVENT_SOURCE: &str = "aws:kinesis";
@@ -191,6 +193,66 @@ pub fn change_record(change: &str, sequence_number: &str, config: &Config) -> Re
     Ok(out)
 }
 
+/// The line `number` of a file of changes as DynamoDB writes them to
+/// Kinesis, read into a record, its images borrowed from the line where
+/// they can be: the record [`change_record`] and then
+/// [`read_line`](super::read_line) make of it, read in one pass where the
+/// scan can (see [`super::scan::kinesis_record`]). A usable record keeps
+/// the line as [`Raw::Kinesis`]; an unusable one keeps it as delivered,
+/// with its reason.
+pub fn read_change_line<'a>(line: &'a str, number: usize, config: &Config) -> BorrowedReceived<'a> {
+    match scanned(line, number, config) {
+        Some(received) => received,
+        None => rewritten(line, number, config),
+    }
+}
+
+/// [`read_change_line`] by the scan; `None` when it gives up, or when the
+/// change cannot be unwrapped (the rewrite says why).
+fn scanned<'a>(line: &'a str, number: usize, config: &Config) -> Option<BorrowedReceived<'a>> {
+    let change = super::scan::kinesis_record::<BorrowedField<'a>, BorrowedField<'a>>(line)?;
+    let region = change.aws_region.unwrap_or_default();
+    let (arn, precision) = source_of(change.table_name?, region, "", config).ok()?;
+    let mut raw = change.record;
+    let stream = raw.dynamodb.as_mut()?;
+    if stream.sequence_number.is_some() {
+        return None;
+    }
+    let created = match stream.created.take() {
+        Some(units) => Some(creation_time(units.get(), precision).ok()?),
+        None => None,
+    };
+    let sequence_number = number.to_string();
+    stream.sequence_number = Some(sequence_number.clone());
+    raw.event_source_arn = Some(Text(Cow::Owned(arn)));
+    let record = super::one::build_unwrapped(raw, created, RecordId::Line(number));
+    let raw = match record {
+        Ok(_) => Raw::Kinesis(line),
+        Err(_) => Raw::Json(line),
+    };
+    Some(Received::read(raw, Some(sequence_number), record))
+}
+
+/// [`read_change_line`] the long way: the line rewritten, then read.
+fn rewritten<'a>(line: &'a str, number: usize, config: &Config) -> BorrowedReceived<'a> {
+    let record = match change_record(line, &number.to_string(), config) {
+        Ok(record) => record,
+        Err(reason) => return unusable_line(line, number, reason).into_borrowed(),
+    };
+    match super::read_line::<Image>(&record, number, 0, Mode::Whole) {
+        Ok(Some(read)) => {
+            let raw = match read.record {
+                Ok(_) => Raw::Kinesis(line),
+                Err(_) => Raw::Json(line),
+            };
+            Received::read(raw, read.sequence_number, read.record).into_borrowed()
+        }
+        // Never so: the rewrite writes a record object.
+        Ok(None) => unusable_line(line, number, "an empty change".to_owned()).into_borrowed(),
+        Err(e) => unusable_line(line, number, e.message).into_borrowed(),
+    }
+}
+
 /// The line `line` of a file of changes, which could not be rewritten
 /// ([`change_record`]'s reason): unusable, its text kept for the quarantine.
 pub fn unusable_line(text: &str, line: usize, reason: String) -> Received<'_> {
@@ -236,28 +298,7 @@ fn rewrite(data: &[u8], id: &Ids<'_>, config: &Config, out: &mut String) -> Resu
         Some(raw) => serde_json::from_str(raw).map_err(|_| "`awsRegion` is not a string".to_owned())?,
         None => Cow::Borrowed(""),
     };
-    let account = id.account.unwrap_or_default();
-    let mut arn = String::with_capacity(32 + region.len() + account.len() + table.len());
-    for part in ["arn:aws:dynamodb:", &region, ":", account, ":table/", table] {
-        arn.push_str(part);
-    }
-    if super::table_from_arn(&arn) != Some(table) {
-        return Err(format!(
-            "`tableName` {:?} is not a DynamoDB table name",
-            clip(table, 64)
-        ));
-    }
-    let precision = match config.table(table).map(|t| t.stream) {
-        Some(ChangeSource::Kinesis(k)) => k.precision,
-        Some(ChangeSource::DynamoDb) => {
-            return Err(format!(
-                "table `{table}` came from a Kinesis data stream, but the config reads it from its DynamoDB stream: \
-                 set stream = \"kinesis\" in [table.{table}]"
-            ))
-        }
-        // Not declared: read as sent; the consumers say what they do with it.
-        None => Precision::default(),
-    };
+    let (arn, precision) = source_of(table, &region, id.account.unwrap_or_default(), config)?;
     let dynamodb = change.dynamodb.ok_or("no `dynamodb` part")?;
     let sequence_number = id.sequence_number.ok_or("no `kinesis.sequenceNumber`")?;
     if sequence_number.is_empty() || !sequence_number.bytes().all(|b| b.is_ascii_digit()) {
@@ -283,8 +324,10 @@ fn rewrite(data: &[u8], id: &Ids<'_>, config: &Config, out: &mut String) -> Resu
     }
     for (name, value) in &dynamodb {
         if name == "ApproximateCreationDateTime" {
-            out.push_str(",\"ApproximateCreationDateTime\":");
-            epoch_seconds(value, precision, out)?;
+            let (seconds, fraction) = epoch_digits(value, precision)?;
+            for part in [",\"ApproximateCreationDateTime\":", seconds, ".", fraction] {
+                out.push_str(part);
+            }
         } else {
             out.push(',');
             push_json_string(out, name);
@@ -296,9 +339,38 @@ fn rewrite(data: &[u8], id: &Ids<'_>, config: &Config, out: &mut String) -> Resu
     Ok(())
 }
 
+/// The ARN of the table a change names (`tableName`), in `region` and
+/// `account`, and the precision its creation times come in under `config`;
+/// why the change cannot be read, otherwise.
+fn source_of(table: &str, region: &str, account: &str, config: &Config) -> Result<(String, Precision), String> {
+    let mut arn = String::with_capacity(32 + region.len() + account.len() + table.len());
+    for part in ["arn:aws:dynamodb:", region, ":", account, ":table/", table] {
+        arn.push_str(part);
+    }
+    if super::table_from_arn(&arn) != Some(table) {
+        return Err(format!(
+            "`tableName` {:?} is not a DynamoDB table name",
+            clip(table, 64)
+        ));
+    }
+    let precision = match config.table(table).map(|t| t.stream) {
+        Some(ChangeSource::Kinesis(k)) => k.precision,
+        Some(ChangeSource::DynamoDb) => {
+            return Err(format!(
+                "table `{table}` came from a Kinesis data stream, but the config reads it from its DynamoDB stream: \
+                 set stream = \"kinesis\" in [table.{table}]"
+            ))
+        }
+        // Not declared: read as sent; the consumers say what they do with it.
+        None => Precision::default(),
+    };
+    Ok((arn, precision))
+}
+
 /// `units` (whole microseconds or milliseconds since 1970, a JSON integer)
-/// as epoch seconds with the fraction, exactly.
-fn epoch_seconds(units: &str, precision: Precision, out: &mut String) -> Result<(), String> {
+/// as the digits of epoch seconds and of the fraction (as many as the
+/// precision has places), exactly.
+fn epoch_digits(units: &str, precision: Precision) -> Result<(&str, &str), String> {
     let (places, unit) = match precision {
         Precision::Microsecond => (6, "microseconds"),
         Precision::Millisecond => (3, "milliseconds"),
@@ -327,11 +399,18 @@ fn epoch_seconds(units: &str, precision: Precision, out: &mut String) -> Result<
             precision.as_str()
         ));
     }
-    out.push_str(seconds);
-    out.push('.');
-    out.extend(std::iter::repeat_n('0', places.saturating_sub(fraction.len())));
-    out.push_str(fraction);
-    Ok(())
+    // In range: the seconds have ten digits, so the fraction has all its places.
+    Ok((seconds, fraction))
+}
+
+/// [`epoch_digits`] as a creation time.
+fn creation_time(units: &str, precision: Precision) -> Result<CreationTime, String> {
+    let (seconds, fraction) = epoch_digits(units, precision)?;
+    let unreadable = || format!("ApproximateCreationDateTime {} is not readable", clip(units, 40));
+    let seconds = seconds.parse::<i64>().map_err(|_| unreadable())?;
+    let scale = 10u32.pow(9u32.saturating_sub(fraction.len() as u32));
+    let nanos = fraction.parse::<u32>().map_err(|_| unreadable())? * scale;
+    Ok(CreationTime { seconds, nanos })
 }
 
 fn push_json_string(out: &mut String, text: &str) {

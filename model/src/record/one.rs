@@ -100,6 +100,21 @@ fn build<'a, I, K: KeysField<J>, J: Attrs>(
     )
 }
 
+/// A change read from Kinesis ([`scan::kinesis_record`]), given its
+/// sequence number and ARN, its creation time read in its table's
+/// precision: checked and built as [`build`] does.
+pub(super) fn build_unwrapped<'a>(
+    raw: RawRecord<'a, BorrowedField<'a>, BorrowedField<'a>>,
+    created: Option<CreationTime>,
+    position: RecordId,
+) -> Result<ChangeRecord<crate::value::borrowed::Image<'a>>, RecordError> {
+    let mut parts = Parts::of(raw, |field| field.0, KeysField::into_keys, false);
+    if let Some(stream) = &mut parts.stream {
+        stream.created = created.map(Ok);
+    }
+    validate(parts, position)
+}
+
 /// Reads the record object that `text` starts with (a batch's record and
 /// whatever follows it): the record's text and the record, as
 /// [`received`] would make them from that text; `None` when it does not

@@ -62,13 +62,87 @@ pub(super) fn record<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(text: &'a str) -> O
             once(&mut record.user_identity, identity)
         }
         "dynamodb" => {
-            let stream = stream(scan)?;
+            let stream = stream(scan, |scan, _| scan.skip(DEPTH))?;
             once(&mut record.dynamodb, stream)
         }
         "Records" => None,
         _ => scan.skip(DEPTH),
     })?;
     Some((scan.read()?, record))
+}
+
+/// A change as DynamoDB writes it to Kinesis, read as [`record`] reads a
+/// stream record: the members the change has for the record, and what it
+/// has in their place (`awsRegion` and `tableName` for the ARN); a member
+/// that is `null` is one not given. `None` when the scan gives up: on what
+/// [`record`] gives up on, on a member repeated (also an unknown one in
+/// `dynamodb`), on a known member of `dynamodb` that is `null`, and on
+/// anything after the object but whitespace.
+pub(super) fn kinesis_record<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(text: &'a str) -> Option<KinesisRecord<'a, I, K>> {
+    let mut scan = Scan::new(text);
+    let mut change = KinesisRecord {
+        record: RawRecord {
+            event_id: None,
+            event_name: None,
+            event_source_arn: None,
+            user_identity: None,
+            dynamodb: None,
+            records: None,
+        },
+        aws_region: None,
+        table_name: None,
+    };
+    // The members read, each at most once, `null` or not.
+    let mut read = [false; 6];
+    let mut unknown: Vec<&'a str> = Vec::new();
+    scan.object(|scan, name| {
+        let member = match name {
+            "eventID" => 0,
+            "eventName" => 1,
+            "awsRegion" => 2,
+            "userIdentity" => 3,
+            "tableName" => 4,
+            "dynamodb" => 5,
+            _ => return scan.skip(DEPTH),
+        };
+        if std::mem::replace(read.get_mut(member)?, true) {
+            return None;
+        }
+        if scan.peek()? == b'n' {
+            return scan.literal("null");
+        }
+        let record = &mut change.record;
+        match member {
+            0 => record.event_id = Some(scan.string()?.to_owned()),
+            1 => record.event_name = Some(text_of(scan)?),
+            2 => change.aws_region = Some(scan.string()?),
+            3 => record.user_identity = Some(identity(scan)?),
+            4 => change.table_name = Some(scan.string()?),
+            _ => {
+                let stream = stream(scan, |scan, name| {
+                    if unknown.contains(&name) {
+                        return None;
+                    }
+                    unknown.push(name);
+                    scan.skip(DEPTH)
+                })?;
+                record.dynamodb = Some(stream);
+            }
+        }
+        Some(())
+    })?;
+    match scan.peek() {
+        None => Some(change),
+        Some(_) => None,
+    }
+}
+
+/// A change as DynamoDB writes it to Kinesis, scanned ([`kinesis_record`]).
+pub(super) struct KinesisRecord<'a, I, K> {
+    /// The record's members; no `eventSourceARN` (the change has none).
+    pub(super) record: RawRecord<'a, I, K>,
+    pub(super) aws_region: Option<&'a str>,
+    pub(super) table_name: Option<&'a str>,
 }
 
 /// Reads a change as DynamoDB writes it to Kinesis into its parts, as
@@ -158,8 +232,11 @@ fn identity<'a>(scan: &mut Scan<'a>) -> Option<RawIdentity<'a>> {
     Some(identity)
 }
 
-/// The `dynamodb` member.
-fn stream<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(scan: &mut Scan<'a>) -> Option<RawStreamRecord<'a, I, K>> {
+/// The `dynamodb` member; `other` reads a member it does not know.
+fn stream<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(
+    scan: &mut Scan<'a>,
+    mut other: impl FnMut(&mut Scan<'a>, &'a str) -> Option<()>,
+) -> Option<RawStreamRecord<'a, I, K>> {
     let mut stream = RawStreamRecord {
         created: None,
         keys: None,
@@ -192,7 +269,7 @@ fn stream<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(scan: &mut Scan<'a>) -> Option
             once(&mut stream.size_bytes, size)
         }
         "StreamViewType" => once(&mut stream.view_type, text_of(scan)?),
-        _ => scan.skip(DEPTH),
+        _ => other(scan, name),
     })?;
     Some(stream)
 }

@@ -22,9 +22,9 @@
 //! - Changes from a Kinesis data stream (for a config that reads a table
 //!   from one): a Lambda Kinesis event is a document, unwrapped
 //!   ([`model::record::kinesis::unwrap_event`]); JSON Lines of the changes
-//!   as DynamoDB writes them are streamed, each line rewritten into the
-//!   DynamoDB stream's shape as it is read, its line number its sequence
-//!   number ([`model::record::kinesis::change_record`]).
+//!   as DynamoDB writes them are streamed, each line read as a record of
+//!   the DynamoDB stream, its line number its sequence number
+//!   ([`model::record::kinesis::read_change_line`]).
 //!
 //! Which one a file is: its first non-blank line is a JSON value on its own
 //! and not an object with `Records` or `DDBStreamBatchInfo` → JSON Lines;
@@ -143,10 +143,9 @@ pub fn each_batch<T: Send>(
     }
     // JSON Lines: a second thread reads and parses part after part, one
     // ahead of the batches handed to `each` (see `read_ahead`). Changes as
-    // DynamoDB writes them to Kinesis are rewritten as they are read.
+    // DynamoDB writes them to Kinesis are read as such.
     if config.reads_kinesis() && first.last_is_kinesis_change() {
         input.kinesis = Some(config);
-        first.rewrite_last(config);
     }
     let part_size = batch_size.saturating_mul(READ_AHEAD_RECORDS.div_ceil(batch_size));
     std::thread::scope(|scope| {
@@ -239,7 +238,7 @@ fn read_ahead<'scope, R: BufRead + Send + 'scope, T: Send + 'scope>(
             };
             let mut prepared = Vec::new();
             let part = ReadPart::new(lines, |lines| {
-                let part = lines.parse(more);
+                let part = lines.parse(more, input.kinesis);
                 prepared = part.records.iter().map(prepare).collect();
                 part
             });
@@ -272,7 +271,7 @@ struct Input<'c, R> {
     /// Bytes of the file read so far.
     consumed: u64,
     /// For a file of changes as DynamoDB writes them to Kinesis: the config
-    /// each line is rewritten under.
+    /// each line is read under.
     kinesis: Option<&'c Config>,
 }
 
@@ -352,12 +351,7 @@ impl<R: BufRead> Input<'_, R> {
             line: self.line,
             shift,
             consumed: self.consumed,
-            unusable: None,
         });
-        if let Some(config) = self.kinesis {
-            lines.rewrite_last(config);
-        }
-        let end = lines.spans.last().map_or(end, |span| span.end);
         Ok(Some((start, end)))
     }
 }
@@ -397,8 +391,6 @@ struct Span {
     shift: usize,
     /// Bytes of the file read up to the end of the line.
     consumed: u64,
-    /// Why a change from Kinesis on this line could not be rewritten.
-    unusable: Option<String>,
 }
 
 /// A part of a JSON Lines file: the text of its lines, back to back, and
@@ -411,24 +403,26 @@ struct Lines {
 
 impl Lines {
     /// The records, borrowing the text, up to the first line that does
-    /// not parse; `more` says whether the file goes on past them.
-    fn parse(&self, more: bool) -> Part<'_> {
+    /// not parse; `more` says whether the file goes on past them. With
+    /// `kinesis`, each line is a change as DynamoDB writes it to Kinesis,
+    /// read under that config (one that cannot be read is unusable, with
+    /// its reason).
+    fn parse(&self, more: bool, kinesis: Option<&Config>) -> Part<'_> {
         let mut records = Vec::with_capacity(self.spans.len());
         let mut ends = Vec::with_capacity(self.spans.len());
         for span in &self.spans {
             let bytes = self.text.get(span.start..span.end).unwrap_or_default();
-            if let (Some(reason), Ok(line)) = (&span.unusable, std::str::from_utf8(bytes)) {
-                records.push(kinesis::unusable_line(line, span.line, reason.clone()).into_borrowed());
-                ends.push(span.consumed);
-                continue;
-            }
             let parsed = std::str::from_utf8(bytes)
                 .map_err(|e| ParseError {
                     line: span.line,
                     column: e.valid_up_to() + 1 + span.shift,
                     message: "not valid UTF-8".to_owned(),
                 })
-                .and_then(|line| read_line(line, span.line, span.shift, Mode::Whole));
+                .and_then(|line| match kinesis {
+                    Some(_) if blank(line.as_bytes()) => Ok(None),
+                    Some(config) => Ok(Some(kinesis::read_change_line(line, span.line, config))),
+                    None => read_line(line, span.line, span.shift, Mode::Whole),
+                });
             match parsed {
                 Ok(Some(received)) => {
                     records.push(received);
@@ -463,33 +457,6 @@ impl Lines {
         self.spans.last().is_some_and(|span| {
             std::str::from_utf8(&self.text[span.start..span.end]).is_ok_and(kinesis::is_kinesis_change)
         })
-    }
-
-    /// Rewrites the last line, a change as DynamoDB writes it to Kinesis,
-    /// into the DynamoDB stream's shape, its line number its sequence
-    /// number. A blank line stays; one that cannot be rewritten stays as
-    /// it is, and is read (and refused) as a record.
-    fn rewrite_last(&mut self, config: &Config) {
-        let Some(span) = self.spans.last_mut() else { return };
-        let Some(line) = self
-            .text
-            .get(span.start..span.end)
-            .and_then(|b| std::str::from_utf8(b).ok())
-        else {
-            return;
-        };
-        if line.trim().is_empty() {
-            return;
-        }
-        match kinesis::change_record(line, &span.line.to_string(), config) {
-            Ok(record) => {
-                self.text.truncate(span.start);
-                self.text.extend_from_slice(record.as_bytes());
-                span.end = self.text.len();
-                self.text.push(b'\n');
-            }
-            Err(reason) => span.unusable = Some(reason),
-        }
     }
 }
 
