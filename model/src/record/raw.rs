@@ -34,6 +34,20 @@ pub(super) struct RawRecord<'a, I = ImageField, K = ImageField> {
     pub(super) records: Option<IgnoredAny>,
 }
 
+impl<I, K> RawRecord<'_, I, K> {
+    /// A record with no member (what a reading fills in).
+    pub(super) fn empty() -> Self {
+        RawRecord {
+            event_id: None,
+            event_name: None,
+            event_source_arn: None,
+            user_identity: None,
+            dynamodb: None,
+            records: None,
+        }
+    }
+}
+
 /// `userIdentity`: `type`/`principalId` (Lambda) or `Type`/`PrincipalId` (GetRecords).
 #[derive(DeriveDeserialize)]
 #[cfg_attr(test, derive(Debug))]

@@ -45,14 +45,7 @@ pub(super) fn record<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(text: &'a str) -> O
         return None;
     }
     let mut scan = Scan::new(text);
-    let mut record = RawRecord {
-        event_id: None,
-        event_name: None,
-        event_source_arn: None,
-        user_identity: None,
-        dynamodb: None,
-        records: None,
-    };
+    let mut record = RawRecord::empty();
     scan.object(|scan, name| match name {
         "eventID" => once(&mut record.event_id, scan.string()?.to_owned()),
         "eventName" => once(&mut record.event_name, text_of(scan)?),
@@ -81,44 +74,23 @@ pub(super) fn record<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(text: &'a str) -> O
 pub(super) fn kinesis_record<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(text: &'a str) -> Option<KinesisRecord<'a, I, K>> {
     let mut scan = Scan::new(text);
     let mut change = KinesisRecord {
-        record: RawRecord {
-            event_id: None,
-            event_name: None,
-            event_source_arn: None,
-            user_identity: None,
-            dynamodb: None,
-            records: None,
-        },
+        record: RawRecord::empty(),
         aws_region: None,
         table_name: None,
     };
-    // The members read, each at most once, `null` or not.
-    let mut read = [false; 6];
     let mut unknown: Vec<&'a str> = Vec::new();
-    scan.object(|scan, name| {
-        let member = match name {
-            "eventID" => 0,
-            "eventName" => 1,
-            "awsRegion" => 2,
-            "userIdentity" => 3,
-            "tableName" => 4,
-            "dynamodb" => 5,
-            _ => return scan.skip(DEPTH),
-        };
-        if std::mem::replace(read.get_mut(member)?, true) {
-            return None;
-        }
+    change_object(&mut scan, |scan, member| {
         if scan.peek()? == b'n' {
             return scan.literal("null");
         }
         let record = &mut change.record;
         match member {
-            0 => record.event_id = Some(scan.string()?.to_owned()),
-            1 => record.event_name = Some(text_of(scan)?),
-            2 => change.aws_region = Some(scan.string()?),
-            3 => record.user_identity = Some(identity(scan)?),
-            4 => change.table_name = Some(scan.string()?),
-            _ => {
+            Member::EventId => record.event_id = Some(scan.string()?.to_owned()),
+            Member::EventName => record.event_name = Some(text_of(scan)?),
+            Member::AwsRegion => change.aws_region = Some(scan.string()?),
+            Member::UserIdentity => record.user_identity = Some(identity(scan)?),
+            Member::TableName => change.table_name = Some(scan.string()?),
+            Member::Dynamodb => {
                 let stream = stream(scan, |scan, name| {
                     if unknown.contains(&name) {
                         return None;
@@ -131,10 +103,7 @@ pub(super) fn kinesis_record<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(text: &'a s
         }
         Some(())
     })?;
-    match scan.peek() {
-        None => Some(change),
-        Some(_) => None,
-    }
+    Some(change)
 }
 
 /// A change as DynamoDB writes it to Kinesis, scanned ([`kinesis_record`]).
@@ -152,39 +121,62 @@ pub(super) struct KinesisRecord<'a, I, K> {
 pub(super) fn kinesis_change(text: &str) -> Option<Parts<'_>> {
     let mut scan = Scan::new(text);
     let mut parts = Parts::default();
-    // The members serde_json reads: each at most once.
-    let mut read = [false; 6];
-    scan.object(|scan, name| {
-        let member = match name {
-            "eventID" => 0,
-            "eventName" => 1,
-            "awsRegion" => 2,
-            "userIdentity" => 3,
-            "tableName" => 4,
-            "dynamodb" => 5,
-            _ => return scan.skip(DEPTH),
-        };
-        if std::mem::replace(read.get_mut(member)?, true) {
-            return None;
-        }
+    change_object(&mut scan, |scan, member| {
         let value = scan.raw(|scan| scan.skip(DEPTH))?;
         if value == "null" {
             return Some(());
         }
         match member {
-            0 => parts.event_id = Some(value),
-            1 => parts.event_name = Some(value),
-            2 => parts.aws_region = Some(value),
-            3 => parts.user_identity = Some(value),
-            4 => parts.table_name = Some(Cow::Borrowed(Scan::new(value).string()?)),
-            _ => parts.dynamodb = Some(members(value)?),
+            Member::EventId => parts.event_id = Some(value),
+            Member::EventName => parts.event_name = Some(value),
+            Member::AwsRegion => parts.aws_region = Some(value),
+            Member::UserIdentity => parts.user_identity = Some(value),
+            Member::TableName => parts.table_name = Some(Cow::Borrowed(Scan::new(value).string()?)),
+            Member::Dynamodb => parts.dynamodb = Some(members(value)?),
         }
         Some(())
     })?;
-    match scan.peek() {
-        None => Some(parts),
-        Some(_) => None,
-    }
+    Some(parts)
+}
+
+/// The members of a change as DynamoDB writes it to Kinesis that its
+/// readings take (serde_json's among them).
+#[derive(Clone, Copy)]
+enum Member {
+    EventId,
+    EventName,
+    AwsRegion,
+    UserIdentity,
+    TableName,
+    Dynamodb,
+}
+
+impl Member {
+    const ALL: [(&'static str, Member); 6] = [
+        ("eventID", Member::EventId),
+        ("eventName", Member::EventName),
+        ("awsRegion", Member::AwsRegion),
+        ("userIdentity", Member::UserIdentity),
+        ("tableName", Member::TableName),
+        ("dynamodb", Member::Dynamodb),
+    ];
+}
+
+/// A change's object at the scan: `member` reads each member it has of
+/// [`Member`], each at most once (a repeat gives up, as serde_json refuses
+/// it); the others are skipped; nothing but whitespace may follow.
+fn change_object<'a>(scan: &mut Scan<'a>, mut member: impl FnMut(&mut Scan<'a>, Member) -> Option<()>) -> Option<()> {
+    let mut read = [false; Member::ALL.len()];
+    scan.object(|scan, name| {
+        let Some(at) = Member::ALL.iter().position(|(known, _)| *known == name) else {
+            return scan.skip(DEPTH);
+        };
+        if std::mem::replace(read.get_mut(at)?, true) {
+            return None;
+        }
+        member(scan, Member::ALL.get(at)?.1)
+    })?;
+    scan.peek().is_none().then_some(())
 }
 
 /// An object's members in order, each value as written; `None` when a
