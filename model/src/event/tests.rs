@@ -598,3 +598,38 @@ fn the_pipelines_own_set_updates_are_not_domain_events() {
         ["edges", "edgesComplete", "name"].map(String::from)
     );
 }
+
+proptest! {
+    /// `changed` walks both images side by side: it names exactly the
+    /// attributes that one image has and the other lacks, or that differ
+    /// (sets compared as sets), sorted, each once.
+    #[test]
+    fn changed_names_what_differs_by_lookup(
+        old in proptest::option::of(image(attribute_value())),
+        mut new in proptest::option::of(image(attribute_value())),
+        shared in image(attribute_value()),
+    ) {
+        // Attributes both images have, unchanged, so that most names match.
+        let with = |image: Option<Image>| image.map(|mut i| {
+            for (name, value) in shared.iter() {
+                i.insert(name.to_owned(), value.clone());
+            }
+            i
+        });
+        let old = with(old);
+        new = with(new);
+        let mut expected: Vec<String> = Vec::new();
+        for (name, value) in old.iter().flat_map(Image::iter) {
+            if new.as_ref().and_then(|n| n.get(name)).is_none_or(|n| !same(value, n)) {
+                expected.push(name.to_owned());
+            }
+        }
+        for (name, _) in new.iter().flat_map(Image::iter) {
+            if old.as_ref().and_then(|o| o.get(name)).is_none() {
+                expected.push(name.to_owned());
+            }
+        }
+        expected.sort_unstable();
+        prop_assert_eq!(changed(old.as_ref(), new.as_ref()), expected);
+    }
+}
