@@ -14,6 +14,7 @@ use std::sync::Mutex;
 
 use model::ledger::Entry;
 use model::{Fault, Version};
+use smallvec::SmallVec;
 
 /// What a ledger request returns.
 pub type LedgerFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, Fault>> + Send + 'a>>;
@@ -34,9 +35,9 @@ pub struct MemoryLedger {
     entries: Mutex<Entries>,
 }
 
-/// Item → its versions noted, sorted and distinct (most items have a few;
-/// an item changed often has many, found by binary search).
-type Entries = HashMap<String, Vec<Version>, foldhash::fast::RandomState>;
+/// Item → its versions noted, sorted and distinct (most items have one,
+/// held inline; an item changed often has many, found by binary search).
+type Entries = HashMap<Box<str>, SmallVec<[Version; 1]>, foldhash::fast::RandomState>;
 
 impl MemoryLedger {
     pub fn new() -> MemoryLedger {
@@ -50,7 +51,7 @@ impl MemoryLedger {
 
     /// How many entries it holds.
     pub fn len(&self) -> usize {
-        self.lock().values().map(Vec::len).sum()
+        self.lock().values().map(|versions| versions.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -68,7 +69,7 @@ impl Ledger for MemoryLedger {
         let answer = entries
             .iter()
             .map(|e| {
-                held.get(&e.item)
+                held.get(e.item.as_str())
                     .is_some_and(|versions| versions.binary_search(&e.version).is_ok())
             })
             .collect();
@@ -78,9 +79,9 @@ impl Ledger for MemoryLedger {
     fn note<'a>(&'a self, entries: &'a [Entry]) -> LedgerFuture<'a, ()> {
         let mut held = self.lock();
         for entry in entries {
-            let versions = match held.get_mut(&entry.item) {
+            let versions = match held.get_mut(entry.item.as_str()) {
                 Some(versions) => versions,
-                None => held.entry(entry.item.clone()).or_default(),
+                None => held.entry(entry.item.as_str().into()).or_default(),
             };
             if let Err(at) = versions.binary_search(&entry.version) {
                 versions.insert(at, entry.version.clone());

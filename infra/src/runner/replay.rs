@@ -21,7 +21,7 @@
 //! What the consumers did is summed up in a [`Summary`]; the command
 //! (`cli::replay`) prints it.
 
-use std::collections::hash_map::{self, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use event_router::{Entry, Ledger, MemoryLedger, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
@@ -79,8 +79,9 @@ pub struct Local {
 /// What a replay keeps of the tables read from Kinesis.
 #[derive(Default)]
 struct Unordered {
-    /// Each item's newest change applied to the store's tables.
-    applied: HashMap<String, Version, foldhash::fast::RandomState>,
+    /// Each item's newest change applied to the store's tables (the
+    /// item's text kept at its length: the map holds every item seen).
+    applied: HashMap<Box<str>, Version, foldhash::fast::RandomState>,
     /// The newest creation time seen, and the pipeline's writes since.
     now: Option<CreationTime>,
     written: u32,
@@ -105,14 +106,14 @@ impl Unordered {
                 self.written = 0;
             }
         }
-        match self.applied.entry(entry.item) {
-            hash_map::Entry::Occupied(applied) if *applied.get() >= entry.version => false,
-            hash_map::Entry::Occupied(mut applied) => {
-                applied.insert(entry.version);
+        match self.applied.get_mut(entry.item.as_str()) {
+            Some(applied) if *applied >= entry.version => false,
+            Some(applied) => {
+                *applied = entry.version;
                 true
             }
-            hash_map::Entry::Vacant(vacant) => {
-                vacant.insert(entry.version);
+            None => {
+                self.applied.insert(entry.item.into_boxed_str(), entry.version);
                 true
             }
         }
@@ -135,7 +136,10 @@ impl Unordered {
                 nanos: u32::try_from(nanos % 1_000_000_000).unwrap_or(0),
             });
             if let Some(entry) = model::ledger::entry_of(table, &record) {
-                self.applied.insert(entry.item, entry.version);
+                match self.applied.get_mut(entry.item.as_str()) {
+                    Some(applied) => *applied = entry.version,
+                    None => drop(self.applied.insert(entry.item.into_boxed_str(), entry.version)),
+                }
             }
         }
         record
