@@ -22,6 +22,10 @@
 //! table's precision, a table the config reads from its DynamoDB stream)
 //! is unusable ([`RecordError::Kinesis`]), with its Kinesis record's text
 //! for the quarantine; the others go on.
+//!
+//! A line of a file of changes is read straight into the record its
+//! rewrite would read as, where the scan can ([`read_change_line`]): the
+//! rewrite's text would only be read once and thrown away.
 
 use std::borrow::Cow;
 use std::cell::Cell;
