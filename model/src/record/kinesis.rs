@@ -201,7 +201,7 @@ pub fn change_record(change: &str, sequence_number: &str, config: &Config) -> Re
 /// Kinesis, read into a record, its images borrowed from the line where
 /// they can be: the record [`change_record`] and then
 /// [`read_line`](super::read_line) make of it, read in one pass where the
-/// scan can (see [`super::scan::kinesis_record`]). A usable record keeps
+/// hand scanner can (`scan::kinesis_record`). A usable record keeps
 /// the line as [`Raw::Kinesis`]; an unusable one keeps it as delivered,
 /// with its reason.
 pub fn read_change_line<'a>(line: &'a str, number: usize, config: &Config) -> BorrowedReceived<'a> {

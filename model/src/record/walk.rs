@@ -107,7 +107,7 @@ pub(super) type Leading<'a, I> = (&'a str, Received<'a, I>);
 /// How a walk reads each record: from the text it starts (with what
 /// follows it), `None` when that does not read as a record object; and
 /// the strict way, from the record's whole text. Both ways fall back alike:
-/// the hand scanner ([`super::scan`]) to serde_json, a glance to a whole
+/// the hand scanner (the `scan` module) to serde_json, a glance to a whole
 /// reading, and the leading reading to the strict one.
 pub struct Form<'a, I> {
     pub(super) leading: fn(&'a str, RecordId) -> Option<Leading<'a, I>>,
