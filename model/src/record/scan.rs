@@ -80,9 +80,6 @@ pub(super) fn kinesis_record<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(text: &'a s
     };
     let mut unknown: Vec<&'a str> = Vec::new();
     change_object(&mut scan, |scan, member| {
-        if scan.peek()? == b'n' {
-            return scan.literal("null");
-        }
         let record = &mut change.record;
         match member {
             Member::EventId => record.event_id = Some(scan.string()?.to_owned()),
@@ -122,17 +119,14 @@ pub(super) fn kinesis_change(text: &str) -> Option<Parts<'_>> {
     let mut scan = Scan::new(text);
     let mut parts = Parts::default();
     change_object(&mut scan, |scan, member| {
-        let value = scan.raw(|scan| scan.skip(DEPTH))?;
-        if value == "null" {
-            return Some(());
-        }
+        let mut value = || scan.raw(|scan| scan.skip(DEPTH));
         match member {
-            Member::EventId => parts.event_id = Some(value),
-            Member::EventName => parts.event_name = Some(value),
-            Member::AwsRegion => parts.aws_region = Some(value),
-            Member::UserIdentity => parts.user_identity = Some(value),
-            Member::TableName => parts.table_name = Some(Cow::Borrowed(Scan::new(value).string()?)),
-            Member::Dynamodb => parts.dynamodb = Some(members(value)?),
+            Member::EventId => parts.event_id = Some(value()?),
+            Member::EventName => parts.event_name = Some(value()?),
+            Member::AwsRegion => parts.aws_region = Some(value()?),
+            Member::UserIdentity => parts.user_identity = Some(value()?),
+            Member::TableName => parts.table_name = Some(Cow::Borrowed(scan.string()?)),
+            Member::Dynamodb => parts.dynamodb = Some(members(scan)?),
         }
         Some(())
     })?;
@@ -163,8 +157,9 @@ impl Member {
 }
 
 /// A change's object at the scan: `member` reads each member it has of
-/// [`Member`], each at most once (a repeat gives up, as serde_json refuses
-/// it); the others are skipped; nothing but whitespace may follow.
+/// [`Member`] that is not `null` (one not given), each at most once (a
+/// repeat gives up, as serde_json refuses it); the others are skipped;
+/// nothing but whitespace may follow.
 fn change_object<'a>(scan: &mut Scan<'a>, mut member: impl FnMut(&mut Scan<'a>, Member) -> Option<()>) -> Option<()> {
     let mut read = [false; Member::ALL.len()];
     scan.object(|scan, name| {
@@ -174,16 +169,19 @@ fn change_object<'a>(scan: &mut Scan<'a>, mut member: impl FnMut(&mut Scan<'a>, 
         if std::mem::replace(read.get_mut(at)?, true) {
             return None;
         }
+        if scan.peek()? == b'n' {
+            return scan.literal("null");
+        }
         member(scan, Member::ALL.get(at)?.1)
     })?;
     scan.peek().is_none().then_some(())
 }
 
-/// An object's members in order, each value as written; `None` when a
-/// name repeats (serde_json refuses that of `dynamodb`).
-fn members(object: &str) -> Option<Vec<(Cow<'_, str>, &str)>> {
-    let mut members: Vec<(Cow<'_, str>, &str)> = Vec::with_capacity(8);
-    Scan::new(object).object(|scan, name| {
+/// The object at the scan: its members in order, each value as written;
+/// `None` when a name repeats (serde_json refuses that of `dynamodb`).
+fn members<'a>(scan: &mut Scan<'a>) -> Option<Vec<(Cow<'a, str>, &'a str)>> {
+    let mut members: Vec<(Cow<'a, str>, &'a str)> = Vec::with_capacity(8);
+    scan.object(|scan, name| {
         if members.iter().any(|(n, _)| n == name) {
             return None;
         }
