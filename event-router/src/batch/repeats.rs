@@ -8,11 +8,11 @@
 //! `RouterStats::repeats`). After publishing, every change of such a table
 //! whose record is finished is noted, with events or not (the reaper reads
 //! when an item last changed), but the pipeline's own set updates (seen
-//! whole: no events, nothing the reaper deletes). A change whose events went out but whose
-//! note failed is left unfinished: Lambda retries it, and its events go
-//! out again (the one window of a second delivery). A change older than
-//! one already published of the same item is not a repeat: it is
-//! published, with its own creation time.
+//! whole: no events, nothing the reaper deletes). A change whose events
+//! went out but whose note failed is left unfinished: Lambda retries it,
+//! and its events go out again (the one window of a second delivery). A
+//! change older than one already published of the same item is not a
+//! repeat: it is published, with its own creation time.
 
 use std::collections::{BTreeSet, HashSet};
 

@@ -106,6 +106,12 @@ impl Unordered {
                 self.written = 0;
             }
         }
+        self.raise(entry)
+    }
+
+    /// Notes `entry` as its item's newest change applied, unless a newer
+    /// (or the same) one is; whether it did.
+    fn raise(&mut self, entry: LedgerEntry) -> bool {
         match self.applied.get_mut(entry.item.as_str()) {
             Some(applied) if *applied >= entry.version => false,
             Some(applied) => {
@@ -135,11 +141,10 @@ impl Unordered {
                 seconds: now.seconds + i64::try_from(nanos / 1_000_000_000).unwrap_or(0),
                 nanos: u32::try_from(nanos % 1_000_000_000).unwrap_or(0),
             });
+            // After the newest creation time seen: never older than what
+            // its item holds.
             if let Some(entry) = model::ledger::entry_of(table, &record) {
-                match self.applied.get_mut(entry.item.as_str()) {
-                    Some(applied) => *applied = entry.version,
-                    None => drop(self.applied.insert(entry.item.into_boxed_str(), entry.version)),
-                }
+                self.raise(entry);
             }
         }
         record

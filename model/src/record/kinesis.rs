@@ -230,11 +230,17 @@ fn scanned<'a>(line: &'a str, number: usize, config: &Config) -> Option<Borrowed
     stream.sequence_number = Some(sequence_number.clone());
     raw.event_source_arn = Some(Text(Cow::Owned(arn)));
     let record = super::one::build_unwrapped(raw, created, RecordId::Line(number));
-    let raw = match record {
+    Some(Received::read(kept(line, &record), Some(sequence_number), record))
+}
+
+/// How a line of changes is kept with the record read from it: as the
+/// change when the record is usable (the quarantine then renders the
+/// record), as delivered when it is not.
+fn kept<'a, T, E>(line: &'a str, record: &Result<T, E>) -> Raw<'a> {
+    match record {
         Ok(_) => Raw::Kinesis(line),
         Err(_) => Raw::Json(line),
-    };
-    Some(Received::read(raw, Some(sequence_number), record))
+    }
 }
 
 /// [`read_change_line`] the long way: the line rewritten, then read.
@@ -244,13 +250,7 @@ fn rewritten<'a>(line: &'a str, number: usize, config: &Config) -> BorrowedRecei
         Err(reason) => return unusable_line(line, number, reason).into_borrowed(),
     };
     match super::read_line::<Image>(&record, number, 0, Mode::Whole) {
-        Ok(Some(read)) => {
-            let raw = match read.record {
-                Ok(_) => Raw::Kinesis(line),
-                Err(_) => Raw::Json(line),
-            };
-            Received::read(raw, read.sequence_number, read.record).into_borrowed()
-        }
+        Ok(Some(read)) => Received::read(kept(line, &read.record), read.sequence_number, read.record).into_borrowed(),
         // Never so: the rewrite writes a record object.
         Ok(None) => unusable_line(line, number, "an empty change".to_owned()).into_borrowed(),
         Err(e) => unusable_line(line, number, e.message).into_borrowed(),
