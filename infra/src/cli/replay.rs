@@ -205,7 +205,7 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                 files: &args.files,
                 batch_size,
                 config: &config,
-                ahead: Ahead::InMemory,
+                ahead: Ahead::InMemory(&local),
             },
             &bar,
             &mut summary,
@@ -266,17 +266,19 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
 /// What the reading thread does with each record, ahead of the handling
 /// thread: the work on a record that does not depend on the tables (the
 /// record keeps the answers; the consumers take them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ahead {
+#[derive(Clone, Copy)]
+enum Ahead<'a> {
     /// Checks it as both consumers will ([`validate::poison`]): the file
     /// is only being checked.
     Check,
     /// Checks it, plans it for the indexer and classifies it for the router.
     Consumers,
-    /// All that, makes ready the item it puts into an in-memory source
-    /// table, and gives the rows it plans the one copy kept of each
-    /// projection (`model::plan::SharedProjections`).
-    InMemory,
+    /// All that, makes ready for the in-memory pipeline what it needs of
+    /// the record ([`Local::ready`]: the item it puts into a source table,
+    /// and whether it is its item's newest change), and gives the rows it
+    /// plans the one copy kept of each projection
+    /// (`model::plan::SharedProjections`).
+    InMemory(&'a Local),
 }
 
 /// What the reading thread plans with: the planner, and for
@@ -289,17 +291,16 @@ struct Planning<'a> {
 }
 
 /// Does `ahead`'s work on a record; what is made ready, for [`Ahead::InMemory`].
-fn prepare_ahead(received: &BorrowedReceived<'_>, planning: &Planning<'_>, ahead: Ahead) -> Ready {
+fn prepare_ahead(received: &BorrowedReceived<'_>, planning: &Planning<'_>, ahead: Ahead<'_>) -> Ready {
     let planner = &planning.planner;
     let config = planner.config();
     let Ok(record) = &received.record else {
         return Ready::default();
     };
     // Every record reaches the source tables, poison or not.
-    let ready = if ahead == Ahead::InMemory {
-        Ready::of(planner, record)
-    } else {
-        Ready::default()
+    let ready = match ahead {
+        Ahead::InMemory(local) => local.ready(planner, record),
+        Ahead::Check | Ahead::Consumers => Ready::default(),
     };
     if let Ok(table) = model::event::table_of(config, record) {
         if validate::poison(received, table).is_some() {
@@ -311,7 +312,7 @@ fn prepare_ahead(received: &BorrowedReceived<'_>, planning: &Planning<'_>, ahead
         Ahead::Check => return ready,
         Ahead::Consumers => planner.plan_ahead(received),
         // Equal projections become one copy before the rows keep them.
-        Ahead::InMemory => planner.plan_ahead_with(received, |plan| {
+        Ahead::InMemory(_) => planner.plan_ahead_with(received, |plan| {
             let mut shared = planning.shared.lock().unwrap_or_else(PoisonError::into_inner);
             shared.share(plan);
         }),
@@ -326,7 +327,7 @@ struct Reading<'a> {
     /// Records per batch.
     batch_size: usize,
     config: &'a Config,
-    ahead: Ahead,
+    ahead: Ahead<'a>,
 }
 
 /// Hands the records of `files` to `handle` a batch at a time, in order,

@@ -21,16 +21,15 @@
 //! What the consumers did is summed up in a [`Summary`]; the command
 //! (`cli::replay`) prints it.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use event_router::{Entry, Ledger, MemoryLedger, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
 use model::config::{Config, TableConfig};
 use model::ledger::Entry as LedgerEntry;
 use model::outcome::Outcome;
-use model::record::{ChangeRecord, CreationTime, EventKind, Received};
+use model::record::{ChangeRecord, EventKind, Received};
 use model::value::Attrs;
-use model::{Planner, Version};
+use model::Planner;
 use serde_json::Value as Json;
 use stream_indexer::batch::Quarantined;
 use stream_indexer::store::memory::{ReadyItem, StreamEntry};
@@ -38,6 +37,9 @@ use stream_indexer::store::Store;
 use stream_indexer::{Backoff, BatchStats, Indexer, MemoryQuarantine, MemoryStore, Options};
 
 use super::graph::StoreGraph;
+use newest::{Recorded, Stamped};
+
+mod newest;
 
 /// Rounds of feeding the pipeline's and the reaper's own writes back
 /// through the consumers after one batch, before giving up on a loop.
@@ -72,83 +74,11 @@ pub struct Local {
     /// Buffers for the pipeline's own writes fed back after a batch, kept
     /// from batch to batch so a replay does not allocate them anew.
     feedback: Mutex<(Vec<StreamEntry>, Vec<Received<'static>>)>,
-    /// For tables read from Kinesis (see the module doc).
-    unordered: Mutex<Unordered>,
-}
-
-/// What a replay keeps of the tables read from Kinesis.
-#[derive(Default)]
-struct Unordered {
-    /// Each item's newest change applied to the store's tables (the
-    /// item's text kept at its length: the map holds every item seen).
-    applied: HashMap<Box<str>, Version, foldhash::fast::RandomState>,
-    /// The newest creation time seen, and the pipeline's writes since.
-    now: Option<CreationTime>,
-    written: u32,
-}
-
-impl Unordered {
-    /// Whether `record`, of `table`, is the newest change of its item so
-    /// far (and so is applied to the store's tables). `entry`: its ledger
-    /// entry, when made ahead.
-    fn is_newest<I: Attrs>(
-        &mut self,
-        table: &TableConfig,
-        record: &ChangeRecord<I>,
-        entry: Option<LedgerEntry>,
-    ) -> bool {
-        let Some(entry) = entry.or_else(|| model::ledger::entry_of(table, record)) else {
-            return true;
-        };
-        if let Some(created) = record.created {
-            if self.now.is_none_or(|now| created > now) {
-                self.now = Some(created);
-                self.written = 0;
-            }
-        }
-        self.raise(entry)
-    }
-
-    /// Notes `entry` as its item's newest change applied, unless a newer
-    /// (or the same) one is; whether it did.
-    fn raise(&mut self, entry: LedgerEntry) -> bool {
-        match self.applied.get_mut(entry.item.as_str()) {
-            Some(applied) if *applied >= entry.version => false,
-            Some(applied) => {
-                *applied = entry.version;
-                true
-            }
-            None => {
-                self.applied.insert(entry.item.into_boxed_str(), entry.version);
-                true
-            }
-        }
-    }
-
-    /// `record`, a write of the pipeline's own, with a creation time after
-    /// the newest seen (a microsecond apart from the one before), for a
-    /// table read from Kinesis.
-    /// The write is the item's newest change: a late record of an older
-    /// one is not applied over it.
-    fn stamp(&mut self, config: &Config, mut record: ChangeRecord) -> ChangeRecord {
-        let Ok(table) = config.table_of_record(&record) else {
-            return record;
-        };
-        if let (true, Some(now)) = (table.stream.is_unordered(), self.now) {
-            self.written += 1;
-            let nanos = u64::from(now.nanos) + u64::from(self.written) * 1000;
-            record.created = Some(CreationTime {
-                seconds: now.seconds + i64::try_from(nanos / 1_000_000_000).unwrap_or(0),
-                nanos: u32::try_from(nanos % 1_000_000_000).unwrap_or(0),
-            });
-            // After the newest creation time seen: never older than what
-            // its item holds.
-            if let Some(entry) = model::ledger::entry_of(table, &record) {
-                self.raise(entry);
-            }
-        }
-        record
-    }
+    /// For tables read from Kinesis (see [`newest`]): each item's newest
+    /// recorded change, kept by whoever makes records ready (replay's
+    /// reading thread), and the pipeline's writes, by the handling thread.
+    recorded: Mutex<Recorded>,
+    stamped: Mutex<Stamped>,
 }
 
 impl Local {
@@ -181,7 +111,8 @@ impl Local {
             reaper: Reaper::new(config, StoreGraph(store), Backoff::default()).with_ledger(ledger),
             keep_events: true,
             feedback: Mutex::default(),
-            unordered: Mutex::default(),
+            recorded: Mutex::default(),
+            stamped: Mutex::default(),
         }
     }
 
@@ -216,7 +147,7 @@ impl Local {
     }
 
     /// [`Local::replay_batch`], with what the batch's records need made
-    /// ready ahead ([`Ready::of`], one per record, in order; fewer, and the
+    /// ready ahead ([`Local::ready`], one per record, in order; fewer, and the
     /// rest are made here).
     pub async fn replay_ready_batch<I: Attrs>(
         &self,
@@ -235,7 +166,7 @@ impl Local {
                 let newest = !kinesis
                     || planner
                         .table_of(record)
-                        .is_ok_and(|table| self.lock_unordered().is_newest(table, record, ready.entry));
+                        .is_ok_and(|table| self.is_newest(table, record, ready.entry, ready.newer));
                 if newest {
                     materialize(store, &planner, record, ready.item);
                 }
@@ -255,12 +186,12 @@ impl Local {
             }
             more.clear();
             if kinesis {
-                let mut unordered = self.lock_unordered();
+                let mut stamped = lock(&self.stamped);
                 let config = self.config();
                 more.extend(
                     written
                         .drain(..)
-                        .map(|e| Received::typed(unordered.stamp(config, e.record))),
+                        .map(|e| Received::typed(stamped.stamp(config, e.record))),
                 );
             } else {
                 more.extend(written.drain(..).map(|e| Received::typed(e.record)));
@@ -272,12 +203,38 @@ impl Local {
         store.record_stream(false);
     }
 
-    fn lock_unordered(&self) -> std::sync::MutexGuard<'_, Unordered> {
-        self.unordered.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Whether `record`, of `table`, is the newest change of its item so
+    /// far (and so is applied to the store's tables). `entry`: its ledger
+    /// entry, and `newer` whether it is newer than its item's recorded
+    /// changes, when worked out ahead ([`Local::ready`]).
+    fn is_newest<I: Attrs>(
+        &self,
+        table: &TableConfig,
+        record: &ChangeRecord<I>,
+        entry: Option<LedgerEntry>,
+        newer: Option<bool>,
+    ) -> bool {
+        let Some(entry) = entry.or_else(|| model::ledger::entry_of(table, record)) else {
+            return true;
+        };
+        let recorded = newer.unwrap_or_else(|| lock(&self.recorded).is_newer(&entry));
+        let mut stamped = lock(&self.stamped);
+        stamped.saw(record.created);
+        recorded && stamped.is_newer(&entry)
+    }
+
+    /// What [`Local::replay_ready_batch`] takes for `record`, made ready
+    /// ahead of it: on replay's reading thread, in the records' order.
+    pub fn ready<I: Attrs>(&self, planner: &Planner<'_>, record: &ChangeRecord<I>) -> Ready {
+        let mut ready = Ready::of(planner, record);
+        if let Some(entry) = &ready.entry {
+            ready.newer = Some(lock(&self.recorded).is_newer(entry));
+        }
+        ready
     }
 
     fn lock_feedback(&self) -> std::sync::MutexGuard<'_, (Vec<StreamEntry>, Vec<Received<'static>>)> {
-        self.feedback.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.feedback)
     }
 
     /// One batch through both consumers; the reap events to the reaper.
@@ -373,10 +330,12 @@ pub struct Ready {
     /// For a table read from Kinesis: the record's ledger entry, which
     /// tells whether it is its item's newest change.
     entry: Option<LedgerEntry>,
+    /// Whether it is newer than its item's recorded changes before it.
+    newer: Option<bool>,
 }
 
 impl Ready {
-    pub fn of<I: Attrs>(planner: &Planner<'_>, record: &ChangeRecord<I>) -> Ready {
+    fn of<I: Attrs>(planner: &Planner<'_>, record: &ChangeRecord<I>) -> Ready {
         let Ok(table) = planner.table_of(record) else {
             return Ready::default();
         };
@@ -387,6 +346,7 @@ impl Ready {
         Ready {
             item,
             entry: model::ledger::entry_of(table, record),
+            newer: None,
         }
     }
 }
@@ -426,4 +386,9 @@ fn materialize<I: Attrs>(
         }
         (_, None) => {}
     }
+}
+
+/// `mutex`'s guard (a panic elsewhere while holding it leaves whole data).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
