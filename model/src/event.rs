@@ -224,7 +224,17 @@ pub fn classify_ahead<I: Attrs>(config: &Config, received: &Received<'_, I>) {
     let Ok(record) = &received.record else { return };
     if let Ok(table) = table_of(config, record) {
         received.ahead.keep(config, classification(config, table, record));
-        crate::ledger::entry_ahead(config, table, received);
+        crate::ledger::entry_ahead(config, table, received, None);
+    }
+}
+
+/// [`classify_ahead`], given the record's ledger entry made already
+/// ([`crate::ledger::entry_of`] of the record), so as not to make it again.
+pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>, entry: crate::ledger::Entry) {
+    let Ok(record) = &received.record else { return };
+    if let Ok(table) = table_of(config, record) {
+        received.ahead.keep(config, classification(config, table, record));
+        crate::ledger::entry_ahead(config, table, received, Some(entry));
     }
 }
 

@@ -97,10 +97,17 @@ struct EntryAhead(Option<Entry>);
 
 /// Works out the ledger entry of `received` (a record of `table`) ahead of
 /// the router, for [`entry_of_received`] to take (see
-/// [`crate::event::classify_ahead`], which calls it).
-pub(crate) fn entry_ahead<I: Attrs>(config: &Config, table: &TableConfig, received: &Received<'_, I>) {
+/// [`crate::event::classify_ahead`], which calls it): `made`, when the
+/// caller has made it already.
+pub(crate) fn entry_ahead<I: Attrs>(
+    config: &Config,
+    table: &TableConfig,
+    received: &Received<'_, I>,
+    made: Option<Entry>,
+) {
     if let (ChangeSource::Kinesis(_), Ok(record)) = (table.stream, &received.record) {
-        received.ahead.keep(config, EntryAhead(entry_of(table, record)));
+        let entry = made.or_else(|| entry_of(table, record));
+        received.ahead.keep(config, EntryAhead(entry));
     }
 }
 

@@ -298,9 +298,9 @@ fn prepare_ahead(received: &BorrowedReceived<'_>, planning: &Planning<'_>, ahead
         return Ready::default();
     };
     // Every record reaches the source tables, poison or not.
-    let ready = match ahead {
+    let (ready, entry) = match ahead {
         Ahead::InMemory(local) => local.ready(planner, record),
-        Ahead::Check | Ahead::Consumers => Ready::default(),
+        Ahead::Check | Ahead::Consumers => (Ready::default(), None),
     };
     if let Ok(table) = model::event::table_of(config, record) {
         if validate::poison(received, table).is_some() {
@@ -317,7 +317,10 @@ fn prepare_ahead(received: &BorrowedReceived<'_>, planning: &Planning<'_>, ahead
             shared.share(plan);
         }),
     }
-    model::event::classify_ahead(config, received);
+    match entry {
+        Some(entry) => model::event::classify_ahead_with(config, received, entry),
+        None => model::event::classify_ahead(config, received),
+    }
     ready
 }
 

@@ -29,7 +29,7 @@ use model::ledger::Entry as LedgerEntry;
 use model::outcome::Outcome;
 use model::record::{ChangeRecord, EventKind, Received};
 use model::value::Attrs;
-use model::Planner;
+use model::{Planner, Version};
 use serde_json::Value as Json;
 use stream_indexer::batch::Quarantined;
 use stream_indexer::store::memory::{ReadyItem, StreamEntry};
@@ -166,7 +166,7 @@ impl Local {
                 let newest = !kinesis
                     || planner
                         .table_of(record)
-                        .is_ok_and(|table| self.is_newest(table, record, ready.entry, ready.newer));
+                        .is_ok_and(|table| self.is_newest(table, record, ready.judged));
                 if newest {
                     materialize(store, &planner, record, ready.item);
                 }
@@ -204,33 +204,43 @@ impl Local {
     }
 
     /// Whether `record`, of `table`, is the newest change of its item so
-    /// far (and so is applied to the store's tables). `entry`: its ledger
-    /// entry, and `newer` whether it is newer than its item's recorded
-    /// changes, when worked out ahead ([`Local::ready`]).
-    fn is_newest<I: Attrs>(
-        &self,
-        table: &TableConfig,
-        record: &ChangeRecord<I>,
-        entry: Option<LedgerEntry>,
-        newer: Option<bool>,
-    ) -> bool {
-        let Some(entry) = entry.or_else(|| model::ledger::entry_of(table, record)) else {
-            return true;
+    /// far (and so is applied to the store's tables). `judged`: how it
+    /// compares with its item's recorded changes, when worked out ahead
+    /// ([`Local::ready`]).
+    fn is_newest<I: Attrs>(&self, table: &TableConfig, record: &ChangeRecord<I>, judged: Option<Judged>) -> bool {
+        let entry_of = || model::ledger::entry_of(table, record);
+        let (version, recorded, entry) = match judged {
+            Some(Judged { version, newer }) => (version, newer, None),
+            None => {
+                let Some(entry) = entry_of() else { return true };
+                let newer = lock(&self.recorded).is_newer(&entry);
+                (entry.version.clone(), newer, Some(entry))
+            }
         };
-        let recorded = newer.unwrap_or_else(|| lock(&self.recorded).is_newer(&entry));
         let mut stamped = lock(&self.stamped);
         stamped.saw(record.created);
-        recorded && stamped.is_newer(&entry)
+        // The item's text is made again only when its writes are looked up.
+        recorded && stamped.is_newer(&version, || entry.or_else(entry_of).map(|e| e.item))
     }
 
     /// What [`Local::replay_ready_batch`] takes for `record`, made ready
-    /// ahead of it: on replay's reading thread, in the records' order.
-    pub fn ready<I: Attrs>(&self, planner: &Planner<'_>, record: &ChangeRecord<I>) -> Ready {
-        let mut ready = Ready::of(planner, record);
-        if let Some(entry) = &ready.entry {
-            ready.newer = Some(lock(&self.recorded).is_newer(entry));
-        }
-        ready
+    /// ahead of it (on replay's reading thread, in the records' order),
+    /// and the record's ledger entry when its table is read from Kinesis
+    /// (for the router: `model::event::classify_ahead_with`).
+    pub fn ready<I: Attrs>(&self, planner: &Planner<'_>, record: &ChangeRecord<I>) -> (Ready, Option<LedgerEntry>) {
+        let Ok(table) = planner.table_of(record) else {
+            return (Ready::default(), None);
+        };
+        let item = match (&record.kind, &record.new) {
+            (EventKind::Remove, _) | (_, None) => None,
+            (_, Some(new)) => ReadyItem::new(table, new).ok(),
+        };
+        let entry = model::ledger::entry_of(table, record);
+        let judged = entry.as_ref().map(|entry| Judged {
+            version: entry.version.clone(),
+            newer: lock(&self.recorded).is_newer(entry),
+        });
+        (Ready { item, judged }, entry)
     }
 
     fn lock_feedback(&self) -> std::sync::MutexGuard<'_, (Vec<StreamEntry>, Vec<Received<'static>>)> {
@@ -327,28 +337,18 @@ pub async fn replay_batch_to<S: Store, P: Publisher, I: Attrs>(
 pub struct Ready {
     /// The item the record puts into its source table (see [`ReadyItem`]).
     item: Option<ReadyItem>,
-    /// For a table read from Kinesis: the record's ledger entry, which
-    /// tells whether it is its item's newest change.
-    entry: Option<LedgerEntry>,
-    /// Whether it is newer than its item's recorded changes before it.
-    newer: Option<bool>,
+    /// For a table read from Kinesis: how the record compares with its
+    /// item's recorded changes.
+    judged: Option<Judged>,
 }
 
-impl Ready {
-    fn of<I: Attrs>(planner: &Planner<'_>, record: &ChangeRecord<I>) -> Ready {
-        let Ok(table) = planner.table_of(record) else {
-            return Ready::default();
-        };
-        let item = match (&record.kind, &record.new) {
-            (EventKind::Remove, _) | (_, None) => None,
-            (_, Some(new)) => ReadyItem::new(table, new).ok(),
-        };
-        Ready {
-            item,
-            entry: model::ledger::entry_of(table, record),
-            newer: None,
-        }
-    }
+/// A record of a table read from Kinesis, against its item's recorded
+/// changes before it.
+struct Judged {
+    /// Its version.
+    version: Version,
+    /// Whether it is newer than every one of them.
+    newer: bool,
 }
 
 /// Applies a record to the store's copy of its source table. A MODIFY whose
