@@ -320,6 +320,11 @@ impl Checker<'_> {
             format!("attribute name longer than {} bytes", limits::ATTRIBUTE_NAME_BYTES)
         } else if crate::version::RESERVED_ATTRIBUTES.contains(&n.as_str()) {
             format!("\"{n}\" is reserved: the pipeline keeps its versions of derived data under that name")
+        } else if n.starts_with(crate::version::MEMBER_VERSION_PREFIX) {
+            format!(
+                "\"{n}\" is reserved: the pipeline keeps its edge-set members' versions under names starting with \"{}\"",
+                crate::version::MEMBER_VERSION_PREFIX
+            )
         } else {
             return true;
         };
