@@ -8,8 +8,15 @@
 //! The encoding is exact (numbers keep their text, sets their order) and
 //! private to this process: nothing else ever reads it.
 //!
+//! An item may keep some attributes aside, after the others: a node's
+//! member versions (`model::version::MEMBER_VERSION_PREFIX`), which the
+//! set updates read and write one at a time, and which the images of
+//! those updates leave out ([`Packed::unpack_shown`]). Every other read
+//! sees them as attributes like any other.
+//!
 //! ```text
-//! item    = count entry*            (count: LEB128)
+//! item    = count entry* [aside]    (count: LEB128)
+//! aside   = count entry*            (only when it holds any)
 //! entry   = len name value
 //! value   = tag payload
 //!   S, N, B           len bytes
@@ -70,10 +77,67 @@ impl Packed {
         Packed(out.into_boxed_slice())
     }
 
-    /// The item.
+    /// Packs `item`, keeping aside this item's aside attributes but those
+    /// named in `set`, and the attributes `set` (their names must not be
+    /// in `item`).
+    pub(super) fn repack<I: Attrs>(&self, item: &I, set: &[(String, Value)]) -> Packed {
+        let kept: Vec<&[u8]> = self
+            .aside()
+            .filter(|(name, _)| !set.iter().any(|(n, _)| n.as_bytes() == *name))
+            .map(|(_, entry)| entry)
+            .collect();
+        let count = kept.len() + set.len();
+        let shown = varint_size(item.len()) + item.iter().map(|(k, v)| entry_size(k, v)).sum::<usize>();
+        let aside = match count {
+            0 => 0,
+            _ => {
+                varint_size(count)
+                    + kept.iter().map(|e| e.len()).sum::<usize>()
+                    + set.iter().map(|(k, v)| entry_size(k, v)).sum::<usize>()
+            }
+        };
+        let mut out = Vec::with_capacity(shown + aside);
+        put_varint(&mut out, item.len());
+        for (name, value) in item.iter() {
+            put_entry(&mut out, name, value);
+        }
+        if count > 0 {
+            put_varint(&mut out, count);
+            for entry in kept {
+                out.extend_from_slice(entry);
+            }
+            for (name, value) in set {
+                put_entry(&mut out, name, value);
+            }
+        }
+        debug_assert_eq!(out.len(), shown + aside);
+        Packed(out.into_boxed_slice())
+    }
+
+    /// The item, its aside attributes with the others.
     pub(super) fn unpack(&self) -> Image {
         let mut reader = Reader(&self.0);
+        let mut entries: Vec<(Name, Value)> = reader.entries().unwrap_or_else(corrupt);
+        if !reader.0.is_empty() {
+            entries.extend(reader.entries::<Name, Vec<_>>().unwrap_or_else(corrupt));
+        }
+        entries.into_iter().collect()
+    }
+
+    /// The item without its aside attributes.
+    pub(super) fn unpack_shown(&self) -> Image {
+        let mut reader = Reader(&self.0);
         reader.entries::<Name, _>().unwrap_or_else(corrupt)
+    }
+
+    /// `image` with this item's aside attributes added.
+    pub(super) fn with_aside(&self, mut image: Image) -> Image {
+        for (_, entry) in self.aside() {
+            if let Some((name, value)) = Reader(entry).entry::<Name>() {
+                image.insert(name, value);
+            }
+        }
+        image
     }
 
     /// The value of one attribute.
@@ -86,17 +150,21 @@ impl Packed {
     /// The encoded entry of one attribute, for [`Packed::pack_with`].
     pub(super) fn entry(&self, name: &str) -> Option<&[u8]> {
         let mut reader = Reader(&self.0);
-        let count = reader.varint().unwrap_or_else(corrupt);
-        for _ in 0..count {
-            let start = reader.0;
-            let this = reader.bytes().unwrap_or_else(corrupt);
-            reader.skip_value().unwrap_or_else(corrupt);
-            if this == name.as_bytes() {
-                let used = start.len() - reader.0.len();
-                return start.get(..used);
-            }
+        match reader.find(name.as_bytes()) {
+            Some(entry) => Some(entry),
+            None => reader.find(name.as_bytes()),
         }
-        None
+    }
+
+    /// The aside attributes: each one's name and encoded entry.
+    fn aside(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let mut reader = Reader(&self.0);
+        reader.skip_entries().unwrap_or_else(corrupt);
+        let count = match reader.0.is_empty() {
+            true => 0,
+            false => reader.varint().unwrap_or_else(corrupt),
+        };
+        (0..count).map(move |_| reader.named_entry().unwrap_or_else(corrupt))
     }
 
     /// The buffer's length in bytes.
@@ -288,6 +356,39 @@ impl<'a> Reader<'a> {
             BS => Value::Bs(self.list(|r| r.bytes().map(<[u8]>::to_vec))?),
             _ => return None,
         })
+    }
+
+    /// In the section (a count and its entries) that starts here, the
+    /// encoded entry named `name`. Without one, it has moved past the
+    /// section (`None` too where the buffer ends).
+    fn find(&mut self, name: &[u8]) -> Option<&'a [u8]> {
+        if self.0.is_empty() {
+            return None;
+        }
+        for _ in 0..self.varint().unwrap_or_else(corrupt) {
+            let (this, entry) = self.named_entry().unwrap_or_else(corrupt);
+            if this == name {
+                return Some(entry);
+            }
+        }
+        None
+    }
+
+    /// The next entry: its name, and its whole encoding.
+    fn named_entry(&mut self) -> Option<(&'a [u8], &'a [u8])> {
+        let start = self.0;
+        let name = self.bytes()?;
+        self.skip_value()?;
+        let used = start.len() - self.0.len();
+        Some((name, start.get(..used)?))
+    }
+
+    /// Moves past a section: a count and its entries.
+    fn skip_entries(&mut self) -> Option<()> {
+        for _ in 0..self.varint()? {
+            self.named_entry()?;
+        }
+        Some(())
     }
 
     fn skip_value(&mut self) -> Option<()> {

@@ -3,7 +3,7 @@
 use super::rows::Stored;
 use super::*;
 use crate::store::MemberStamp;
-use model::version::member_version_attribute;
+use model::version::{member_version_attribute, MEMBER_VERSION_PREFIX};
 
 /// DynamoDB's checks of an index row key.
 pub(super) fn check_row_key(key: &RowKey) -> Result<(), StoreError> {
@@ -52,15 +52,14 @@ fn has_duplicates(members: &[String]) -> bool {
     }
 }
 
-/// The mark value to set, when the stamp sets one that differs.
 /// The version member `member` holds in a node item.
-fn member_version(item: &Image, member: &str) -> Option<Version> {
-    mark_of(item.get(&member_version_attribute(member)))
+fn member_version(item: &Packed, member: &str) -> Option<Version> {
+    mark_of(item.get(&member_version_attribute(member)).as_ref())
 }
 
 /// The members' version attributes an update under `stamp` writes: those
 /// that change.
-fn member_versions(item: &Image, stamp: &MemberStamp) -> Vec<(String, Value)> {
+fn member_versions(item: &Packed, stamp: &MemberStamp) -> Vec<(String, Value)> {
     let (version, members, restore) = match stamp {
         MemberStamp::None => return Vec::new(),
         MemberStamp::Newer { version, members } => (version, members, false),
@@ -73,12 +72,13 @@ fn member_versions(item: &Image, stamp: &MemberStamp) -> Vec<(String, Value)> {
         .filter(|(name, _)| match item.get(name) {
             None => true,
             Some(_) if restore => false,
-            Some(held) => *held != value,
+            Some(held) => held != value,
         })
         .map(|(name, _)| (name, value.clone()))
         .collect()
 }
 
+/// The mark value to set, when the stamp sets one that differs.
 fn new_mark(stored: Option<&Value>, stamp: &SetStamp) -> Option<Value> {
     let mark = Value::S(stamp.mark.as_ref()?.as_str().to_owned());
     (stored != Some(&mark)).then_some(mark)
@@ -179,14 +179,18 @@ impl Store for MemoryStore {
             // ConditionalCheckFailed: no node, nothing created.
             return Ok(SetOutcome::NodeMissing);
         };
-        // Unpacked before the stamp is checked: a stale request is the rare one.
-        let mut item = stored.unpack();
+        // Unpacked before the stamp is checked: a stale request is the rare
+        // one. Its member versions stay packed, aside (see `packed`), unless
+        // the item shows some (written by another, with its attributes):
+        // then they are written among them.
+        let mut item = stored.unpack_shown();
+        let aside = !item.keys().any(|name| name.starts_with(MEMBER_VERSION_PREFIX));
         let held = item.get(EDGE_MARK_ATTRIBUTE);
-        if !stamp.admits(mark_of(held).as_ref()) || !stamp.members.admits(|m| member_version(&item, m)) {
+        if !stamp.admits(mark_of(held).as_ref()) || !stamp.members.admits(|m| member_version(stored, m)) {
             return Ok(SetOutcome::Stale);
         }
         let mark = new_mark(held, &stamp);
-        let versions = member_versions(&item, &stamp.members);
+        let versions = member_versions(stored, &stamp.members);
         // The stored set, sorted and distinct (a set's order means nothing
         // to DynamoDB; keeping it sorted makes each member a binary search).
         let mut sorted = false;
@@ -228,10 +232,11 @@ impl Store for MemoryStore {
             Some(_) if outcome == SetOutcome::Applied => false,
             Some(stored) => *stored != marker,
         };
-        if members.is_empty() && !marker_changes && mark.is_none() && versions.is_empty() {
+        let shown_unchanged = members.is_empty() && !marker_changes && mark.is_none();
+        if shown_unchanged && versions.is_empty() {
             if sorted {
                 // Stored sorted from now on, as a write would leave it.
-                *stored = Packed::pack(&item);
+                *stored = stored.repack(&item, &[]);
             }
             return Ok(outcome);
         }
@@ -259,13 +264,24 @@ impl Store for MemoryStore {
         if let Some(mark) = mark {
             item.insert(EDGE_MARK_ATTRIBUTE, mark);
         }
-        for (name, version) in versions {
-            item.insert(name.as_str(), version);
-        }
-        *stored = Packed::pack(&item);
+        let packed = if aside {
+            stored.repack(&item, &versions)
+        } else {
+            for (name, version) in versions {
+                item.insert(name.as_str(), version);
+            }
+            stored.repack(&item, &[])
+        };
+        let was = std::mem::replace(stored, packed);
         if let Some(old) = old {
             let keys = key_image(table, &item);
-            state.record(&set.table, keys, Some(old), Some(item), Origin::Pipeline);
+            // The images leave the member versions out, but of an update
+            // that changed nothing else: they would be equal.
+            let (old, new) = match aside && shown_unchanged {
+                true => (was.with_aside(old), stored.with_aside(item)),
+                false => (old, item),
+            };
+            state.record(&set.table, keys, Some(old), Some(new), Origin::Pipeline);
         }
         Ok(outcome)
     }
@@ -307,13 +323,13 @@ impl Store for MemoryStore {
         let marker = Value::Bool(complete);
         let mark = new_mark(held.as_ref(), &stamp);
         if stored.get(&set.complete_attribute).as_ref() != Some(&marker) || mark.is_some() {
-            let mut item = stored.unpack();
+            let mut item = stored.unpack_shown();
             let old = recording.then(|| item.clone());
             item.insert(set.complete_attribute.as_str(), marker);
             if let Some(mark) = mark {
                 item.insert(EDGE_MARK_ATTRIBUTE, mark);
             }
-            *stored = Packed::pack(&item);
+            *stored = stored.repack(&item, &[]);
             if let Some(old) = old {
                 let keys = key_image(table, &item);
                 state.record(&set.table, keys, Some(old), Some(item), Origin::Pipeline);

@@ -64,3 +64,35 @@ fn a_packed_item_is_smaller_than_its_map() {
         "{packed} bytes packed, {text} bytes of names and values as JSON"
     );
 }
+
+proptest! {
+    /// Attributes kept aside are read as any other, but by the shown
+    /// image; a repack keeps them, but those it sets again, and adds the
+    /// new ones.
+    #[test]
+    fn aside_attributes_are_kept_and_read_but_not_shown(
+        item in image(),
+        first in proptest::collection::btree_map("_[a-c]", "[0-9]{1,3}", 0..4),
+        then in proptest::collection::btree_map("_[a-d]", "[0-9]{1,3}", 0..4),
+    ) {
+        let as_set = |m: &std::collections::BTreeMap<String, String>| -> Vec<(String, Value)> {
+            m.iter()
+                .filter(|(k, _)| !item.contains_key(k))
+                .map(|(k, v)| (k.clone(), Value::S(v.clone())))
+                .collect()
+        };
+        let once = Packed::pack(&item).repack(&item, &as_set(&first));
+        let twice = once.repack(&item, &as_set(&then));
+        let mut expected = item.clone();
+        for (name, value) in as_set(&first).into_iter().chain(as_set(&then)) {
+            expected.insert(name, value);
+        }
+        prop_assert_eq!(twice.unpack_shown(), item.clone());
+        prop_assert_eq!(twice.unpack(), expected.clone());
+        prop_assert_eq!(twice.with_aside(item.clone()), expected.clone());
+        for (name, value) in &expected {
+            prop_assert_eq!(twice.get(name), Some(value.clone()));
+        }
+        prop_assert_eq!(twice.get("not an attribute name at all"), None);
+    }
+}
