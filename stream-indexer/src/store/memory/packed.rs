@@ -156,6 +156,32 @@ impl Packed {
         }
     }
 
+    /// The text of the S attribute named `prefix` then `name`, read where
+    /// it is packed.
+    pub(super) fn text(&self, prefix: &str, name: &str) -> Option<&str> {
+        let is = |this: &[u8]| {
+            this.len() == prefix.len() + name.len()
+                && this.starts_with(prefix.as_bytes())
+                && this.ends_with(name.as_bytes())
+        };
+        let mut reader = Reader(&self.0);
+        // The shown attributes, then the aside ones.
+        while !reader.0.is_empty() {
+            for _ in 0..reader.varint().unwrap_or_else(corrupt) {
+                let (this, entry) = reader.named_entry().unwrap_or_else(corrupt);
+                if is(this) {
+                    let mut value = Reader(entry);
+                    value.bytes();
+                    return match value.byte() {
+                        Some(S) => value.str(),
+                        _ => None,
+                    };
+                }
+            }
+        }
+        None
+    }
+
     /// The aside attributes: each one's name and encoded entry.
     fn aside(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         let mut reader = Reader(&self.0);

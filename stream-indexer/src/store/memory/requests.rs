@@ -54,7 +54,7 @@ fn has_duplicates(members: &[String]) -> bool {
 
 /// The version member `member` holds in a node item.
 fn member_version(item: &Packed, member: &str) -> Option<Version> {
-    mark_of(item.get(&member_version_attribute(member)).as_ref())
+    item.text(MEMBER_VERSION_PREFIX, member).and_then(Version::parse_stored)
 }
 
 /// The members' version attributes an update under `stamp` writes: those
@@ -65,16 +65,14 @@ fn member_versions(item: &Packed, stamp: &MemberStamp) -> Vec<(String, Value)> {
         MemberStamp::Newer { version, members } => (version, members, false),
         MemberStamp::Restore { version, members } => (version, members, true),
     };
-    let value = Value::S(version.as_str().to_owned());
     members
         .iter()
-        .map(|m| (member_version_attribute(m), m))
-        .filter(|(name, _)| match item.get(name) {
-            None => true,
-            Some(_) if restore => false,
-            Some(held) => held != value,
+        .filter(|m| match item.text(MEMBER_VERSION_PREFIX, m) {
+            Some(held) => !restore && held != version.as_str(),
+            // Absent, or not a string: a restore leaves what is there.
+            None => !restore || item.get(&member_version_attribute(m)).is_none(),
         })
-        .map(|(name, _)| (name, value.clone()))
+        .map(|m| (member_version_attribute(m), Value::S(version.as_str().to_owned())))
         .collect()
 }
 
@@ -130,13 +128,14 @@ impl Store for MemoryStore {
             RowGuard::Newer => model::version::newer(&write.version, stored),
             RowGuard::AsRead(read) => stored == read.as_ref(),
         };
-        let expires = super::super::tombstone_expiry(&self.config, &*self.clock);
+        // Only a tombstone expires (the clock is read for one alone).
+        let expires = || super::super::tombstone_expiry(&self.config, &*self.clock);
         let written = if write.put.is_some() || state.keep_tombstones {
             // The check and the write in one lookup.
             let stored = || Stored {
                 version: write.version.clone(),
                 body: write.put.clone(),
-                expires: if write.put.is_some() { 0 } else { expires },
+                expires: if write.put.is_some() { 0 } else { expires() },
             };
             state
                 .rows
@@ -144,7 +143,7 @@ impl Store for MemoryStore {
         } else {
             let written = holds(state.rows.version(write.index, &write.key));
             if written {
-                state.store_row(write, expires);
+                state.store_row(write, expires());
             }
             written
         };

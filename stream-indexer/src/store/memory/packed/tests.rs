@@ -92,7 +92,16 @@ proptest! {
         prop_assert_eq!(twice.with_aside(item.clone()), expected.clone());
         for (name, value) in &expected {
             prop_assert_eq!(twice.get(name), Some(value.clone()));
+            let text = match value {
+                Value::S(text) => Some(text.as_str()),
+                _ => None,
+            };
+            prop_assert_eq!(twice.text("", name), text);
+            if let Some(rest) = name.strip_prefix('_') {
+                prop_assert_eq!(twice.text("_", rest), text);
+            }
         }
         prop_assert_eq!(twice.get("not an attribute name at all"), None);
+        prop_assert_eq!(twice.text("not an attribute ", "name at all"), None);
     }
 }
