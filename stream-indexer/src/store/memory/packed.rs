@@ -11,7 +11,7 @@
 //! An item may keep some attributes aside, after the others: a node's
 //! member versions (`model::version::MEMBER_VERSION_PREFIX`), which the
 //! set updates read and write one at a time, and which the images of
-//! those updates leave out ([`Packed::unpack_shown`]). Every other read
+//! those updates leave out ([`Packed::split`]). Every other read
 //! sees them as attributes like any other.
 //!
 //! ```text
@@ -77,43 +77,6 @@ impl Packed {
         Packed(out.into_boxed_slice())
     }
 
-    /// Packs `item`, keeping aside this item's aside attributes but those
-    /// named in `set`, and the attributes `set` (their names must not be
-    /// in `item`).
-    pub(super) fn repack<I: Attrs>(&self, item: &I, set: &[(String, Value)]) -> Packed {
-        let kept: Vec<&[u8]> = self
-            .aside()
-            .filter(|(name, _)| !set.iter().any(|(n, _)| n.as_bytes() == *name))
-            .map(|(_, entry)| entry)
-            .collect();
-        let count = kept.len() + set.len();
-        let shown = varint_size(item.len()) + item.iter().map(|(k, v)| entry_size(k, v)).sum::<usize>();
-        let aside = match count {
-            0 => 0,
-            _ => {
-                varint_size(count)
-                    + kept.iter().map(|e| e.len()).sum::<usize>()
-                    + set.iter().map(|(k, v)| entry_size(k, v)).sum::<usize>()
-            }
-        };
-        let mut out = Vec::with_capacity(shown + aside);
-        put_varint(&mut out, item.len());
-        for (name, value) in item.iter() {
-            put_entry(&mut out, name, value);
-        }
-        if count > 0 {
-            put_varint(&mut out, count);
-            for entry in kept {
-                out.extend_from_slice(entry);
-            }
-            for (name, value) in set {
-                put_entry(&mut out, name, value);
-            }
-        }
-        debug_assert_eq!(out.len(), shown + aside);
-        Packed(out.into_boxed_slice())
-    }
-
     /// The item, its aside attributes with the others.
     pub(super) fn unpack(&self) -> Image {
         let mut reader = Reader(&self.0);
@@ -124,20 +87,23 @@ impl Packed {
         entries.into_iter().collect()
     }
 
-    /// The item without its aside attributes.
-    pub(super) fn unpack_shown(&self) -> Image {
+    /// The item without its aside attributes, and those.
+    pub(super) fn split(&self) -> (Image, Aside<'_>) {
         let mut reader = Reader(&self.0);
-        reader.entries::<Name, _>().unwrap_or_else(corrupt)
+        let shown = reader.entries::<Name, _>().unwrap_or_else(corrupt);
+        (shown, Aside::new(reader.0))
     }
 
     /// `image` with this item's aside attributes added.
-    pub(super) fn with_aside(&self, mut image: Image) -> Image {
-        for (_, entry) in self.aside() {
-            if let Some((name, value)) = Reader(entry).entry::<Name>() {
-                image.insert(name, value);
-            }
-        }
-        image
+    pub(super) fn with_aside(&self, image: Image) -> Image {
+        self.aside().with(image)
+    }
+
+    /// The aside attributes.
+    fn aside(&self) -> Aside<'_> {
+        let mut reader = Reader(&self.0);
+        reader.skip_entries().unwrap_or_else(corrupt);
+        Aside::new(reader.0)
     }
 
     /// The value of one attribute.
@@ -156,47 +122,25 @@ impl Packed {
         }
     }
 
-    /// The text of the S attribute named `prefix` then `name`, read where
-    /// it is packed.
-    pub(super) fn text(&self, prefix: &str, name: &str) -> Option<&str> {
-        let is = |this: &[u8]| {
-            this.len() == prefix.len() + name.len()
-                && this.starts_with(prefix.as_bytes())
-                && this.ends_with(name.as_bytes())
-        };
-        let mut reader = Reader(&self.0);
-        // The shown attributes, then the aside ones.
-        while !reader.0.is_empty() {
-            for _ in 0..reader.varint().unwrap_or_else(corrupt) {
-                let (this, entry) = reader.named_entry().unwrap_or_else(corrupt);
-                if is(this) {
-                    let mut value = Reader(entry);
-                    value.bytes();
-                    return match value.byte() {
-                        Some(S) => value.str(),
-                        _ => None,
-                    };
-                }
-            }
-        }
-        None
-    }
-
-    /// The aside attributes: each one's name and encoded entry.
-    fn aside(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        let mut reader = Reader(&self.0);
-        reader.skip_entries().unwrap_or_else(corrupt);
-        let count = match reader.0.is_empty() {
-            true => 0,
-            false => reader.varint().unwrap_or_else(corrupt),
-        };
-        (0..count).map(move |_| reader.named_entry().unwrap_or_else(corrupt))
-    }
-
     /// The buffer's length in bytes.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.0.len()
+    }
+}
+
+/// Whether `this` is the name `prefix` then `name`.
+fn is_named(this: &[u8], prefix: &str, name: &str) -> bool {
+    this.len() == prefix.len() + name.len() && this.starts_with(prefix.as_bytes()) && this.ends_with(name.as_bytes())
+}
+
+/// The text of an encoded entry whose value is an S.
+fn text_of(entry: &[u8]) -> Option<&str> {
+    let mut value = Reader(entry);
+    value.bytes()?;
+    match value.byte() {
+        Some(S) => value.str(),
+        _ => None,
     }
 }
 
@@ -388,12 +332,17 @@ impl<'a> Reader<'a> {
     /// encoded entry named `name`. Without one, it has moved past the
     /// section (`None` too where the buffer ends).
     fn find(&mut self, name: &[u8]) -> Option<&'a [u8]> {
+        self.find_by(|this| this == name)
+    }
+
+    /// [`Reader::find`] of the entry whose name `is` says.
+    fn find_by(&mut self, is: impl Fn(&[u8]) -> bool) -> Option<&'a [u8]> {
         if self.0.is_empty() {
             return None;
         }
         for _ in 0..self.varint().unwrap_or_else(corrupt) {
             let (this, entry) = self.named_entry().unwrap_or_else(corrupt);
-            if this == name {
+            if is(this) {
                 return Some(entry);
             }
         }
@@ -445,5 +394,8 @@ impl<'a> Reader<'a> {
     }
 }
 
+mod aside;
 #[cfg(test)]
 mod tests;
+
+pub(super) use aside::Aside;

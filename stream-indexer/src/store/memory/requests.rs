@@ -1,5 +1,6 @@
 //! The [`Store`] requests on the in-memory tables: row writes, set updates (with DynamoDB's semantics: the node-exists condition, the exact `max_members` union, the marker), partition Queries.
 
+use super::packed::Aside;
 use super::rows::Stored;
 use super::*;
 use crate::store::MemberStamp;
@@ -52,14 +53,42 @@ fn has_duplicates(members: &[String]) -> bool {
     }
 }
 
-/// The version member `member` holds in a node item.
-fn member_version(item: &Packed, member: &str) -> Option<Version> {
-    item.text(MEMBER_VERSION_PREFIX, member).and_then(Version::parse_stored)
+/// Where a node item's member versions are: aside (see `packed`), or
+/// among the attributes it shows (an item written with some by another).
+enum Members<'a> {
+    Aside(Aside<'a>),
+    Shown(&'a Image),
+}
+
+impl Members<'_> {
+    /// The text of the version attribute of `member`, if it is a string.
+    fn text(&self, member: &str) -> Option<&str> {
+        match self {
+            Members::Aside(aside) => aside.text(MEMBER_VERSION_PREFIX, member),
+            Members::Shown(item) => match item.get(&member_version_attribute(member)) {
+                Some(Value::S(text)) => Some(text),
+                _ => None,
+            },
+        }
+    }
+
+    /// Whether `member` has a version attribute, of any type.
+    fn has(&self, member: &str) -> bool {
+        match self {
+            Members::Aside(aside) => aside.has(MEMBER_VERSION_PREFIX, member),
+            Members::Shown(item) => item.contains_key(&member_version_attribute(member)),
+        }
+    }
+
+    /// The version `member` holds.
+    fn version(&self, member: &str) -> Option<Version> {
+        self.text(member).and_then(Version::parse_stored)
+    }
 }
 
 /// The members' version attributes an update under `stamp` writes: those
 /// that change.
-fn member_versions(item: &Packed, stamp: &MemberStamp) -> Vec<(String, Value)> {
+fn member_versions(held: &Members<'_>, stamp: &MemberStamp) -> Vec<(String, Value)> {
     let (version, members, restore) = match stamp {
         MemberStamp::None => return Vec::new(),
         MemberStamp::Newer { version, members } => (version, members, false),
@@ -67,10 +96,10 @@ fn member_versions(item: &Packed, stamp: &MemberStamp) -> Vec<(String, Value)> {
     };
     members
         .iter()
-        .filter(|m| match item.text(MEMBER_VERSION_PREFIX, m) {
+        .filter(|m| match held.text(m) {
             Some(held) => !restore && held != version.as_str(),
             // Absent, or not a string: a restore leaves what is there.
-            None => !restore || item.get(&member_version_attribute(m)).is_none(),
+            None => !restore || !held.has(m),
         })
         .map(|m| (member_version_attribute(m), Value::S(version.as_str().to_owned())))
         .collect()
@@ -182,14 +211,18 @@ impl Store for MemoryStore {
         // one. Its member versions stay packed, aside (see `packed`), unless
         // the item shows some (written by another, with its attributes):
         // then they are written among them.
-        let mut item = stored.unpack_shown();
+        let (mut item, aside_of) = stored.split();
         let aside = !item.keys().any(|name| name.starts_with(MEMBER_VERSION_PREFIX));
         let held = item.get(EDGE_MARK_ATTRIBUTE);
-        if !stamp.admits(mark_of(held).as_ref()) || !stamp.members.admits(|m| member_version(stored, m)) {
+        let members = match aside {
+            true => Members::Aside(aside_of),
+            false => Members::Shown(&item),
+        };
+        if !stamp.admits(mark_of(held).as_ref()) || !stamp.members.admits(|m| members.version(m)) {
             return Ok(SetOutcome::Stale);
         }
         let mark = new_mark(held, &stamp);
-        let versions = member_versions(stored, &stamp.members);
+        let versions = member_versions(&members, &stamp.members);
         // The stored set, sorted and distinct (a set's order means nothing
         // to DynamoDB; keeping it sorted makes each member a binary search).
         let mut sorted = false;
@@ -235,7 +268,7 @@ impl Store for MemoryStore {
         if shown_unchanged && versions.is_empty() {
             if sorted {
                 // Stored sorted from now on, as a write would leave it.
-                *stored = stored.repack(&item, &[]);
+                *stored = aside_of.pack(&item, &[]);
             }
             return Ok(outcome);
         }
@@ -264,12 +297,12 @@ impl Store for MemoryStore {
             item.insert(EDGE_MARK_ATTRIBUTE, mark);
         }
         let packed = if aside {
-            stored.repack(&item, &versions)
+            aside_of.pack(&item, &versions)
         } else {
             for (name, version) in versions {
                 item.insert(name.as_str(), version);
             }
-            stored.repack(&item, &[])
+            aside_of.pack(&item, &[])
         };
         let was = std::mem::replace(stored, packed);
         if let Some(old) = old {
@@ -322,13 +355,13 @@ impl Store for MemoryStore {
         let marker = Value::Bool(complete);
         let mark = new_mark(held.as_ref(), &stamp);
         if stored.get(&set.complete_attribute).as_ref() != Some(&marker) || mark.is_some() {
-            let mut item = stored.unpack_shown();
+            let (mut item, aside_of) = stored.split();
             let old = recording.then(|| item.clone());
             item.insert(set.complete_attribute.as_str(), marker);
             if let Some(mark) = mark {
                 item.insert(EDGE_MARK_ATTRIBUTE, mark);
             }
-            *stored = stored.repack(&item, &[]);
+            *stored = aside_of.pack(&item, &[]);
             if let Some(old) = old {
                 let keys = key_image(table, &item);
                 state.record(&set.table, keys, Some(old), Some(item), Origin::Pipeline);

@@ -1,4 +1,5 @@
 use super::*;
+use crate::store::{MarkGuard, MemberStamp};
 use crate::test_support::block;
 use model::config;
 
@@ -289,4 +290,83 @@ fn a_tombstone_expires_the_configured_time_after_the_store_s_clock() {
         tombstone.get(model::version::TOMBSTONE_ATTRIBUTE),
         Some(&Value::N(expires.to_string()))
     );
+}
+
+/// A stamp that versions `members` one by one at `version`.
+fn members_at(version: &str, members: &[&str]) -> SetStamp {
+    let version = Version::of_sequence(version).expect("a version");
+    SetStamp {
+        guard: MarkGuard::None,
+        mark: Some(version.clone()),
+        members: MemberStamp::Newer {
+            version,
+            members: members.iter().map(|m| (*m).to_owned()).collect(),
+        },
+    }
+}
+
+fn stamped(store: &MemoryStore, node: &str, change: SetChange, version: &str) -> Result<SetOutcome, StoreError> {
+    let members: Vec<&str> = change.members().iter().map(String::as_str).collect();
+    let stamp = members_at(version, &members);
+    block(store.update_set_stamped(0, node, &change, stamp))
+}
+
+#[test]
+fn member_versions_are_kept_aside_and_read_as_attributes() {
+    let store = store();
+    let member = |m: &str| model::version::member_version_attribute(m);
+    let at = |v: &str| Value::S(Version::of_sequence(v).expect("a version").as_str().to_owned());
+    store.put_item("records", node("GOAL-1")).expect("put");
+    store.record_stream(true);
+    assert_eq!(
+        stamped(&store, "GOAL-1", SetChange::Add(vec!["a".into()]), "5"),
+        Ok(SetOutcome::Applied)
+    );
+    let item = store.get_item("records", &node("GOAL-1")).expect("key").expect("item");
+    assert_eq!(item.get(&member("a")), Some(&at("5")), "{item:?}");
+    // The update's images leave the member's version out.
+    let stream = store.take_stream();
+    let new = stream[0].record.new.as_ref().expect("a new image");
+    assert!(new.contains_key("edges") && !new.contains_key(&member("a")), "{new:?}");
+    // An older change of the member loses to the version kept aside.
+    assert_eq!(
+        stamped(&store, "GOAL-1", SetChange::Remove(vec!["a".into()]), "4"),
+        Ok(SetOutcome::Stale)
+    );
+    // A change that writes a version and nothing else (the node's mark
+    // is its version already) shows it.
+    assert_eq!(
+        stamped(&store, "GOAL-1", SetChange::Remove(vec!["zz".into()]), "5"),
+        Ok(SetOutcome::Applied)
+    );
+    let stream = store.take_stream();
+    let (old, new) = (&stream[0].record.old, &stream[0].record.new);
+    assert_eq!(old.as_ref().and_then(|o| o.get(&member("zz"))), None);
+    assert_eq!(new.as_ref().and_then(|n| n.get(&member("zz"))), Some(&at("5")));
+    assert_eq!(new.as_ref().and_then(|n| n.get(&member("a"))), Some(&at("5")));
+    // A user's put replaces the versions with the item, as before.
+    store.put_item("records", node("GOAL-1")).expect("put");
+    let item = store.get_item("records", &node("GOAL-1")).expect("key").expect("item");
+    assert!(!item.contains_key(&member("a")), "{item:?}");
+}
+
+#[test]
+fn member_versions_an_item_shows_are_read_and_written_where_they_are() {
+    let store = store();
+    let member = model::version::member_version_attribute("b");
+    let at = |v: &str| Value::S(Version::of_sequence(v).expect("a version").as_str().to_owned());
+    let mut shown = node("GOAL-2");
+    shown.insert(member.as_str(), at("3"));
+    store.put_item("records", shown).expect("put");
+    assert_eq!(
+        stamped(&store, "GOAL-2", SetChange::Add(vec!["b".into()]), "2"),
+        Ok(SetOutcome::Stale)
+    );
+    assert_eq!(
+        stamped(&store, "GOAL-2", SetChange::Add(vec!["b".into()]), "7"),
+        Ok(SetOutcome::Applied)
+    );
+    let item = store.get_item("records", &node("GOAL-2")).expect("key").expect("item");
+    assert_eq!(item.get(&member), Some(&at("7")), "{item:?}");
+    assert_eq!(item.keys().filter(|k| *k == member).count(), 1);
 }
