@@ -347,15 +347,17 @@ fn rewrite(data: &[u8], id: &Ids<'_>, config: &Config, out: &mut String) -> Resu
 /// `account`, and the precision its creation times come in under `config`;
 /// why the change cannot be read, otherwise.
 fn source_of(table: &str, region: &str, account: &str, config: &Config) -> Result<(String, Precision), String> {
-    let mut arn = String::with_capacity(32 + region.len() + account.len() + table.len());
-    for part in ["arn:aws:dynamodb:", region, ":", account, ":table/", table] {
-        arn.push_str(part);
-    }
-    if super::table_from_arn(&arn) != Some(table) {
+    // What reads the ARN back to `table` (`table_from_arn`), checked
+    // before it is made.
+    if region.contains(':') || account.contains(':') || !super::shared::is_table_name(table) {
         return Err(format!(
             "`tableName` {:?} is not a DynamoDB table name",
             clip(table, 64)
         ));
+    }
+    let mut arn = String::with_capacity(32 + region.len() + account.len() + table.len());
+    for part in ["arn:aws:dynamodb:", region, ":", account, ":table/", table] {
+        arn.push_str(part);
     }
     let precision = match config.table(table).map(|t| t.stream) {
         Some(ChangeSource::Kinesis(k)) => k.precision,

@@ -159,12 +159,17 @@ pub fn table_from_arn(arn: &str) -> Option<&str> {
     }
     let (_region, _account) = (parts.next()?, parts.next()?);
     let name = parts.next()?.strip_prefix("table/")?.split('/').next()?;
-    let valid = !name.is_empty()
+    is_table_name(name).then_some(name)
+}
+
+/// Whether `name` is a valid DynamoDB table name (1 to 255 of `a-z A-Z
+/// 0-9 _ - .`).
+pub fn is_table_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 255
         && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    valid.then_some(name)
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
 /// A stream ARN and the name of its table, if it names one.

@@ -458,3 +458,22 @@ fn changes_as_dynamodb_writes_them_are_read_straight() {
         twins.len()
     );
 }
+
+proptest::proptest! {
+    /// A change's source is refused exactly when the ARN made of it would
+    /// not read back to its table.
+    #[test]
+    fn a_source_is_refused_when_its_arn_would_not_name_its_table(
+        table in "[a-c:/._-]{0,4}",
+        region in "[a:/]{0,3}",
+        account in "[1:/]{0,3}",
+    ) {
+        let config = kinesis_config(Precision::Microsecond);
+        let arn = format!("arn:aws:dynamodb:{region}:{account}:table/{table}");
+        let read = source_of(&table, &region, &account, &config);
+        proptest::prop_assert_eq!(read.is_ok(), super::super::table_from_arn(&arn) == Some(table.as_str()));
+        if let Ok((made, _)) = read {
+            proptest::prop_assert_eq!(made, arn);
+        }
+    }
+}
