@@ -7,11 +7,12 @@
 
 pub mod dynamo;
 
-use std::collections::HashMap;
 use std::future::Future;
+use std::hash::BuildHasher;
 use std::pin::Pin;
 use std::sync::Mutex;
 
+use hashbrown::hash_table::HashTable;
 use model::ledger::Entry;
 use model::{Fault, Version};
 use smallvec::SmallVec;
@@ -30,14 +31,55 @@ pub trait Ledger: Send + Sync {
 }
 
 /// A ledger in memory: each item's versions noted, in order.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct MemoryLedger {
     entries: Mutex<Entries>,
 }
 
-/// Item → its versions noted, sorted and distinct (most items have one,
-/// held inline; an item changed often has many, found by binary search).
-type Entries = HashMap<Box<str>, SmallVec<[Version; 1]>, foldhash::fast::RandomState>;
+impl std::fmt::Debug for MemoryLedger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryLedger")
+            .field("items", &self.lock().items.len())
+            .finish()
+    }
+}
+
+/// Each item noted, with its versions noted, sorted and distinct (most
+/// items have one, held inline; an item changed often has many, found by
+/// binary search). A table of its own, each entry with its item's hash: a
+/// note hashes the item once, to find it or to place it.
+#[derive(Default)]
+struct Entries {
+    items: HashTable<Noted>,
+    hasher: foldhash::fast::RandomState,
+}
+
+struct Noted {
+    hash: u64,
+    item: Box<str>,
+    versions: SmallVec<[Version; 1]>,
+}
+
+impl Entries {
+    fn get(&self, item: &str) -> Option<&Noted> {
+        let hash = self.hasher.hash_one(item);
+        self.items.find(hash, |n| n.hash == hash && *n.item == *item)
+    }
+
+    /// The versions noted of `item`, made empty when it is new.
+    fn versions_mut(&mut self, item: &str) -> &mut SmallVec<[Version; 1]> {
+        let hash = self.hasher.hash_one(item);
+        let noted = self
+            .items
+            .entry(hash, |n| n.hash == hash && *n.item == *item, |n| n.hash)
+            .or_insert_with(|| Noted {
+                hash,
+                item: item.into(),
+                versions: SmallVec::new(),
+            });
+        &mut noted.into_mut().versions
+    }
+}
 
 impl MemoryLedger {
     pub fn new() -> MemoryLedger {
@@ -51,7 +93,7 @@ impl MemoryLedger {
 
     /// How many entries it holds.
     pub fn len(&self) -> usize {
-        self.lock().values().map(|versions| versions.len()).sum()
+        self.lock().items.iter().map(|n| n.versions.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -70,7 +112,7 @@ impl Ledger for MemoryLedger {
             .iter()
             .map(|e| {
                 held.get(e.item.as_str())
-                    .is_some_and(|versions| versions.binary_search(&e.version).is_ok())
+                    .is_some_and(|n| n.versions.binary_search(&e.version).is_ok())
             })
             .collect();
         Box::pin(async move { Ok(answer) })
@@ -79,10 +121,7 @@ impl Ledger for MemoryLedger {
     fn note<'a>(&'a self, entries: &'a [Entry]) -> LedgerFuture<'a, ()> {
         let mut held = self.lock();
         for entry in entries {
-            let versions = match held.get_mut(entry.item.as_str()) {
-                Some(versions) => versions,
-                None => held.entry(entry.item.as_str().into()).or_default(),
-            };
+            let versions = held.versions_mut(&entry.item);
             if let Err(at) = versions.binary_search(&entry.version) {
                 versions.insert(at, entry.version.clone());
             }
@@ -92,7 +131,7 @@ impl Ledger for MemoryLedger {
     }
 
     fn newest<'a>(&'a self, item: &'a str) -> LedgerFuture<'a, Option<Version>> {
-        let newest = self.lock().get(item).and_then(|versions| versions.last().cloned());
+        let newest = self.lock().get(item).and_then(|n| n.versions.last().cloned());
         Box::pin(async move { Ok(newest) })
     }
 }

@@ -46,6 +46,14 @@ pub struct Entry {
 /// `N:` and the number in its canonical form (`1.0` is `1`).
 pub fn item_of<I: Attrs>(table: &TableConfig, keys: &I) -> String {
     let mut item = String::with_capacity(table.name.len() + 96);
+    write_item(table, keys, &mut item);
+    item
+}
+
+/// [`item_of`], written into `item` (emptied first): a caller that only
+/// looks items up keeps one buffer.
+pub fn write_item<I: Attrs>(table: &TableConfig, keys: &I, item: &mut String) {
+    item.clear();
     item.push_str(&table.name);
     for name in [Some(table.partition_key.as_str()), table.sort_key.as_deref()]
         .into_iter()
@@ -73,7 +81,6 @@ pub fn item_of<I: Attrs>(table: &TableConfig, keys: &I) -> String {
             None => {}
         }
     }
-    item
 }
 
 /// The ledger entry of `record`, a record of `table`: `None` unless the

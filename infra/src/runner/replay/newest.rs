@@ -67,6 +67,8 @@ pub(super) struct Stamped {
     /// pipeline's writes since.
     now: Option<CreationTime>,
     written: u32,
+    /// A buffer for an item's text.
+    item: String,
 }
 
 impl Stamped {
@@ -106,19 +108,23 @@ impl Stamped {
                 seconds: now.seconds + i64::try_from(nanos / 1_000_000_000).unwrap_or(0),
                 nanos: u32::try_from(nanos % 1_000_000_000).unwrap_or(0),
             });
-            if let Some(entry) = model::ledger::entry_of(table, &record) {
-                self.wrote(&entry);
+            if let Ok(version) = model::version::of_record(&record, table.stream) {
+                // The item's text in a buffer kept: a new item's alone is kept.
+                let mut item = std::mem::take(&mut self.item);
+                model::ledger::write_item(table, &record.keys, &mut item);
+                self.wrote(&item, &version);
+                self.item = item;
             }
         }
         record
     }
 
-    /// Notes the pipeline's write `entry`.
-    fn wrote(&mut self, entry: &Entry) {
-        if self.latest.as_ref().is_none_or(|latest| entry.version > *latest) {
-            self.latest = Some(entry.version.clone());
+    /// Notes the pipeline's write of `item` at `version`.
+    fn wrote(&mut self, item: &str, version: &Version) {
+        if self.latest.as_ref().is_none_or(|latest| version > latest) {
+            self.latest = Some(version.clone());
         }
-        raise(&mut self.newest, &entry.item, &entry.version);
+        raise(&mut self.newest, item, version);
     }
 }
 
@@ -153,7 +159,7 @@ mod tests {
                 let entry = entry(item, version);
                 let expected = newest_of(&mut newest, &entry);
                 if written {
-                    stamped.wrote(&entry);
+                    stamped.wrote(&entry.item, &entry.version);
                 } else {
                     let newer = recorded.is_newer(&entry);
                     let item = || Some(entry.item.clone());
