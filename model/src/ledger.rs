@@ -45,7 +45,7 @@ pub struct Entry {
 /// the string's length, `:` and the string (no two keys give one text), or
 /// `N:` and the number in its canonical form (`1.0` is `1`).
 pub fn item_of<I: Attrs>(table: &TableConfig, keys: &I) -> String {
-    let mut item = String::with_capacity(table.name.len() + 96);
+    let mut item = String::new();
     write_item(table, keys, &mut item);
     item
 }
@@ -53,12 +53,21 @@ pub fn item_of<I: Attrs>(table: &TableConfig, keys: &I) -> String {
 /// [`item_of`], written into `item` (emptied first): a caller that only
 /// looks items up keeps one buffer.
 pub fn write_item<I: Attrs>(table: &TableConfig, keys: &I, item: &mut String) {
-    item.clear();
-    item.push_str(&table.name);
-    for name in [Some(table.partition_key.as_str()), table.sort_key.as_deref()]
-        .into_iter()
+    let key_names = [Some(table.partition_key.as_str()), table.sort_key.as_deref()];
+    // Room for the whole text at once: each key's value, and its type,
+    // length and separators.
+    let values: usize = key_names
+        .iter()
         .flatten()
-    {
+        .filter_map(|name| match keys.get(name).map(|v| v.scalar()) {
+            Some(Scalar::S(text) | Scalar::N(text)) => Some(text.len() + 8),
+            _ => None,
+        })
+        .sum();
+    item.clear();
+    item.reserve(table.name.len() + values);
+    item.push_str(&table.name);
+    for name in key_names.into_iter().flatten() {
         item.push('\n');
         match keys.get(name).map(|v| v.scalar()) {
             Some(Scalar::S(text)) => {
