@@ -143,14 +143,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-
-    fn entry(item: u8, version: u8) -> Entry {
-        Entry {
-            item: format!("t\nS1:{item}"),
-            version: Version::of_sequence(&version.to_string()).unwrap_or_else(|_| Version::zero()),
-            expires: 0,
-        }
-    }
+    use model::testing::ledger_entry as entry;
 
     proptest! {
         /// What the ledger answers is what a set of every entry noted
@@ -164,13 +157,13 @@ mod tests {
             let mut noted: BTreeMap<String, BTreeSet<Version>> = BTreeMap::new();
             let runtime = tokio::runtime::Builder::new_current_thread().build()?;
             for note in &notes {
-                let entries: Vec<Entry> = note.iter().map(|&(i, v)| entry(i, v)).collect();
+                let entries: Vec<Entry> = note.iter().map(|&(i, v)| entry(i, v.into())).collect();
                 runtime.block_on(ledger.note(&entries))?;
                 for e in entries {
                     noted.entry(e.item).or_default().insert(e.version);
                 }
             }
-            let asked: Vec<Entry> = asked.iter().map(|&(i, v)| entry(i, v)).collect();
+            let asked: Vec<Entry> = asked.iter().map(|&(i, v)| entry(i, v.into())).collect();
             let held = runtime.block_on(ledger.holds(&asked))?;
             let expected: Vec<bool> = asked
                 .iter()

@@ -176,6 +176,15 @@ pub fn edge_key(node: usize, ty: usize, user: u8) -> Image {
     ])
 }
 
+/// The ledger entry of item `item` (of a table `t`) at version `version`.
+pub fn ledger_entry(item: u8, version: u16) -> crate::ledger::Entry {
+    crate::ledger::Entry {
+        item: format!("t\nS1:{item}"),
+        version: crate::Version::of_sequence(&version.to_string()).unwrap_or_else(|_| crate::Version::zero()),
+        expires: 0,
+    }
+}
+
 /// The key image of an issue.
 pub fn issue_key(issue: usize) -> Image {
     Image::from([

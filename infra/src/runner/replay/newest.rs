@@ -135,14 +135,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-
-    fn entry(item: u8, version: u16) -> Entry {
-        Entry {
-            item: format!("t\nS1:{item}"),
-            version: Version::of_sequence(&version.to_string()).unwrap_or_else(|_| Version::zero()),
-            expires: 0,
-        }
-    }
+    use model::testing::ledger_entry as entry;
 
     proptest! {
         /// Kept apart, the recorded changes and the pipeline's writes say
