@@ -13,7 +13,7 @@
 //! - [`query`](mod@query): `query` (an index's rows by typed conditions on its sort columns).
 //! - [`verify`]: `verify` (and the selection and report rendering `rebuild` shares); [`rebuild`]: `rebuild`.
 //! - [`exit`]: the exit codes; [`progress`]: progress bars on a terminal.
-//! - [`reference`]: the command-line reference (`docs/cli.md`), rendered from the above.
+//! - [`reference`](mod@reference): the command-line reference (`docs/cli.md`), rendered from the above.
 //! - [`table`]: tables laid out for the terminal (`query`, `quarantine list`).
 
 use std::process::ExitCode;

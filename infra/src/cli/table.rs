@@ -39,7 +39,7 @@ pub fn for_terminal(lines: &[Vec<String>], err: &mut dyn std::io::Write) -> Stri
     laid.text
 }
 
-/// Lays `lines` of cells out in columns within `width` (see [`table`]).
+/// Lays `lines` of cells out in columns within `width` (see [the module doc](self)).
 pub fn layout(lines: &[Vec<String>], width: usize) -> Table {
     let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
     let natural: Vec<usize> = (0..columns)
