@@ -221,20 +221,17 @@ fn routes_taking<'a>(
 /// table read from Kinesis, see [`crate::ledger::entry_of_received`]).
 /// Nothing for a record that is unparsable or of no table of the config.
 pub fn classify_ahead<I: Attrs>(config: &Config, received: &Received<'_, I>) {
-    let Ok(record) = &received.record else { return };
-    if let Ok(table) = table_of(config, record) {
-        received.ahead.keep(config, classification(config, table, record));
-        crate::ledger::entry_ahead(config, table, received, None);
-    }
+    classify_ahead_with(config, received, None);
 }
 
-/// [`classify_ahead`], given the record's ledger entry made already
-/// ([`crate::ledger::entry_of`] of the record), so as not to make it again.
-pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>, entry: crate::ledger::Entry) {
+/// [`classify_ahead`], given the record's ledger entry when the caller has
+/// made it already ([`crate::ledger::entry_of`] of the record), so as not
+/// to make it again.
+pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>, entry: Option<crate::ledger::Entry>) {
     let Ok(record) = &received.record else { return };
     if let Ok(table) = table_of(config, record) {
         received.ahead.keep(config, classification(config, table, record));
-        crate::ledger::entry_ahead(config, table, received, Some(entry));
+        crate::ledger::entry_ahead(config, table, received, entry);
     }
 }
 

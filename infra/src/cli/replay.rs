@@ -317,10 +317,7 @@ fn prepare_ahead(received: &BorrowedReceived<'_>, planning: &Planning<'_>, ahead
             shared.share(plan);
         }),
     }
-    match entry {
-        Some(entry) => model::event::classify_ahead_with(config, received, entry),
-        None => model::event::classify_ahead(config, received),
-    }
+    model::event::classify_ahead_with(config, received, entry);
     ready
 }
 
