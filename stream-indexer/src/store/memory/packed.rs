@@ -332,17 +332,12 @@ impl<'a> Reader<'a> {
     /// encoded entry named `name`. Without one, it has moved past the
     /// section (`None` too where the buffer ends).
     fn find(&mut self, name: &[u8]) -> Option<&'a [u8]> {
-        self.find_by(|this| this == name)
-    }
-
-    /// [`Reader::find`] of the entry whose name `is` says.
-    fn find_by(&mut self, is: impl Fn(&[u8]) -> bool) -> Option<&'a [u8]> {
         if self.0.is_empty() {
             return None;
         }
         for _ in 0..self.varint().unwrap_or_else(corrupt) {
             let (this, entry) = self.named_entry().unwrap_or_else(corrupt);
-            if is(this) {
+            if this == name {
                 return Some(entry);
             }
         }

@@ -214,15 +214,15 @@ impl Store for MemoryStore {
         let (mut item, aside_of) = stored.split();
         let aside = !item.keys().any(|name| name.starts_with(MEMBER_VERSION_PREFIX));
         let held = item.get(EDGE_MARK_ATTRIBUTE);
-        let members = match aside {
+        let versions_held = match aside {
             true => Members::Aside(aside_of),
             false => Members::Shown(&item),
         };
-        if !stamp.admits(mark_of(held).as_ref()) || !stamp.members.admits(|m| members.version(m)) {
+        if !stamp.admits(mark_of(held).as_ref()) || !stamp.members.admits(|m| versions_held.version(m)) {
             return Ok(SetOutcome::Stale);
         }
         let mark = new_mark(held, &stamp);
-        let versions = member_versions(&members, &stamp.members);
+        let versions = member_versions(&versions_held, &stamp.members);
         // The stored set, sorted and distinct (a set's order means nothing
         // to DynamoDB; keeping it sorted makes each member a binary search).
         let mut sorted = false;
