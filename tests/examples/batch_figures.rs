@@ -58,7 +58,7 @@ impl Store for CountingStore {
         _e: usize,
         _node: &str,
         _change: &SetChange,
-        _stamp: SetStamp,
+        _stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         Ok(SetOutcome::Applied)
     }
@@ -70,7 +70,7 @@ impl Store for CountingStore {
         _e: usize,
         _node: &str,
         _complete: bool,
-        _stamp: SetStamp,
+        _stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         Ok(SetOutcome::Applied)
     }

@@ -249,7 +249,7 @@ impl<S: Store> Lane<'_, S> {
         edge_set: usize,
         node: &str,
         change: &SetChange,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         let store = self.store;
         retrying(

@@ -663,7 +663,7 @@ impl crate::store::Store for Slow {
         _e: usize,
         _node: &str,
         _change: &SetChange,
-        _stamp: crate::store::SetStamp,
+        _stamp: crate::store::SetStamp<'_>,
     ) -> Result<crate::store::SetOutcome, StoreError> {
         Ok(crate::store::SetOutcome::Applied)
     }
@@ -675,7 +675,7 @@ impl crate::store::Store for Slow {
         _e: usize,
         _node: &str,
         _complete: bool,
-        _stamp: crate::store::SetStamp,
+        _stamp: crate::store::SetStamp<'_>,
     ) -> Result<crate::store::SetOutcome, StoreError> {
         Ok(crate::store::SetOutcome::Applied)
     }

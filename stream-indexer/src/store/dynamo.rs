@@ -93,7 +93,7 @@ impl DynamoStore {
         set: &EdgeSetConfig,
         table: &TableConfig,
         key: HashMap<String, AttributeValue>,
-        stamp: &SetStamp,
+        stamp: &SetStamp<'_>,
     ) -> UpdateItemFluentBuilder {
         let request = self
             .client
@@ -112,7 +112,7 @@ impl DynamoStore {
         set: &EdgeSetConfig,
         table: &TableConfig,
         key: HashMap<String, AttributeValue>,
-        stamp: &SetStamp,
+        stamp: &SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         let request = self
             .client
@@ -141,7 +141,7 @@ impl DynamoStore {
         set: &EdgeSetConfig,
         table: &TableConfig,
         key: HashMap<String, AttributeValue>,
-        stamp: &SetStamp,
+        stamp: &SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         let result = self
             .update(set, table, key, stamp)
@@ -185,7 +185,7 @@ impl DynamoStore {
         table: &TableConfig,
         key: HashMap<String, AttributeValue>,
         members: Vec<String>,
-        stamp: &SetStamp,
+        stamp: &SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         if members.len() > set.max_members {
             // Could never fit, even in an empty set.
@@ -330,7 +330,7 @@ impl Store for DynamoStore {
         edge_set: usize,
         node: &str,
         change: &SetChange,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         let stamp = &stamp;
         let super::EdgeTarget { set, table, sort_key } = super::edge_target(&self.config, edge_set, "UpdateItem")?;
@@ -384,7 +384,7 @@ impl Store for DynamoStore {
         edge_set: usize,
         node: &str,
         complete: bool,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         self.update_marker(edge_set, node, complete, &stamp).await
     }

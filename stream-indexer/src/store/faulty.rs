@@ -353,7 +353,7 @@ impl<S: Store> Store for FaultyStore<S> {
         edge_set: usize,
         node: &str,
         change: &SetChange,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         let fault = self.decide(Call::UpdateSet { edge_set, node, change });
         if let Some(result) = injected(&fault) {
@@ -378,7 +378,7 @@ impl<S: Store> Store for FaultyStore<S> {
         edge_set: usize,
         node: &str,
         complete: bool,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         let fault = self.decide(Call::SetMarker {
             edge_set,

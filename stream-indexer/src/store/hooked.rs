@@ -49,7 +49,7 @@ impl<S: Store, H: AfterRead> Store for Hooked<S, H> {
         edge_set: usize,
         node: &str,
         change: &SetChange,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         self.store.update_set_stamped(edge_set, node, change, stamp).await
     }
@@ -65,7 +65,7 @@ impl<S: Store, H: AfterRead> Store for Hooked<S, H> {
         edge_set: usize,
         node: &str,
         complete: bool,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         self.store.set_marker_stamped(edge_set, node, complete, stamp).await
     }

@@ -85,21 +85,21 @@ pub enum MarkGuard {
 /// also once the member is removed: that is what lets an older ADD lose to
 /// a newer DELETE.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum MemberStamp {
+pub enum MemberStamp<'a> {
     /// No per-member versions (a table read from its DynamoDB stream).
     #[default]
     None,
     /// Only if every member's version is older than `version` (or absent);
     /// sets each to `version`.
-    Newer { version: Version, members: Vec<String> },
+    Newer { version: Version, members: &'a [String] },
     /// Sets each member's version to `version` where it has none: a
     /// restore, which adds the members the table holds now.
-    Restore { version: Version, members: Vec<String> },
+    Restore { version: Version, members: &'a [String] },
 }
 
-impl MemberStamp {
+impl<'a> MemberStamp<'a> {
     /// The version and members, if any.
-    pub fn parts(&self) -> Option<(&Version, &[String])> {
+    pub fn parts(&self) -> Option<(&Version, &'a [String])> {
         match self {
             MemberStamp::None => None,
             MemberStamp::Newer { version, members } | MemberStamp::Restore { version, members } => {
@@ -120,15 +120,15 @@ impl MemberStamp {
 
 /// The versioning of a node update: the condition, and the mark it leaves.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SetStamp {
+pub struct SetStamp<'a> {
     pub guard: MarkGuard,
     /// `SET mark = this` with the update (`None`: the mark is left as is).
     pub mark: Option<Version>,
     /// The members' own versions (an edge set read from Kinesis).
-    pub members: MemberStamp,
+    pub members: MemberStamp<'a>,
 }
 
-impl SetStamp {
+impl SetStamp<'_> {
     /// Whether the guard lets an update through a node holding `mark`.
     pub fn admits(&self, mark: Option<&Version>) -> bool {
         match &self.guard {
@@ -284,7 +284,7 @@ pub trait Store: Send + Sync {
         edge_set: usize,
         node: &str,
         change: &SetChange,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send;
 
     /// Every item of one partition of a source table (a Query, all pages).
@@ -317,7 +317,7 @@ pub trait Store: Send + Sync {
         edge_set: usize,
         node: &str,
         complete: bool,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send;
 }
 
@@ -341,7 +341,7 @@ impl<S: Store> Store for std::sync::Arc<S> {
         edge_set: usize,
         node: &str,
         change: &SetChange,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send {
         S::update_set_stamped(self, edge_set, node, change, stamp)
     }
@@ -359,7 +359,7 @@ impl<S: Store> Store for std::sync::Arc<S> {
         edge_set: usize,
         node: &str,
         complete: bool,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> impl Future<Output = Result<SetOutcome, StoreError>> + Send {
         S::set_marker_stamped(self, edge_set, node, complete, stamp)
     }

@@ -279,7 +279,7 @@ impl DynamoStore {
         edge_set: usize,
         node: &str,
         complete: bool,
-        stamp: &super::SetStamp,
+        stamp: &super::SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         let config = self.config();
         let super::EdgeTarget { set, table, sort_key } = super::edge_target(config, edge_set, "UpdateItem")?;

@@ -15,7 +15,8 @@
 //!   A record newer than the newest of all (any record delivered in order)
 //!   is newer than its item's without a lookup.
 
-use std::collections::HashMap;
+use hashbrown::hash_map::EntryRef;
+use hashbrown::HashMap;
 
 use model::config::Config;
 use model::ledger::Entry;
@@ -25,16 +26,16 @@ use model::Version;
 type ByItem = HashMap<Box<str>, Version, foldhash::fast::RandomState>;
 
 /// Notes `version` as `item`'s newest, unless a newer (or the same) one is
-/// there; whether it did.
+/// there; whether it did. One lookup finds the item or its place.
 fn raise(map: &mut ByItem, item: &str, version: &Version) -> bool {
-    match map.get_mut(item) {
-        Some(held) if *held >= *version => false,
-        Some(held) => {
-            *held = version.clone();
+    match map.entry_ref(item) {
+        EntryRef::Occupied(held) if *held.get() >= *version => false,
+        EntryRef::Occupied(mut held) => {
+            *held.get_mut() = version.clone();
             true
         }
-        None => {
-            map.insert(item.into(), version.clone());
+        EntryRef::Vacant(place) => {
+            place.insert_with_key(item.into(), version.clone());
             true
         }
     }

@@ -6,7 +6,13 @@ use super::*;
 impl<S: Store> Lane<'_, S> {
     /// The stamp of a request that completes the set changes `completing`
     /// (records, once per change, sorted) of a request holding `records`.
-    pub(super) fn stamp(&mut self, edge_set: usize, node: &str, completing: &[usize], records: &[usize]) -> SetStamp {
+    pub(super) fn stamp(
+        &mut self,
+        edge_set: usize,
+        node: &str,
+        completing: &[usize],
+        records: &[usize],
+    ) -> SetStamp<'static> {
         match &self.stamping.guard {
             Guard::InOrder => SetStamp {
                 guard: MarkGuard::None,
@@ -52,18 +58,18 @@ impl<S: Store> Lane<'_, S> {
     /// `stamp` with the members of `change` under their own versions, for
     /// an edge set whose members are versioned one by one; as it is
     /// otherwise.
-    pub(super) fn with_members(
+    pub(super) fn with_members<'c>(
         &self,
         edge_set: usize,
-        mut stamp: SetStamp,
-        change: &SetChange,
+        mut stamp: SetStamp<'c>,
+        change: &'c SetChange,
         restore: bool,
-    ) -> SetStamp {
+    ) -> SetStamp<'c> {
         if self.stamping.guard != Guard::Newer || !self.unordered(edge_set) {
             return stamp;
         }
         if let Some(version) = stamp.mark.clone() {
-            let members = change.members().to_vec();
+            let members = change.members();
             stamp.members = if restore {
                 MemberStamp::Restore { version, members }
             } else {

@@ -146,7 +146,7 @@ mod tests {
             mark: Some(v("7")),
             members: MemberStamp::Newer {
                 version: v("7"),
-                members: members.clone(),
+                members: &members,
             },
             ..SetStamp::default()
         };
@@ -162,7 +162,7 @@ mod tests {
         let restore = SetStamp {
             members: MemberStamp::Restore {
                 version: v("7"),
-                members: members[..1].to_vec(),
+                members: &members[..1],
             },
             ..SetStamp::default()
         };

@@ -188,7 +188,7 @@ impl Store for MemoryStore {
         edge_set: usize,
         node: &str,
         change: &SetChange,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         let mut state = self.lock();
         state.requests.update_set += 1;
@@ -338,7 +338,7 @@ impl Store for MemoryStore {
         edge_set: usize,
         node: &str,
         complete: bool,
-        stamp: SetStamp,
+        stamp: SetStamp<'_>,
     ) -> Result<SetOutcome, StoreError> {
         let mut state = self.lock();
         state.requests.update_set += 1;

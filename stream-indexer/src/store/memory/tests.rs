@@ -293,21 +293,17 @@ fn a_tombstone_expires_the_configured_time_after_the_store_s_clock() {
 }
 
 /// A stamp that versions `members` one by one at `version`.
-fn members_at(version: &str, members: &[&str]) -> SetStamp {
+fn members_at<'a>(version: &str, members: &'a [String]) -> SetStamp<'a> {
     let version = Version::of_sequence(version).expect("a version");
     SetStamp {
         guard: MarkGuard::None,
         mark: Some(version.clone()),
-        members: MemberStamp::Newer {
-            version,
-            members: members.iter().map(|m| (*m).to_owned()).collect(),
-        },
+        members: MemberStamp::Newer { version, members },
     }
 }
 
 fn stamped(store: &MemoryStore, node: &str, change: SetChange, version: &str) -> Result<SetOutcome, StoreError> {
-    let members: Vec<&str> = change.members().iter().map(String::as_str).collect();
-    let stamp = members_at(version, &members);
+    let stamp = members_at(version, change.members());
     block(store.update_set_stamped(0, node, &change, stamp))
 }
 
