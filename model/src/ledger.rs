@@ -1,17 +1,21 @@
-//! The change ledger: what the router notes of each change it handled from
-//! a Kinesis data stream, which may deliver a change more than once and
-//! out of order. One ledger entry per change: the item (its table and
+//! The change ledger: what the router notes of the changes it handled
+//! from a Kinesis data stream, which may deliver a change more than once
+//! and out of order. One ledger entry per change: the item (its table and
 //! key), and the change's version (its creation time, see
-//! [`crate::version`]). The pipeline's own set updates of nodes are not
-//! noted (see [`crate::event::Classification`]): they have no events, and
-//! change nothing the reaper deletes. Pure; `event-router` reads and
-//! writes the ledger table (`[events] ledger_table`).
+//! [`crate::version`]). Pure; `event-router` reads and writes the ledger
+//! table (`[events] ledger_table`).
 //!
 //! - The router publishes a change's events only if the ledger has no
 //!   entry for it: a repeat publishes nothing (and is counted). It notes
 //!   the change once its events are published.
 //! - The reaper deletes an edge of an expired node only if no change of
-//!   the edge newer than the expiry is in the ledger.
+//!   the edge newer than the expiry is in the ledger: every change of a
+//!   table it reaps ([`Config::reaps`]) is noted, with events or not.
+//!
+//! Nothing else is noted: a change without events of another table (its
+//! repeat has nothing to drop), nor the pipeline's own set updates of
+//! nodes (see [`crate::event::Classification`]: they have no events, and
+//! change nothing the reaper deletes).
 //!
 //! An entry lives as long as the stream can deliver its change again: its
 //! creation time plus the stream's retention (`expires`, the ledger

@@ -21,8 +21,9 @@ pub(super) struct Classified<'a> {
     groups: Groups,
     pub(super) handled: Vec<Handled<'a>>,
     pub(super) pending: Vec<Pending>,
-    /// The ledger entry of each record of a table read from Kinesis that
-    /// is not poison (by its place in `handled`): see `model::ledger`.
+    /// The ledger entry of each record to note, of a table read from
+    /// Kinesis, that is not poison (by its place in `handled`): see
+    /// `model::ledger`.
     pub(super) ledger: Vec<(usize, model::ledger::Entry)>,
 }
 
@@ -87,6 +88,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         }
         let group = into.groups.of(table, record);
         let mut poison: Option<Poison> = None;
+        let events_before = into.pending.len();
         let classified = event::classify_received(config, table, received, record);
         match classified.events {
             Err(error) => poison = Some(Poison::new(Some(&record.sequence_number), Cause::Unroutable(error))),
@@ -107,9 +109,12 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                 }
             }
         }
-        // The pipeline's own set updates are not noted: they have no
-        // events, and change nothing the reaper deletes.
-        if poison.is_none() && !classified.pipeline_own {
+        // Noted: a change with events (its repeat publishes nothing), and
+        // every change of a table the reaper reaps (it reads when an edge
+        // last changed); not the pipeline's own set updates, which have no
+        // events and change nothing the reaper deletes.
+        let has_events = into.pending.len() > events_before;
+        if poison.is_none() && !classified.pipeline_own && (has_events || config.reaps(&table.name)) {
             if let Some(entry) = model::ledger::entry_of_received(config, table, received, record) {
                 into.ledger.push((handled.len(), entry));
             }

@@ -5,10 +5,11 @@
 //! Before publishing, the batch's changes of Kinesis-read tables that
 //! have events are looked up: a change seen earlier in the batch, or one
 //! the ledger holds, is a repeat, and its events are dropped (counted in
-//! `RouterStats::repeats`). After publishing, every change of such a table
-//! whose record is finished is noted, with events or not (the reaper reads
-//! when an item last changed), but the pipeline's own set updates (seen
-//! whole: no events, nothing the reaper deletes). A change whose events
+//! `RouterStats::repeats`). After publishing, the changes classification
+//! kept whose records are finished are noted: those with events, and every
+//! change of a table the reaper reaps (it reads when an edge last changed),
+//! but the pipeline's own set updates (seen whole: no events, nothing the
+//! reaper deletes). A change whose events
 //! went out but whose note failed is left unfinished: Lambda retries it,
 //! and its events go out again (the one window of a second delivery). A
 //! change older than one already published of the same item is not a

@@ -85,6 +85,12 @@ impl Config {
         self.tables.iter().any(|t| t.stream.is_unordered())
     }
 
+    /// Whether the reaper reaps the nodes of table `table` (a route of it
+    /// has `reap`).
+    pub fn reaps(&self, table: &str) -> bool {
+        self.routes.iter().any(|r| r.reap && r.table == table)
+    }
+
     /// The edge set of this table, if it has one (a table has at most one).
     pub fn edge_set(&self, table: &str) -> Option<&EdgeSetConfig> {
         self.edge_sets.iter().find(|e| e.table == table)

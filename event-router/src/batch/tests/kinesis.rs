@@ -192,3 +192,30 @@ fn the_pipeline_s_own_set_updates_are_not_noted() {
     assert!(handle(&domain).failed.is_none());
     assert_eq!(ledger.len(), 1, "a change of the application's is");
 }
+
+#[test]
+fn a_change_is_noted_when_it_has_events_or_its_table_is_reaped() {
+    let ledger = Arc::new(MemoryLedger::new());
+    let router = kinesis_router(Some(ledger.clone()));
+    assert!(router.config().reaps("records") && !router.config().reaps("layers"));
+    let noted = |record: &ChangeRecord| {
+        let before = ledger.len();
+        let outcome = block(router.handle_received(&[Received::typed(record.clone())]));
+        assert!(outcome.failed.is_none(), "{:?}", outcome.failed);
+        ledger.len() - before
+    };
+    // No events, and a table the reaper does not reap: nothing to note.
+    assert_eq!(
+        noted(&record("issues", EventKind::Insert, 1, "issue-1", "issue-1", false)),
+        0
+    );
+    assert_eq!(noted(&record("layers", EventKind::Insert, 2, "lyr#a", "v1", false)), 0);
+    // Events ("Layer Expired"): noted, so that a repeat publishes nothing.
+    assert_eq!(noted(&record("layers", EventKind::Remove, 3, "lyr#a", "v1", true)), 1);
+    // No events, but the reaper reads when an edge of a reaped table last
+    // changed.
+    assert_eq!(
+        noted(&record("records", EventKind::Insert, 4, "TEAM-1", "GOAL-1", false)),
+        1
+    );
+}
