@@ -230,8 +230,15 @@ pub fn classify_ahead<I: Attrs>(config: &Config, received: &Received<'_, I>) {
 pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>, entry: Option<crate::ledger::Entry>) {
     let Ok(record) = &received.record else { return };
     if let Ok(table) = table_of(config, record) {
-        received.ahead.keep(config, classification(config, table, record));
-        crate::ledger::entry_ahead(config, table, received, entry);
+        let classified = classification(config, table, record);
+        // The router notes only a change with events or of a reaped table
+        // (see `crate::ledger`): no other needs its entry.
+        let noted = !classified.pipeline_own
+            && (classified.events.as_ref().is_ok_and(|e| !e.is_empty()) || config.reaps(&table.name));
+        received.ahead.keep(config, classified);
+        if noted {
+            crate::ledger::entry_ahead(config, table, received, entry);
+        }
     }
 }
 

@@ -219,8 +219,12 @@ impl Local {
         };
         let mut stamped = lock(&self.stamped);
         stamped.saw(record.created);
-        // The item's text is made again only when its writes are looked up.
-        recorded && stamped.is_newer(&version, || entry.or_else(entry_of).map(|e| e.item))
+        // The pipeline writes the nodes of an edge set's table, and the
+        // reaper deletes edges of a reaped one; no other item has writes to
+        // look up. The item's text is made again only when they are.
+        let config = self.config();
+        let written = config.edge_set(&table.name).is_some() || config.reaps(&table.name);
+        recorded && (!written || stamped.is_newer(&version, || entry.or_else(entry_of).map(|e| e.item)))
     }
 
     /// What [`Local::replay_ready_batch`] takes for `record`, made ready
