@@ -233,7 +233,8 @@ pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>
         let classified = classification(config, table, record);
         // The router notes only a change with events or of a reaped table
         // (see `crate::ledger`): no other needs its entry.
-        let noted = !classified.pipeline_own
+        let noted = table.stream.is_unordered()
+            && !classified.pipeline_own
             && (classified.events.as_ref().is_ok_and(|e| !e.is_empty()) || config.reaps(&table.name));
         received.ahead.keep(config, classified);
         if noted {

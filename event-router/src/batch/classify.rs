@@ -114,7 +114,8 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         // last changed); not the pipeline's own set updates, which have no
         // events and change nothing the reaper deletes.
         let has_events = into.pending.len() > events_before;
-        if poison.is_none() && !classified.pipeline_own && (has_events || config.reaps(&table.name)) {
+        let noted = table.stream.is_unordered() && (has_events || config.reaps(&table.name));
+        if poison.is_none() && !classified.pipeline_own && noted {
             if let Some(entry) = model::ledger::entry_of_received(config, table, received, record) {
                 into.ledger.push((handled.len(), entry));
             }
