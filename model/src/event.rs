@@ -163,6 +163,17 @@ pub struct Classification {
     pub pipeline_own: bool,
 }
 
+impl Classification {
+    /// Whether the router notes the change, of `table`, in the ledger (see
+    /// [`crate::ledger`]): of a table read from Kinesis, not the pipeline's
+    /// own set update, and with events or of a reaped table.
+    pub fn is_noted(&self, config: &Config, table: &TableConfig) -> bool {
+        table.stream.is_unordered()
+            && !self.pipeline_own
+            && (self.events.as_ref().is_ok_and(|e| !e.is_empty()) || config.reaps(&table.name))
+    }
+}
+
 /// [`classify`]s a received record of `table`: takes what
 /// [`classify_ahead`] found for it with this config, if it did, else
 /// classifies `record` (the received record's own).
@@ -231,11 +242,8 @@ pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>
     let Ok(record) = &received.record else { return };
     if let Ok(table) = table_of(config, record) {
         let classified = classification(config, table, record);
-        // The router notes only a change with events or of a reaped table
-        // (see `crate::ledger`): no other needs its entry.
-        let noted = table.stream.is_unordered()
-            && !classified.pipeline_own
-            && (classified.events.as_ref().is_ok_and(|e| !e.is_empty()) || config.reaps(&table.name));
+        // Only a change the router notes needs its entry.
+        let noted = classified.is_noted(config, table);
         received.ahead.keep(config, classified);
         if noted {
             crate::ledger::entry_ahead(config, table, received, entry);

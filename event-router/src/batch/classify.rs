@@ -88,8 +88,11 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         }
         let group = into.groups.of(table, record);
         let mut poison: Option<Poison> = None;
-        let events_before = into.pending.len();
         let classified = event::classify_received(config, table, received, record);
+        // Noted (see `model::ledger`): a change with events (its repeat
+        // publishes nothing) and every change of a table the reaper reaps;
+        // a poison record is not.
+        let noted = classified.is_noted(config, table);
         match classified.events {
             Err(error) => poison = Some(Poison::new(Some(&record.sequence_number), Cause::Unroutable(error))),
             Ok(events) => {
@@ -109,13 +112,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                 }
             }
         }
-        // Noted: a change with events (its repeat publishes nothing), and
-        // every change of a table the reaper reaps (it reads when an edge
-        // last changed); not the pipeline's own set updates, which have no
-        // events and change nothing the reaper deletes.
-        let has_events = into.pending.len() > events_before;
-        let noted = table.stream.is_unordered() && (has_events || config.reaps(&table.name));
-        if poison.is_none() && !classified.pipeline_own && noted {
+        if poison.is_none() && noted {
             if let Some(entry) = model::ledger::entry_of_received(config, table, received, record) {
                 into.ledger.push((handled.len(), entry));
             }
