@@ -183,7 +183,10 @@ impl MemoryStore {
     /// history. Reads see the same rows either way.
     #[must_use]
     pub fn without_tombstones(self) -> MemoryStore {
-        self.lock().keep_tombstones = false;
+        let mut state = self.lock();
+        state.keep_tombstones = false;
+        state.rows = rows::Rows::churning();
+        drop(state);
         self
     }
 
@@ -341,6 +344,7 @@ pub use model::delivery::{lambda_event, lambda_record};
 
 mod dense;
 mod derived;
+mod entries;
 mod items;
 mod packed;
 mod ready;

@@ -1,6 +1,7 @@
 //! A hash map whose spare slots cost a word, not an entry: the entries sit
-//! densely in a vector (a removed one's place is taken by the last), and a
-//! hash table holds only their positions.
+//! densely in a vector, or in chunks for a map that only grows (see
+//! `entries`; a removed one's place is taken by the last), and a hash table
+//! holds only their positions.
 //!
 //! Why not a `HashMap` of the entries: with churn (rows written and deleted
 //! all the time, as a replay does), a hash map's deleted slots count against
@@ -21,10 +22,12 @@ use std::hash::{BuildHasher, Hash};
 
 use hashbrown::hash_table::{Entry, HashTable};
 
+use super::entries::Entries;
+
 pub(super) struct DenseMap<K, V> {
     /// Positions in `entries`, by the hash of the entry's key.
     slots: HashTable<usize>,
-    entries: Vec<(K, V)>,
+    entries: Entries<(K, V)>,
     /// The hash of each entry's key, at the entry's position.
     hashes: Vec<u64>,
     hasher: foldhash::fast::RandomState,
@@ -34,9 +37,20 @@ impl<K, V> Default for DenseMap<K, V> {
     fn default() -> Self {
         DenseMap {
             slots: HashTable::new(),
-            entries: Vec::new(),
+            entries: Entries::flat(),
             hashes: Vec::new(),
             hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+}
+
+impl<K, V> DenseMap<K, V> {
+    /// A map that only grows (its entries never removed, or seldom): its
+    /// entries in chunks, never copied as it grows (see [`Entries`]).
+    pub(super) fn growing() -> Self {
+        DenseMap {
+            entries: Entries::chunked(),
+            ..DenseMap::default()
         }
     }
 }
@@ -132,7 +146,7 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
             }
         }
         self.hashes.swap_remove(at);
-        Some(self.entries.swap_remove(at).1)
+        self.entries.swap_remove(at).map(|(_, v)| v)
     }
 
     /// Inserts or replaces; returns the value replaced.
@@ -166,7 +180,7 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
 /// (found, or free to take), making room first when the table is full.
 fn slot<'t, K, V>(
     slots: &'t mut HashTable<usize>,
-    entries: &[(K, V)],
+    entries: &Entries<(K, V)>,
     hashes: &[u64],
     hash: u64,
     is: impl Fn(&K) -> bool,
@@ -203,33 +217,35 @@ mod tests {
     }
 
     proptest! {
-        /// Any sequence of inserts and removes leaves the same entries as a
+        /// In either layout, any sequence of inserts and removes leaves the
+        /// same entries as a
         /// `BTreeMap` given the same, and every call answers as it does.
         #[test]
         fn behaves_as_a_map(ops in proptest::collection::vec(op(), 0..400)) {
-            let mut dense = DenseMap::default();
-            let mut model = BTreeMap::new();
-            for op in ops {
-                match op {
-                    Op::Insert(k, v) => prop_assert_eq!(dense.insert(k, v), model.insert(k, v)),
-                    Op::Remove(k) => prop_assert_eq!(dense.remove(&k), model.remove(&k)),
-                    Op::InsertIfGreater(k, v) => {
-                        let inserted = dense.insert_if(k, |x| *x == k, || k, |old| old.is_none_or(|o| *o < v), || v);
-                        let expected = model.get(&k).is_none_or(|o| *o < v);
-                        if expected {
-                            model.insert(k, v);
+            for mut dense in [DenseMap::default(), DenseMap::growing()] {
+                let mut model = BTreeMap::new();
+                for op in ops.iter().cloned() {
+                    match op {
+                        Op::Insert(k, v) => prop_assert_eq!(dense.insert(k, v), model.insert(k, v)),
+                        Op::Remove(k) => prop_assert_eq!(dense.remove(&k), model.remove(&k)),
+                        Op::InsertIfGreater(k, v) => {
+                            let inserted = dense.insert_if(k, |x| *x == k, || k, |old| old.is_none_or(|o| *o < v), || v);
+                            let expected = model.get(&k).is_none_or(|o| *o < v);
+                            if expected {
+                                model.insert(k, v);
+                            }
+                            prop_assert_eq!(inserted, expected);
                         }
-                        prop_assert_eq!(inserted, expected);
                     }
+                    prop_assert_eq!(dense.len(), model.len());
                 }
-                prop_assert_eq!(dense.len(), model.len());
+                for k in 0..=u8::MAX {
+                    prop_assert_eq!(dense.get(k, |x| *x == k), model.get(&k));
+                }
+                let mut all: Vec<(u8, u32)> = dense.iter().map(|(k, v)| (*k, *v)).collect();
+                all.sort_unstable();
+                prop_assert_eq!(all, model.into_iter().collect::<Vec<_>>());
             }
-            for k in 0..=u8::MAX {
-                prop_assert_eq!(dense.get(k, |x| *x == k), model.get(&k));
-            }
-            let mut all: Vec<(u8, u32)> = dense.iter().map(|(k, v)| (*k, *v)).collect();
-            all.sort_unstable();
-            prop_assert_eq!(all, model.into_iter().collect::<Vec<_>>());
         }
     }
 }

@@ -83,14 +83,32 @@ impl Key {
     }
 }
 
-#[derive(Default)]
 pub(super) struct Rows {
     map: DenseMap<Key, Stored>,
     /// Every key, sorted; `None` after a write.
     order: Option<Vec<(usize, RowKey)>>,
 }
 
+/// Rows that keep their tombstones: a map that only grows.
+impl Default for Rows {
+    fn default() -> Rows {
+        Rows {
+            map: DenseMap::growing(),
+            order: None,
+        }
+    }
+}
+
 impl Rows {
+    /// Rows whose deletes leave no tombstone ([`Rows::remove`]): a map
+    /// whose size follows the live rows.
+    pub(super) fn churning() -> Rows {
+        Rows {
+            map: DenseMap::default(),
+            order: None,
+        }
+    }
+
     pub(super) fn put(&mut self, index: usize, key: &RowKey, projection: Projection, version: Version) {
         let stored = Stored {
             version,
