@@ -170,6 +170,10 @@ impl<K: Hash + Eq, V> DenseMap<K, V> {
         self.entries.len()
     }
 
+    pub(super) fn is_empty(&self) -> bool {
+        self.entries.len() == 0
+    }
+
     /// Every entry, in no particular order.
     pub(super) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.entries.iter().map(|(k, v)| (k, v))

@@ -109,6 +109,11 @@ impl Rows {
         }
     }
 
+    /// Whether no row or tombstone is stored.
+    pub(super) fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
     pub(super) fn put(&mut self, index: usize, key: &RowKey, projection: Projection, version: Version) {
         let stored = Stored {
             version,

@@ -292,6 +292,26 @@ fn a_tombstone_expires_the_configured_time_after_the_store_s_clock() {
     );
 }
 
+#[test]
+fn a_store_told_to_keep_no_tombstones_keeps_the_rows_it_holds() {
+    let store = store();
+    let key = RowKey {
+        partition: "a".into(),
+        sort: "1".into(),
+    };
+    let write = RowWrite {
+        index: 0,
+        key: key.clone(),
+        put: Some(Image::from([("n".to_owned(), s("kept"))]).into()),
+        version: model::Version::of_sequence("1").expect("a version"),
+    };
+    assert_eq!(block(store.write_rows(&[write])), Ok(vec![]));
+    let store = store.without_tombstones();
+    let read = block(store.read_rows(0, vec![key])).expect("read");
+    let (_, row) = read.found.first().expect("the row written before");
+    assert_eq!(row.get("n"), Some(&s("kept")));
+}
+
 /// A stamp that versions `members` one by one at `version`.
 fn members_at<'a>(version: &str, members: &'a [String]) -> SetStamp<'a> {
     let version = Version::of_sequence(version).expect("a version");
