@@ -222,8 +222,8 @@ mod tests {
 
     proptest! {
         /// In either layout, any sequence of inserts and removes leaves the
-        /// same entries as a
-        /// `BTreeMap` given the same, and every call answers as it does.
+        /// same entries as a `BTreeMap` given the same, and every call
+        /// answers as it does.
         #[test]
         fn behaves_as_a_map(ops in proptest::collection::vec(op(), 0..400)) {
             for mut dense in [DenseMap::default(), DenseMap::growing()] {

@@ -17,12 +17,6 @@ pub(super) enum Entries<T> {
     Chunked { chunks: Vec<Vec<T>>, len: usize },
 }
 
-impl<T> Default for Entries<T> {
-    fn default() -> Self {
-        Entries::flat()
-    }
-}
-
 impl<T> Entries<T> {
     pub(super) fn flat() -> Entries<T> {
         Entries::Flat(Vec::new())
