@@ -24,7 +24,9 @@ use model::config::{self, EXAMPLE_CONFIG};
 use model::index::RowKey;
 use model::{Config, Image, Value};
 use stream_indexer::store::dynamo::DynamoStore;
-use stream_indexer::store::{RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, Store};
+use stream_indexer::store::{
+    MarkGuard, MemberStamp, RowGuard, RowOutcome, RowWrite, SetChange, SetOutcome, SetStamp, Store,
+};
 use stream_indexer::{Indexer, Options};
 use streamdex_tests::derived::{drain, verify};
 use streamdex_tests::images::{item, s};
@@ -462,6 +464,48 @@ async fn update_set_on_a_missing_node_creates_nothing() -> Result<()> {
     }
     ensure!(moto.scan(&t.records).await?.is_empty(), "an item was created");
     ensure!(reader.read_new(&moto).await?.is_empty(), "the stream saw a write");
+    Ok(())
+}
+
+/// A node of a table read from Kinesis is restored under a stamp (its
+/// members' versions kept, see `stream_indexer::store::MemberStamp`): with
+/// no edges to restore, and with some, DynamoDB takes the request (it
+/// refuses a value that no expression uses) and the node ends complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs STREAMDEX_TEST_ENDPOINT (scripts/test.sh runs it)"]
+async fn a_stamped_restore_marks_the_node_with_or_without_members() -> Result<()> {
+    let moto = Moto::connect("a_stamped_restore_marks_the_node_with_or_without_members").await;
+    let config = setup(&moto, "restore").await?;
+    let t = Tables::of(&config);
+    let set = &config.edge_sets[0];
+    let store = DynamoStore::new(moto.dynamodb.clone(), config.clone());
+    let version = model::Version::of_sequence("7").map_err(|e| anyhow!("{e}"))?;
+    let members = ["GOALMEMBERSHIP-USER-1#300-MEMBER".to_owned()];
+    for (id, restored) in [("GOAL-1", &members[..0]), ("GOAL-2", &members[..])] {
+        moto.put(&t.records, &node(id, &[])).await?;
+        let stamp = SetStamp {
+            guard: MarkGuard::NotNewer(version.clone()),
+            mark: Some(version.clone()),
+            members: MemberStamp::Restore {
+                version: version.clone(),
+                members: restored,
+            },
+        };
+        let outcome = store
+            .update_set_stamped(0, id, &SetChange::Add(restored.to_vec()), stamp)
+            .await?;
+        ensure!(outcome == SetOutcome::Applied, "{id}: {outcome:?}");
+        let held = moto.get(&t.records, &record_key(id, id)).await?.context("the node")?;
+        ensure!(
+            held.get(&set.complete_attribute) == Some(&Value::Bool(true)),
+            "{id}: {held:?}"
+        );
+        let set_held = held.get(&set.attribute);
+        match restored {
+            [] => ensure!(set_held.is_none(), "{id}: {held:?}"),
+            _ => ensure!(set_held == Some(&Value::Ss(restored.to_vec())), "{id}: {held:?}"),
+        }
+    }
     Ok(())
 }
 

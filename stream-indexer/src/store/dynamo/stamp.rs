@@ -29,7 +29,8 @@ pub(in crate::store) fn names(request: UpdateItemFluentBuilder, stamp: &SetStamp
     if let Some(v) = &stamp.mark {
         request = request.expression_attribute_values(":mark", AttributeValue::S(v.as_str().to_owned()));
     }
-    if let Some((version, members)) = stamp.members.parts() {
+    // DynamoDB refuses a value that no expression uses: `:mv` only with members.
+    if let Some((version, members)) = stamp.members.parts().filter(|(_, members)| !members.is_empty()) {
         for (i, member) in members.iter().enumerate() {
             request = request.expression_attribute_names(format!("#mv{i}"), member_version_attribute(member));
         }
@@ -100,6 +101,8 @@ pub(in crate::store) fn stale(item: &HashMap<String, AttributeValue>, stamp: &Se
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     fn v(n: &str) -> Version {
@@ -137,6 +140,79 @@ mod tests {
         };
         assert!(condition("x", &as_read).ends_with("attribute_not_exists(#mark)"));
         assert!(stale(&item("1"), &as_read));
+    }
+
+    /// The `#` names and `:` values an expression uses.
+    fn placeholders(expression: &str) -> BTreeSet<String> {
+        let mut found = BTreeSet::new();
+        let mut rest = expression;
+        while let Some(at) = rest.find(['#', ':']) {
+            let tail = &rest[at + 1..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            found.insert(rest[at..at + 1 + end].to_owned());
+            rest = &tail[end..];
+        }
+        found
+    }
+
+    /// DynamoDB refuses a request that defines a name or value no
+    /// expression uses, or uses one it does not define: for every shape of
+    /// stamp, what [`names`] defines is what [`condition`] and [`update`] use.
+    #[test]
+    fn a_stamp_defines_exactly_the_names_and_values_its_expressions_use() {
+        let client = Client::from_conf(
+            aws_sdk_dynamodb::Config::builder()
+                .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+                .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+                .build(),
+        );
+        let members = ["GOALMEMBERSHIP-USER-1".to_owned(), "GOALMEMBERSHIP-USER-2".to_owned()];
+        let guards = [
+            MarkGuard::None,
+            MarkGuard::NotNewer(v("4")),
+            MarkGuard::AsRead(Some(v("4"))),
+            MarkGuard::AsRead(None),
+        ];
+        let mut shapes = 0;
+        for guard in &guards {
+            for mark in [None, Some(v("5"))] {
+                for count in 0..=members.len() {
+                    let taken = &members[..count];
+                    for stamped in [
+                        MemberStamp::None,
+                        MemberStamp::Newer {
+                            version: v("5"),
+                            members: taken,
+                        },
+                        MemberStamp::Restore {
+                            version: v("5"),
+                            members: taken,
+                        },
+                    ] {
+                        let stamp = SetStamp {
+                            guard: guard.clone(),
+                            mark: mark.clone(),
+                            members: stamped,
+                        };
+                        let request = names(client.update_item(), &stamp);
+                        let input = request.as_input();
+                        let names_defined = input.get_expression_attribute_names().iter().flat_map(|m| m.keys());
+                        let values_defined = input.get_expression_attribute_values().iter().flat_map(|m| m.keys());
+                        let defined: BTreeSet<String> = names_defined.chain(values_defined).cloned().collect();
+                        let used: BTreeSet<String> = placeholders(&condition("attribute_exists(#pk)", &stamp))
+                            .into_iter()
+                            .chain(placeholders(&update("SET #a = :b", &stamp)))
+                            .filter(|p| !["#pk", "#a", ":b"].contains(&p.as_str()))
+                            .collect();
+                        assert_eq!(defined, used, "{stamp:?}");
+                        shapes += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(shapes, guards.len() * 2 * (members.len() + 1) * 3);
     }
 
     #[test]
