@@ -442,14 +442,10 @@ fn event_source_mapping(mapping: &Mapping, kinesis: bool) -> Json {
         "DestinationConfig": { "OnFailure": { "Destination": { "Fn::GetAtt": [ids::QUARANTINE_BUCKET, "Arn"] } } },
     });
     if !mapping.filters.is_empty() {
-        // Lambda filters a Kinesis record on its decoded `data`: the
-        // change as DynamoDB writes it, with the same `dynamodb` part.
-        let pattern = |p: &model::filter::Pattern| match kinesis {
-            true => format!("{{\"data\":{}}}", p.to_text()),
-            false => p.to_text(),
-        };
+        // A Kinesis-read table's patterns are under the record's `data`
+        // already (see `model::filter`).
         properties["FilterCriteria"] = json!({
-            "Filters": mapping.filters.iter().map(|p| json!({ "Pattern": pattern(p) })).collect::<Vec<_>>(),
+            "Filters": mapping.filters.iter().map(|p| json!({ "Pattern": p.to_text() })).collect::<Vec<_>>(),
         });
     }
     json!({ "Type": "AWS::Lambda::EventSourceMapping", "Properties": properties })

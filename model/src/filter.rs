@@ -18,7 +18,10 @@
 //! error (router). Records nothing needs are dropped where a pattern can say
 //! so. No patterns at all means "no filter": every record passes.
 //!
-//! Patterns test the record's `dynamodb` part only: DynamoDB event source
+//! Patterns test the record's `dynamodb` part only (for a table read from
+//! a Kinesis data stream, under [`KINESIS_DATA`]: Lambda filters a Kinesis
+//! record on its decoded payload, the change as DynamoDB writes it, with
+//! the same `dynamodb` part). DynamoDB event source
 //! mappings filter on nothing else (AWS documents it so; `eventName` and
 //! `userIdentity` are not usable). The event kind is read from the images
 //! the stream's `NEW_AND_OLD_IMAGES` view carries, through the partition
@@ -58,13 +61,16 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::config::{Config, RouteEvent, RouteItems, TableConfig};
+use crate::config::{ChangeSource, Config, RouteEvent, RouteItems, TableConfig};
 
 /// Filters per event source mapping (Lambda's default quota).
 pub const MAX_PATTERNS: usize = 5;
 
 /// Characters per filter pattern (Lambda's limit).
 pub const MAX_PATTERN_CHARS: usize = 4096;
+/// The field of a Kinesis record that Lambda's filters see its decoded
+/// payload in.
+pub const KINESIS_DATA: &str = "data";
 
 /// A reader of a table's stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -180,6 +186,17 @@ impl Pattern {
         })
     }
 
+    /// The pattern with every field moved under `key`.
+    fn under(self, key: &str) -> Pattern {
+        let fields = self.fields.into_iter().map(|(path, allowed)| {
+            let path = std::iter::once(key.to_owned()).chain(path).collect();
+            (path, allowed)
+        });
+        Pattern {
+            fields: fields.collect(),
+        }
+    }
+
     fn with(mut self, path: &[&str], allowed: Vec<Allowed>) -> Pattern {
         self.fields
             .insert(path.iter().map(|s| (*s).to_owned()).collect(), allowed);
@@ -219,6 +236,10 @@ pub fn patterns(config: &Config, table: &TableConfig, consumer: Consumer) -> Vec
     let raw = match consumer {
         Consumer::Indexer => indexer_patterns(config, table),
         Consumer::Router => router_patterns(config, table),
+    };
+    let raw = match table.stream {
+        ChangeSource::DynamoDb => raw,
+        ChangeSource::Kinesis(_) => raw.into_iter().map(|p| p.under(KINESIS_DATA)).collect(),
     };
     bound(raw)
 }

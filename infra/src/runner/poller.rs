@@ -460,10 +460,16 @@ struct ViewImages {
 /// The part of a record filters look at (`dynamodb`'s keys and images),
 /// read without the other fields (the creation time never becomes an f64).
 /// A Kinesis record is looked at in its decoded `data`, as Lambda filters
-/// it (the mapping's patterns are then under `data`: see the template).
+/// it (the mapping's patterns are then under `data`: see `model::filter`).
 fn filter_view(json: &str) -> Json {
-    let decoded = super::stream::kinesis::kinesis_data(json);
-    let json = decoded.as_deref().unwrap_or(json);
+    match super::stream::kinesis::kinesis_data(json) {
+        Some(decoded) => serde_json::json!({ filter::KINESIS_DATA: change_view(&decoded) }),
+        None => change_view(json),
+    }
+}
+
+/// [`filter_view`] of a change as DynamoDB writes it.
+fn change_view(json: &str) -> Json {
     let Ok(View { dynamodb: Some(images) }) = serde_json::from_str::<View>(json) else {
         return Json::Null;
     };
@@ -494,5 +500,14 @@ mod tests {
             serde_json::json!({"dynamodb": {"Keys": {"pk": {"S": "a"}}, "NewImage": {"n": {"N": "1"}}}})
         );
         assert_eq!(filter_view("not json"), Json::Null);
+        // A Kinesis record: its decoded `data`, under `data`.
+        use base64::Engine as _;
+        let change = r#"{"eventName":"REMOVE","dynamodb":{"ApproximateCreationDateTime":1,"Keys":{"pk":{"S":"a"}},"OldImage":{"pk":{"S":"a"}}}}"#;
+        let data = base64::engine::general_purpose::STANDARD.encode(change);
+        let kinesis = format!(r#"{{"kinesis":{{"sequenceNumber":"7","data":"{data}"}},"eventSource":"aws:kinesis"}}"#);
+        assert_eq!(
+            filter_view(&kinesis),
+            serde_json::json!({"data": {"dynamodb": {"Keys": {"pk": {"S": "a"}}, "OldImage": {"pk": {"S": "a"}}}}})
+        );
     }
 }

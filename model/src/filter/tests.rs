@@ -171,6 +171,56 @@ fn patterns_render_as_lambda_filter_json() {
     }
 }
 
+/// Lambda filters a Kinesis record on its decoded `data`: a table read from
+/// Kinesis has its DynamoDB patterns under it, and a change passes them
+/// there exactly when it passes them as a DynamoDB record.
+#[test]
+fn a_kinesis_read_tables_patterns_are_its_dynamodb_ones_under_data() {
+    let config = example();
+    let mut kinesis = config.clone();
+    for table in &mut kinesis.tables {
+        table.stream = ChangeSource::Kinesis(crate::source::KinesisSource {
+            precision: crate::source::Precision::Microsecond,
+            retention_hours: 24,
+        });
+    }
+    let mut checked = 0;
+    for (table, read_from_kinesis) in config.tables.iter().zip(&kinesis.tables) {
+        for consumer in Consumer::ALL {
+            let plain = patterns(&config, table, consumer);
+            let under: Vec<Pattern> = plain.iter().cloned().map(|p| p.under(KINESIS_DATA)).collect();
+            assert_eq!(patterns(&kinesis, read_from_kinesis, consumer), under);
+            for (p, k) in plain.iter().zip(&under) {
+                assert!(k.to_text().starts_with(r#"{"data":{"dynamodb":"#), "{}", k.to_text());
+                // Keys of every kind the example's patterns tell apart.
+                let keys = ["lyr#1", "GOAL-1", "issue-1", "GOALMEMBERSHIP-USER-1", "other"].map(|value| {
+                    let mut key = json!({ table.partition_key.as_str(): {"S": value} });
+                    if let Some(sort) = &table.sort_key {
+                        key[sort.as_str()] = json!({"S": value});
+                    }
+                    key
+                });
+                let changes = keys.iter().flat_map(|key| {
+                    [
+                        record(&table.name, "INSERT", key.clone(), None, Some(key.clone())),
+                        record(&table.name, "MODIFY", key.clone(), Some(key.clone()), Some(key.clone())),
+                        record(&table.name, "REMOVE", key.clone(), Some(key.clone()), None),
+                    ]
+                });
+                for change in changes {
+                    assert_eq!(
+                        p.matches(&change),
+                        k.matches(&json!({ KINESIS_DATA: change })),
+                        "{change}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 10, "only {checked} checks");
+}
+
 #[test]
 fn records_nothing_needs_are_dropped() {
     let config = example();
