@@ -22,7 +22,8 @@ pub struct DeferredMapping {
     /// Its logical id in the template.
     pub id: String,
     pub function_name: String,
-    /// The table whose stream it reads.
+    /// The table whose stream it reads, or (a table read from Kinesis) the
+    /// table's data stream.
     pub table: String,
     /// The on-failure destination's bucket.
     pub on_failure_bucket: Option<String>,

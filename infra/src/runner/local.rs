@@ -153,6 +153,13 @@ pub async fn connect(
                     functions.push((consumer, Arc::new(HostedFunction(hosted.clone()))));
                 }
             }
+            // A mapping of a table read from Kinesis reads the table's data
+            // stream: the runner knows it by its table.
+            let table_of_stream: std::collections::BTreeMap<String, String> = stack
+                .kinesis_streams()
+                .into_iter()
+                .map(|(table, s)| (s, table))
+                .collect();
             hosting
                 .mappings
                 .iter()
@@ -160,7 +167,7 @@ pub async fn connect(
                     let role = stack.functions.iter().find(|f| f.name == m.function)?.role;
                     let consumer = Consumer::ALL.into_iter().find(|c| FunctionRole::of(*c) == role)?;
                     Some((
-                        m.table.clone(),
+                        table_of_stream.get(&m.table).unwrap_or(&m.table).clone(),
                         consumer,
                         m.settings,
                         m.filters.clone(),

@@ -22,6 +22,8 @@ pub struct DeployedMapping {
     /// Its name (the template's logical id): Lambda names a mapping's
     /// failed batches by its UUID, the rehearsal by this.
     pub id: String,
+    /// The table whose stream it reads, or its data stream (see
+    /// [`DeferredMapping::table`]).
     pub table: String,
     pub function: String,
     pub settings: Settings,
