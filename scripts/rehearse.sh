@@ -12,6 +12,7 @@
 # does, and checks what they did: tests/tests/e2e/rehearsal.rs).
 #
 #   scripts/rehearse.sh http://127.0.0.1:5005 [CONFIG]
+#   REHEARSAL_DIR=target/rehearsal-kinesis scripts/rehearse.sh http://127.0.0.1:5006 target/streamdex.kinesis.toml
 #
 # Needs: the moto server at the endpoint (one of its own: the stack takes the
 # config's names), and aws-sam-translator and cfn-lint in .venv-judges
@@ -41,7 +42,13 @@ esac
 stack=streamdex
 bucket=streamdex-artifacts
 alarm_endpoint=alarms@example.com
-out=target/rehearsal
+# Where the rehearsal's files go (REHEARSAL_DIR, under target/), and the
+# template, in target/ itself: its CodeUris are relative to it.
+out=${REHEARSAL_DIR:-target/rehearsal}
+case "$out" in target/*/* | target/) die "REHEARSAL_DIR must name a folder right under target/, not $out" ;; target/*) ;;
+  *) die "REHEARSAL_DIR must name a folder right under target/, not $out" ;; esac
+template=target/template.json
+[ "$out" = target/rehearsal ] || template="target/$(basename "$out").template.json"
 mkdir -p "$out"
 export AWS_ENDPOINT_URL=$endpoint
 
@@ -52,10 +59,10 @@ if [ "${REHEARSAL_BUILT:-}" != 1 ] || [ "$(cat target/lambda/architecture 2>/dev
 fi
 
 # The deploy section's commands, in order (docs/deploying.md).
-log "streamdex template $config -o target/template.json"
-"$STREAMDEX" template "$config" -o target/template.json
-log "streamdex package target/template.json --bucket $bucket -o $out/packaged.json"
-"$STREAMDEX" package target/template.json --bucket "$bucket" --create-bucket -o "$out/packaged.json"
+log "streamdex template $config -o $template"
+"$STREAMDEX" template "$config" -o "$template"
+log "streamdex package $template --bucket $bucket -o $out/packaged.json"
+"$STREAMDEX" package "$template" --bucket "$bucket" --create-bucket -o "$out/packaged.json"
 log "python infra/expand.py $out/packaged.json $out/expanded.json"
 "$judges/bin/python" infra/expand.py "$out/packaged.json" "$out/expanded.json"
 log "cfn-lint $out/expanded.json"

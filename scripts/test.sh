@@ -118,22 +118,30 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   log "installing cargo-nextest (once)"; cargo install cargo-nextest --locked
 fi
 profile=default; [ "${CI:-}" = true ] && profile=ci
-rehearsal_test=the_built_functions_keep_the_deployed_stack_in_step
+# The rehearsals' checks (tests/tests/e2e/rehearsal.rs) run after the rehearsals, below.
+rehearsal_tests='test(/^rehearsal::/)'
 cargo nextest run --profile "$profile" "${scope[@]}" "${cargo_args[@]}" --run-ignored all --no-tests=warn \
-  -E "not test(concurrent_adds_never_pass_max_members) and not test($rehearsal_test)" "${test_args[@]}"
+  -E "not test(concurrent_adds_never_pass_max_members) and not $rehearsal_tests" "${test_args[@]}"
 if [ "$rehearse" = 1 ]; then
   log "waiting for the functions' build (it started first)"
   if ! wait "$functions_pid"; then cat target/build-functions.log >&2; log "scripts/build-functions.sh $arch failed"; exit 1; fi
   functions_pid=
   tail -n 4 target/build-functions.log >&2
+  streamdex="${CARGO_TARGET_DIR:-target}/debug/streamdex"
   # A moto server of its own: the stack takes the example config's names.
   start_moto target-moto-rehearsal.log
   export STREAMDEX_REHEARSAL_ENDPOINT=$started
   log "the deploy rehearsal against $STREAMDEX_REHEARSAL_ENDPOINT"
-  REHEARSAL_BUILT=1 STREAMDEX="${CARGO_TARGET_DIR:-target}/debug/streamdex" \
-    scripts/rehearse.sh "$STREAMDEX_REHEARSAL_ENDPOINT" streamdex.example.toml
-  log "the built functions against the rehearsal's stack"
-  cargo nextest run --profile "$profile" --workspace --run-ignored all -E "test($rehearsal_test)"
+  REHEARSAL_BUILT=1 STREAMDEX="$streamdex" scripts/rehearse.sh "$STREAMDEX_REHEARSAL_ENDPOINT" streamdex.example.toml
+  # Again with every table read from Kinesis, on another server (the same names).
+  start_moto target-moto-rehearsal-kinesis.log
+  export STREAMDEX_KINESIS_REHEARSAL_ENDPOINT=$started
+  "$streamdex" config example --stream kinesis >target/streamdex.kinesis.toml
+  log "the deploy rehearsal of target/streamdex.kinesis.toml against $STREAMDEX_KINESIS_REHEARSAL_ENDPOINT"
+  REHEARSAL_DIR=target/rehearsal-kinesis REHEARSAL_BUILT=1 STREAMDEX="$streamdex" \
+    scripts/rehearse.sh "$STREAMDEX_KINESIS_REHEARSAL_ENDPOINT" target/streamdex.kinesis.toml
+  log "the built functions against the rehearsals' stacks"
+  cargo nextest run --profile "$profile" --workspace --run-ignored all -E "$rehearsal_tests"
 fi
 if [ ${#cargo_args[@]} -eq 0 ] && [ ${#test_args[@]} -eq 0 ]; then
   log "cargo test --doc"

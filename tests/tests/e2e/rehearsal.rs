@@ -43,6 +43,9 @@ use crate::cli::streamdex;
 
 /// The variable `scripts/test.sh` sets to the rehearsal's moto server.
 const ENDPOINT_VAR: &str = "STREAMDEX_REHEARSAL_ENDPOINT";
+/// The one it sets to the Kinesis rehearsal's, and the config it writes for it.
+const KINESIS_ENDPOINT_VAR: &str = "STREAMDEX_KINESIS_REHEARSAL_ENDPOINT";
+const KINESIS_CONFIG: &str = "target/streamdex.kinesis.toml";
 
 /// The repository's root (the rehearsal's files are under its `target/`).
 fn root() -> PathBuf {
@@ -57,15 +60,64 @@ fn large() -> String {
 #[test]
 #[ignore = "needs STREAMDEX_REHEARSAL_ENDPOINT (scripts/test.sh runs the rehearsal, then it)"]
 fn the_built_functions_keep_the_deployed_stack_in_step() -> Result<()> {
-    let endpoint = match std::env::var(ENDPOINT_VAR) {
+    let config = model::config::parse(EXAMPLE_CONFIG, "example").map_err(|e| anyhow::anyhow!("{e}"))?;
+    rehearsed(
+        ENDPOINT_VAR,
+        "target/rehearsal",
+        &root().join("streamdex.example.toml"),
+        config,
+        &[],
+    )
+}
+
+/// The same, with every table of the example read from a Kinesis data
+/// stream (`streamdex config example --stream kinesis`): the stack's data
+/// streams, the tables' Kinesis destinations and the Kinesis mappings, fed
+/// by `run` as the endpoint does not copy table changes into Kinesis.
+#[test]
+#[ignore = "needs STREAMDEX_KINESIS_REHEARSAL_ENDPOINT (scripts/test.sh runs the rehearsal, then it)"]
+fn the_built_functions_keep_a_kinesis_read_stack_in_step() -> Result<()> {
+    let config_path = root().join(KINESIS_CONFIG);
+    let text = std::fs::read_to_string(&config_path)
+        .with_context(|| format!("{}: scripts/test.sh writes it for the rehearsal", config_path.display()))?;
+    ensure!(
+        text == infra::cli::config::kinesis_example(),
+        "{} is not the Kinesis example",
+        config_path.display()
+    );
+    let config = model::config::parse(&text, KINESIS_CONFIG).map_err(|e| anyhow::anyhow!("{e}"))?;
+    ensure!(
+        config.reads_kinesis(),
+        "the Kinesis example reads no table from Kinesis"
+    );
+    // Delivered as a Kinesis stream may: reordered, and some changes twice.
+    let delivery = ["--reorder-window", "8", "--repeat", "25"];
+    rehearsed(
+        KINESIS_ENDPOINT_VAR,
+        "target/rehearsal-kinesis",
+        &config_path,
+        config,
+        &delivery,
+    )
+}
+
+/// Checks the rehearsal `scripts/rehearse.sh` left in `dir` (under the
+/// repository's root) on the moto server that `endpoint_var` names, of the
+/// config at `config_path` (`config`, parsed), `run` given `delivery` too.
+fn rehearsed(
+    endpoint_var: &str,
+    dir: &str,
+    config_path: &Path,
+    config: model::Config,
+    delivery: &[&str],
+) -> Result<()> {
+    let endpoint = match std::env::var(endpoint_var) {
         Ok(e) if !e.trim().is_empty() => e.trim().to_owned(),
         _ => {
-            panic!("{ENDPOINT_VAR} is not set: run scripts/test.sh, which runs scripts/rehearse.sh and then this test")
+            panic!("{endpoint_var} is not set: run scripts/test.sh, which runs scripts/rehearse.sh and then this test")
         }
     };
-    let rehearsal = root().join("target/rehearsal");
-    let config_path = root().join("streamdex.example.toml");
-    let config = model::config::parse(EXAMPLE_CONFIG, "example").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let rehearsal = root().join(dir);
     let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".to_owned());
 
     // The deploy report names every resource, and the stack has every output.
@@ -158,7 +210,7 @@ fn the_built_functions_keep_the_deployed_stack_in_step() -> Result<()> {
     let functions = root().join("target/lambda").display().to_string();
     let mappings = rehearsal.join("mappings.json").display().to_string();
     let state = state.display().to_string();
-    let (code, out, err) = run(&[
+    let mut args = vec![
         "run",
         &cfg,
         "--functions",
@@ -172,7 +224,9 @@ fn the_built_functions_keep_the_deployed_stack_in_step() -> Result<()> {
         "--give-up-after",
         "120",
         "--no-emf",
-    ])?;
+    ];
+    args.extend(delivery);
+    let (code, out, err) = run(&args)?;
     ensure!(code == 0, "run --functions: {code}\n{out}\n{err}");
     for function in ["streamdex-stream-indexer", "streamdex-event-router", "streamdex-reaper"] {
         ensure!(
