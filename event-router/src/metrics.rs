@@ -16,6 +16,7 @@ pub fn batch_line(function: &str, stats: &RouterStats, duration: Duration, now_m
         .metric("EventsPublished", Unit::Count, count(stats.published))
         .metric("EventsRetried", Unit::Count, count(stats.retried))
         .metric("EventsRefused", Unit::Count, count(stats.refused))
+        .metric("Repeats", Unit::Count, count(stats.repeats))
         .metric("ImagesOmitted", Unit::Count, count(stats.images_omitted))
         .metric("PutEventsCalls", Unit::Count, count(stats.calls))
         .metric("Quarantined", Unit::Count, count(stats.quarantined))
@@ -51,6 +52,7 @@ mod tests {
             published: 4,
             retried: 2,
             quarantined: 1,
+            repeats: 3,
             oldest_created: Some(CreationTime { seconds: 10, nanos: 0 }),
             ..RouterStats::default()
         };
@@ -59,6 +61,7 @@ mod tests {
         assert_eq!(json["EventsPublished"], 4);
         assert_eq!(json["EventsRetried"], 2);
         assert_eq!(json["Quarantined"], 1);
+        assert_eq!(json["Repeats"], 3);
         assert_eq!(json["IteratorAge"], 2_000);
         assert_eq!(json["Function"], "event-router");
     }
