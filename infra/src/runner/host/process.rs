@@ -71,13 +71,19 @@ pub fn extract(zip: &Path, work: &Path) -> Result<PathBuf, ProcessError> {
     };
     std::fs::create_dir_all(work).map_err(write(work))?;
     let path = work.join(BOOTSTRAP);
-    let mut out = std::fs::File::create(&path).map_err(write(&path))?;
-    std::io::copy(&mut entry, &mut out).map_err(write(&path))?;
+    // Written aside and renamed over the old one: another `run` of the same
+    // functions may be executing that one, which cannot be opened for
+    // writing then ("Text file busy"); it keeps running the file it has.
+    let aside = work.join(format!("{BOOTSTRAP}.{}.part", std::process::id()));
+    let mut out = std::fs::File::create(&aside).map_err(write(&aside))?;
+    std::io::copy(&mut entry, &mut out).map_err(write(&aside))?;
+    drop(out);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).map_err(write(&path))?;
+        std::fs::set_permissions(&aside, std::fs::Permissions::from_mode(0o755)).map_err(write(&aside))?;
     }
+    std::fs::rename(&aside, &path).map_err(write(&path))?;
     // Absolute: the process starts in `work`, where a relative path would point elsewhere.
     std::path::absolute(&path).map_err(write(&path))
 }
@@ -180,5 +186,52 @@ impl Process {
     pub async fn stop(&self) {
         let _ = self.stop.send(()).await;
         let _ = self.exited().await;
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    /// A zip holding `program` as an executable `bootstrap`.
+    fn zip_of(program: &[u8], dir: &Path) -> PathBuf {
+        let path = dir.join("bootstrap.zip");
+        let file = std::fs::File::create(&path).expect("create the zip");
+        let mut zip = zip::ZipWriter::new(file);
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored)
+            .unix_permissions(0o755);
+        zip.start_file(BOOTSTRAP, options).expect("start the entry");
+        zip.write_all(program).expect("write the entry");
+        zip.finish().expect("finish the zip");
+        path
+    }
+
+    /// Two `run`s of the same functions at once: the second extracts the
+    /// bootstrap while the first one's process executes it (a file being
+    /// executed cannot be opened for writing: "Text file busy").
+    #[test]
+    fn a_bootstrap_is_extracted_again_while_it_runs() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        // An ELF program that runs until its input ends.
+        let cat = std::fs::read("/bin/cat").expect("/bin/cat");
+        let zip = zip_of(&cat, dir.path());
+        let work = dir.path().join("run");
+        let first = extract(&zip, &work).expect("the first extraction");
+        let mut running = Command::new(&first)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the bootstrap");
+        let again = extract(&zip, &work);
+        drop(running.stdin.take());
+        let status = running.wait().expect("the bootstrap ends with its input");
+        assert_eq!(again.expect("extracted while running"), first);
+        assert!(status.success(), "{status}");
+        let left: Vec<_> = std::fs::read_dir(&work).expect("the work folder").collect();
+        assert_eq!(left.len(), 1, "only the bootstrap is left: {left:?}");
     }
 }
