@@ -90,6 +90,10 @@ pub struct RunArgs {
     /// data stream twice, as a Kinesis data stream may deliver them.
     #[arg(long, value_name = "PERCENT", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub repeat: u32,
+    /// The seed of --reorder-window's and --repeat's choices: the same seed
+    /// and the same changes give the same delivery. Default: the clock.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Do not print the EMF metric lines on stdout.
     #[arg(long)]
     pub no_emf: bool,
@@ -186,7 +190,7 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
             delivery: Delivery {
                 reorder_window: usize::try_from(args.reorder_window).unwrap_or(usize::MAX),
                 repeat_percent: args.repeat,
-                seed: aws_kit::clock::Clock::now_ms(&SystemClock),
+                seed: args.seed.unwrap_or_else(|| aws_kit::clock::Clock::now_ms(&SystemClock)),
             },
         };
         let hosting = match (&args.functions, &args.mappings) {
@@ -482,6 +486,7 @@ mod tests {
             local_ttl: false,
             reorder_window: 0,
             repeat: 0,
+            seed: None,
             no_emf: true,
             exit_when_idle: true,
             give_up_after: 1,
