@@ -6,7 +6,7 @@
 # endpoint did not create), and creates what the consumers need of those
 # the way `streamdex up` does. Then
 #
-#   streamdex run CONFIG --functions target/lambda --mappings target/rehearsal/mappings.json
+#   streamdex run CONFIG --functions target/lambda --mappings REHEARSAL_DIR/mappings.json
 #
 # runs the built functions against the stack as Lambda would (scripts/test.sh
 # does, and checks what they did: tests/tests/e2e/rehearsal.rs).
@@ -17,7 +17,10 @@
 # Needs: the moto server at the endpoint (one of its own: the stack takes the
 # config's names), and aws-sam-translator and cfn-lint in .venv-judges
 # (scripts/test.sh installs them, pinned), or JUDGES=DIR naming another
-# virtualenv. STREAMDEX names the streamdex binary (default: built now).
+# virtualenv. STREAMDEX names the streamdex binary (default: built now);
+# REHEARSAL_DIR, a folder right under target/, the rehearsal's files
+# (default target/rehearsal; the template goes to target/template.json, or
+# beside the folder as target/NAME.template.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,8 +48,7 @@ alarm_endpoint=alarms@example.com
 # Where the rehearsal's files go (REHEARSAL_DIR, under target/), and the
 # template, in target/ itself: its CodeUris are relative to it.
 out=${REHEARSAL_DIR:-target/rehearsal}
-case "$out" in target/*/* | target/) die "REHEARSAL_DIR must name a folder right under target/, not $out" ;; target/*) ;;
-  *) die "REHEARSAL_DIR must name a folder right under target/, not $out" ;; esac
+[[ $out =~ ^target/[A-Za-z0-9_-][A-Za-z0-9._-]*$ ]] || die "REHEARSAL_DIR must name a folder right under target/ (target/NAME), not $out"
 template=target/template.json
 [ "$out" = target/rehearsal ] || template="target/$(basename "$out").template.json"
 mkdir -p "$out"

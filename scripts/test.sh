@@ -25,7 +25,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do cargo_args+=("$1"); shift; done
 [ $# -gt 0 ] && shift
 test_args=("$@")
 
-# The deploy rehearsal (scripts/rehearse.sh, then the e2e test `rehearsal`)
+# The deploy rehearsals (scripts/rehearse.sh, then the e2e tests `rehearsal::`)
 # runs with the whole suite, or with STREAMDEX_REHEARSE=1. It needs the
 # functions built as they ship, which takes minutes: that build starts now,
 # in a target folder of its own (so it holds no lock the other builds wait
