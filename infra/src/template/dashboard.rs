@@ -38,6 +38,9 @@ pub const ROUTER_METRICS: [&str; 5] = [
     "Quarantined",
 ];
 pub const REAPER_METRICS: [&str; 2] = ["NodesReaped", "EdgesDeleted"];
+/// The router's, shown when a table is read from Kinesis: changes delivered
+/// again whose events it did not publish again.
+pub const ROUTER_REPEATS: &str = "Repeats";
 
 /// Widgets per row, and each one's size in the dashboard's grid (24 wide).
 const WIDTH: u32 = 12;
@@ -157,6 +160,9 @@ fn widgets(config: &Config, stack: &Stack) -> Vec<Json> {
     if let Some(f) = router {
         for metric in &ROUTER_METRICS[1..4] {
             events.push(emf(metric, f, format!("{f}: {metric}")));
+        }
+        if config.reads_kinesis() {
+            events.push(emf(ROUTER_REPEATS, f, format!("{f}: repeats not published again")));
         }
     }
     for rule in stack.rules.iter().filter(|r| r.reaper) {

@@ -4,7 +4,15 @@ use super::*;
 use model::config::{parse, EXAMPLE_CONFIG};
 
 fn body() -> (Config, Json) {
-    let config = parse(EXAMPLE_CONFIG, "streamdex.example.toml").unwrap();
+    body_of(parse(EXAMPLE_CONFIG, "streamdex.example.toml").unwrap())
+}
+
+/// The dashboard of the example with every table read from Kinesis.
+fn kinesis_body() -> (Config, Json) {
+    body_of(parse(&crate::cli::config::kinesis_example(), "kinesis example").unwrap())
+}
+
+fn body_of(config: Config) -> (Config, Json) {
     let stack = Stack::new(&config);
     let resource = resource(&config, &stack);
     let text = resource["Properties"]["DashboardBody"]["Fn::Sub"]
@@ -30,7 +38,25 @@ fn lines(body: &Json) -> Vec<Vec<Json>> {
 
 #[test]
 fn every_streamdex_metric_shown_is_one_a_function_logs() {
-    let (_, body) = body();
+    for (_, body) in [body(), kinesis_body()] {
+        metrics_shown_are_logged(&body);
+    }
+}
+
+/// Repeats are drawn where a table is read from Kinesis, and only there.
+#[test]
+fn the_routers_repeats_are_shown_for_a_kinesis_source() {
+    let repeats = |body: &Json| {
+        lines(body)
+            .iter()
+            .filter(|l| l[0] == NAMESPACE && l[1] == ROUTER_REPEATS)
+            .count()
+    };
+    assert_eq!(repeats(&body().1), 0);
+    assert_eq!(repeats(&kinesis_body().1), 1);
+}
+
+fn metrics_shown_are_logged(body: &Json) {
     let indexer = stream_indexer::metrics::batch_line("f", &stream_indexer::BatchStats::default(), Duration::ZERO, 0);
     let router =
         event_router::metrics::batch_line("f", &event_router::batch::RouterStats::default(), Duration::ZERO, 0);
@@ -40,7 +66,7 @@ fn every_streamdex_metric_shown_is_one_a_function_logs() {
         line.get(metric).is_some()
     };
     let mut shown = 0;
-    for line in lines(&body).iter().filter(|l| l[0] == NAMESPACE) {
+    for line in lines(body).iter().filter(|l| l[0] == NAMESPACE) {
         assert_eq!(line[2], FUNCTION_DIMENSION);
         let (metric, function) = (line[1].as_str().unwrap(), line[3].as_str().unwrap());
         let source = match function {
