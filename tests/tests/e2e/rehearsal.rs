@@ -237,6 +237,20 @@ fn rehearsed(
             "{function} was invoked:\n{err}"
         );
     }
+    // A repeated delivery reached the router with a change whose events
+    // went out before: the ledger dropped it (the router's EMF lines, in
+    // its log; the rehearsal checks run one at a time).
+    let router_log = std::fs::read_to_string(root().join("target/lambda/event-router/run.log"))?;
+    let repeats: u64 = router_log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Json>(l).ok()?["Repeats"].as_u64())
+        .sum();
+    let repeated = delivery.contains(&"--repeat");
+    ensure!(
+        (repeats > 0) == repeated,
+        "the router dropped {repeats} repeats (delivery {delivery:?}); a repeating delivery must repeat a \
+         change with events (choose another --seed) and no other may"
+    );
 
     setup.block_on(async {
         // No drift: the rows and edge sets are what a recomputation from the tables gives,
