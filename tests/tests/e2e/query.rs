@@ -277,8 +277,10 @@ fn query_returns_exactly_the_recomputed_rows_sharded_or_not() -> Result<()> {
             .collect();
         ensure!(
             stored == expected_rows,
-            "{}: the indexer's rows differ from the derivation",
-            index.name
+            "{}: the indexer's rows differ from the derivation: missing {:?}, unexpected {:?}",
+            index.name,
+            expected_rows.difference(&stored).collect::<Vec<_>>(),
+            stored.difference(&expected_rows).collect::<Vec<_>>()
         );
         let partitions: BTreeSet<&str> = stored.iter().map(|(p, _)| p.as_str()).collect();
         let field_partitions = partitions.iter().filter(|p| p.starts_with(FIELD)).count();
