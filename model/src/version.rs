@@ -28,7 +28,7 @@ use crate::source::{ChangeSource, Precision};
 
 /// Digits of a stored version: the longest sequence number DynamoDB gives.
 pub const WIDTH: usize = 40;
-const _: () = assert!(WIDTH % 8 == 0, "a version compares as whole 64-bit words");
+const _: () = assert!(WIDTH.is_multiple_of(8), "a version compares as whole 64-bit words");
 
 /// The version of an index row (S, [`WIDTH`] digits).
 pub const VERSION_ATTRIBUTE: &str = "_sdx_version";
