@@ -31,6 +31,7 @@ use aws_kit::clock::{Clock, SystemClock};
 use clap::Parser;
 use infra::cli::verify::execute as streamdex_verify;
 use infra::cli::{exit, Cli, Command};
+use infra::template::dashboard::ROUTER_REPEATS;
 use model::config::EXAMPLE_CONFIG;
 use model::drift::Scope;
 use model::{Image, Value};
@@ -243,7 +244,7 @@ fn rehearsed(
     let router_log = std::fs::read_to_string(root().join("target/lambda/event-router/run.log"))?;
     let repeats: u64 = router_log
         .lines()
-        .filter_map(|l| serde_json::from_str::<Json>(l).ok()?["Repeats"].as_u64())
+        .filter_map(|l| serde_json::from_str::<Json>(l).ok()?[ROUTER_REPEATS].as_u64())
         .sum();
     let repeated = delivery.contains(&"--repeat");
     ensure!(
