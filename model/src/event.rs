@@ -161,6 +161,10 @@ pub struct Classification {
     /// owns on a node (its edge set, marker and versions): the indexer's
     /// own write, which has no events.
     pub pipeline_own: bool,
+    /// The change's ledger entry, when [`classify_ahead`] worked it out (a
+    /// noted change, see [`Classification::is_noted`]); `None`: the router
+    /// makes it ([`crate::ledger::entry_of`]) if it notes the change.
+    pub entry: Option<crate::ledger::Entry>,
 }
 
 impl Classification {
@@ -199,6 +203,7 @@ pub fn classify_received<I: Attrs>(
                     source: error.clone(),
                 }),
                 pipeline_own: false,
+                entry: None,
             },
         };
     }
@@ -228,9 +233,9 @@ fn routes_taking<'a>(
 
 /// Classifies a received record ahead of the consumer that will ask
 /// [`classify_received`] for its events (replay's reading thread does, while
-/// the handling thread is busy), and works out its ledger entry (for a
-/// table read from Kinesis, see [`crate::ledger::entry_of_received`]).
-/// Nothing for a record that is unparsable or of no table of the config.
+/// the handling thread is busy), with its ledger entry when the router
+/// notes it ([`Classification::entry`]). Nothing for a record that is
+/// unparsable or of no table of the config.
 pub fn classify_ahead<I: Attrs>(config: &Config, received: &Received<'_, I>) {
     classify_ahead_with(config, received, None);
 }
@@ -241,13 +246,12 @@ pub fn classify_ahead<I: Attrs>(config: &Config, received: &Received<'_, I>) {
 pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>, entry: Option<crate::ledger::Entry>) {
     let Ok(record) = &received.record else { return };
     if let Ok(table) = table_of(config, record) {
-        let classified = classification(config, table, record);
+        let mut classified = classification(config, table, record);
         // Only a change the router notes needs its entry.
-        let noted = classified.is_noted(config, table);
-        received.ahead.keep(config, classified);
-        if noted {
-            crate::ledger::entry_ahead(config, table, received, entry);
+        if classified.is_noted(config, table) {
+            classified.entry = entry.or_else(|| crate::ledger::entry_of(table, record));
         }
+        received.ahead.keep(config, classified);
     }
 }
 
@@ -270,11 +274,13 @@ fn classification<I: Attrs>(config: &Config, table: &TableConfig, record: &Chang
         return Classification {
             events: Ok(Vec::new()),
             pipeline_own: true,
+            entry: None,
         };
     }
     Classification {
         events: events(config, table, record),
         pipeline_own: false,
+        entry: None,
     }
 }
 

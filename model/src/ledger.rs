@@ -10,7 +10,7 @@
 //!   the change once its events are published.
 //! - The reaper deletes an edge of an expired node only if no change of
 //!   the edge newer than the expiry is in the ledger: every change of a
-//!   table it reaps ([`Config::reaps`]) is noted, with events or not.
+//!   table it reaps ([`crate::config::Config::reaps`]) is noted, with events or not.
 //!
 //! Nothing else is noted: a change without events of another table (its
 //! repeat has nothing to drop), nor the pipeline's own set updates of
@@ -21,8 +21,8 @@
 //! creation time plus the stream's retention (`expires`, the ledger
 //! table's TTL attribute).
 
-use crate::config::{ChangeSource, Config, TableConfig};
-use crate::record::{ChangeRecord, CreationTime, Received};
+use crate::config::{ChangeSource, TableConfig};
+use crate::record::{ChangeRecord, CreationTime};
 use crate::value::Attrs;
 use crate::value::{Attr, Scalar};
 use crate::version::{self, Version};
@@ -110,42 +110,6 @@ pub fn entry_of<I: Attrs>(table: &TableConfig, record: &ChangeRecord<I>) -> Opti
         version,
         expires: expires(created, kinesis.retention_hours),
     })
-}
-
-/// A record's ledger entry, worked out ahead (see `crate::record::ahead`).
-struct EntryAhead(Option<Entry>);
-
-/// Works out the ledger entry of `received` (a record of `table`) ahead of
-/// the router, for [`entry_of_received`] to take (see
-/// [`crate::event::classify_ahead`], which calls it): `made`, when the
-/// caller has made it already.
-pub(crate) fn entry_ahead<I: Attrs>(
-    config: &Config,
-    table: &TableConfig,
-    received: &Received<'_, I>,
-    made: Option<Entry>,
-) {
-    if let (ChangeSource::Kinesis(_), Ok(record)) = (table.stream, &received.record) {
-        let entry = made.or_else(|| entry_of(table, record));
-        received.ahead.keep(config, EntryAhead(entry));
-    }
-}
-
-/// [`entry_of`] a received record: the entry worked out ahead with this
-/// config, if it was, else made now.
-pub fn entry_of_received<I: Attrs>(
-    config: &Config,
-    table: &TableConfig,
-    received: &Received<'_, I>,
-    record: &ChangeRecord<I>,
-) -> Option<Entry> {
-    let ChangeSource::Kinesis(_) = table.stream else {
-        return None;
-    };
-    match received.ahead.take::<_, EntryAhead>(config) {
-        Some(EntryAhead(entry)) => entry,
-        None => entry_of(table, record),
-    }
 }
 
 /// When an entry of a change created at `created` may go: once the stream

@@ -93,7 +93,8 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         // publishes nothing) and every change of a table the reaper reaps;
         // a poison record is not.
         let noted = classified.is_noted(config, table);
-        match classified.events {
+        let event::Classification { events, entry, .. } = classified;
+        match events {
             Err(error) => poison = Some(Poison::new(Some(&record.sequence_number), Cause::Unroutable(error))),
             Ok(events) => {
                 for event in events {
@@ -113,7 +114,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             }
         }
         if poison.is_none() && noted {
-            if let Some(entry) = model::ledger::entry_of_received(config, table, received, record) {
+            if let Some(entry) = entry.or_else(|| model::ledger::entry_of(table, record)) {
                 into.ledger.push((handled.len(), entry));
             }
         }
