@@ -15,6 +15,7 @@ use super::failure::MemoryOnFailure;
 use super::function::{Function, Invocation, Response};
 use super::mapping::{Condition, Settings};
 use super::stream::memory::{stream_arn, MemoryStreams};
+use super::stream::Position;
 use super::*;
 use aws_kit::clock::{Clock, ManualClock};
 
