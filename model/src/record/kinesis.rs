@@ -28,18 +28,15 @@
 //! rewrite's text would only be read once and thrown away.
 
 use std::borrow::Cow;
-use std::cell::Cell;
 
 use base64::Engine as _;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::attr::{BorrowedField, Text};
 use super::document::{clip, decode, json_message, strict};
 use super::one::record_id;
-use super::{BorrowedReceived, CreationTime, Mode, ParseError, Raw, Received, RecordError, RecordId};
+use super::{BorrowedReceived, Mode, ParseError, Raw, Received, RecordError, RecordId};
 use crate::config::{ChangeSource, Config, Precision};
-use crate::validate::{MAX_CREATION_SECONDS, MIN_CREATION_SECONDS};
 use crate::value::Image;
 
 /// `eventSource` of a Lambda Kinesis event's records.
@@ -100,17 +97,6 @@ impl<'a> Unwrapped<'a> {
             ));
         }
     }
-}
-
-/// Whether `payload` is a Lambda Kinesis event: its first record has a
-/// `kinesis` part or says `eventSource: aws:kinesis`. Reads no further
-/// than that record.
-pub fn is_kinesis_event(payload: &[u8]) -> bool {
-    let found = Cell::new(false);
-    let mut de = serde_json::Deserializer::from_slice(payload);
-    // Stops at the first record with an error of its own making.
-    let _ = de.deserialize_map(TopVisitor(&found));
-    found.get()
 }
 
 /// The records of a Lambda Kinesis event, unwrapped. The whole payload
@@ -373,52 +359,6 @@ fn source_of(table: &str, region: &str, account: &str, config: &Config) -> Resul
     Ok((arn, precision))
 }
 
-/// `units` (whole microseconds or milliseconds since 1970, a JSON integer)
-/// as the digits of epoch seconds and of the fraction (as many as the
-/// precision has places), exactly.
-fn epoch_digits(units: &str, precision: Precision) -> Result<(&str, &str), String> {
-    let (places, unit) = match precision {
-        Precision::Microsecond => (6, "microseconds"),
-        Precision::Millisecond => (3, "milliseconds"),
-    };
-    let shown = || clip(units, 40);
-    if units.is_empty() || !units.bytes().all(|b| b.is_ascii_digit()) {
-        let shown = shown();
-        return Err(format!(
-            "ApproximateCreationDateTime {shown} is not a whole number of {unit} since 1970 (the table's precision)"
-        ));
-    }
-    let digits = units.trim_start_matches('0');
-    let (seconds, fraction) = digits.split_at(digits.len().saturating_sub(places));
-    let in_range = seconds
-        .parse::<i64>()
-        .is_ok_and(|s| (MIN_CREATION_SECONDS..=MAX_CREATION_SECONDS).contains(&s));
-    if !in_range {
-        let other = match precision {
-            Precision::Microsecond => "millisecond",
-            Precision::Millisecond => "microsecond",
-        };
-        let shown = shown();
-        return Err(format!(
-            "ApproximateCreationDateTime {shown} is not a time in {unit} between 2014 and 2100: \
-             does the table send precision = \"{other}\"? (the config says \"{}\")",
-            precision.as_str()
-        ));
-    }
-    // In range: the seconds have ten digits, so the fraction has all its places.
-    Ok((seconds, fraction))
-}
-
-/// [`epoch_digits`] as a creation time.
-fn creation_time(units: &str, precision: Precision) -> Result<CreationTime, String> {
-    let (seconds, fraction) = epoch_digits(units, precision)?;
-    let unreadable = || format!("ApproximateCreationDateTime {} is not readable", clip(units, 40));
-    let seconds = seconds.parse::<i64>().map_err(|_| unreadable())?;
-    let scale = 10u32.pow(9u32.saturating_sub(fraction.len() as u32));
-    let nanos = fraction.parse::<u32>().map_err(|_| unreadable())? * scale;
-    Ok(CreationTime { seconds, nanos })
-}
-
 fn push_json_string(out: &mut String, text: &str) {
     if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.push('"');
@@ -448,55 +388,11 @@ struct KinesisPart<'a> {
     sequence_number: Option<Cow<'a, str>>,
 }
 
-/// Finds `Records`, and in it the first record (see [`is_kinesis_event`]).
-struct TopVisitor<'c>(&'c Cell<bool>);
-
-impl<'de> Visitor<'de> for TopVisitor<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("an event")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if key == "Records" {
-                return map.next_value_seed(FirstRecord(self.0));
-            }
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
-}
-
-struct FirstRecord<'c>(&'c Cell<bool>);
-
-impl<'de> DeserializeSeed<'de> for FirstRecord<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
-        de.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for FirstRecord<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("records")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        #[derive(Deserialize)]
-        struct Probe<'a> {
-            kinesis: Option<IgnoredAny>,
-            #[serde(rename = "eventSource", borrow)]
-            event_source: Option<Cow<'a, str>>,
-        }
-        if let Some(probe) = seq.next_element::<Probe<'de>>()? {
-            self.0
-                .set(probe.kinesis.is_some() || probe.event_source.as_deref() == Some(KINESIS_EVENT_SOURCE));
-        }
-        // The rest of the payload is not read.
-        Err(de::Error::custom("first record read"))
-    }
-}
-
 pub(super) mod change;
+mod probe;
+mod units;
+
+pub use probe::is_kinesis_event;
+use units::{creation_time, epoch_digits};
 #[cfg(test)]
 mod tests;
