@@ -88,7 +88,7 @@
 
 use crate::config::{Config, RouteConfig, RouteEvent, RouteItems, TableConfig, TableLookupError};
 use crate::edge::{self, GraphItem};
-use crate::record::{ChangeRecord, CreationTime, EventKind, Received};
+use crate::record::{ChangeRecord, CreationTime, EventKind};
 use crate::value::{Attr, Attrs, Image, Scalar, Shape};
 
 /// One EventBridge entry to put (`Time` unset, no `Resources`).
@@ -151,74 +151,6 @@ pub fn route_event<I>(record: &ChangeRecord<I>) -> RouteEvent {
     }
 }
 
-/// What classifying a record found (and what [`classify_ahead`] keeps for
-/// [`classify_received`]).
-#[derive(Debug)]
-pub struct Classification {
-    /// The record's events, or why it could not be classified.
-    pub events: Result<Vec<Event>, EventError>,
-    /// Whether it is a MODIFY that changed nothing but what the pipeline
-    /// owns on a node (its edge set, marker and versions): the indexer's
-    /// own write, which has no events.
-    pub pipeline_own: bool,
-    /// The change's ledger entry, when [`classify_ahead`] worked it out (a
-    /// noted change, see [`Classification::is_noted`]); `None`: the router
-    /// makes it ([`crate::ledger::entry_of`]) if it notes the change.
-    pub entry: Option<crate::ledger::Entry>,
-}
-
-impl Classification {
-    /// Whether the router notes the change, of `table`, in the ledger (see
-    /// [`crate::ledger`]): of a table read from Kinesis, not the pipeline's
-    /// own set update, and with events or of a reaped table.
-    pub fn is_noted(&self, config: &Config, table: &TableConfig) -> bool {
-        table.stream.is_unordered()
-            && !self.pipeline_own
-            && (self.events.as_ref().is_ok_and(|e| !e.is_empty()) || config.reaps(&table.name))
-    }
-}
-
-/// [`classify`]s a received record of `table`: takes what
-/// [`classify_ahead`] found for it with this config, if it did, else
-/// classifies `record` (the received record's own).
-pub fn classify_received<I: Attrs>(
-    config: &Config,
-    table: &TableConfig,
-    received: &Received<'_, I>,
-    record: &ChangeRecord<I>,
-) -> Classification {
-    if let Some(classified) = received.ahead.take::<_, Classification>(config) {
-        return classified;
-    }
-    if !received.has_whole_images() && needs_images(config, table, record) {
-        // Glanced at: read whole for the event's detail.
-        let Some(whole) = received.read_whole() else {
-            return classification(config, table, record);
-        };
-        return match &whole.record {
-            Ok(record) => classification(config, table, record),
-            Err(error) => Classification {
-                events: Err(EventError::Unreadable {
-                    sequence_number: record.sequence_number.clone(),
-                    source: error.clone(),
-                }),
-                pipeline_own: false,
-                entry: None,
-            },
-        };
-    }
-    classification(config, table, record)
-}
-
-/// Whether [`classify`]'s answer for `record` may depend on its images
-/// (beyond its keys): when a route of its table takes its kind of change
-/// and its keys, or cannot tell. Otherwise the answer is no event, images
-/// or not.
-fn needs_images<I: Attrs>(config: &Config, table: &TableConfig, record: &ChangeRecord<I>) -> bool {
-    routes_taking(config, table, route_event(record))
-        .any(|route| route_matches(config, table, route, record).unwrap_or(true))
-}
-
 /// The routes of `table` that take its changes of `kind`, in route order.
 fn routes_taking<'a>(
     config: &'a Config,
@@ -231,30 +163,6 @@ fn routes_taking<'a>(
         .filter(move |route| route.table == table.name && route.events.contains(&kind))
 }
 
-/// Classifies a received record ahead of the consumer that will ask
-/// [`classify_received`] for its events (replay's reading thread does, while
-/// the handling thread is busy), with its ledger entry when the router
-/// notes it ([`Classification::entry`]). Nothing for a record that is
-/// unparsable or of no table of the config.
-pub fn classify_ahead<I: Attrs>(config: &Config, received: &Received<'_, I>) {
-    classify_ahead_with(config, received, None);
-}
-
-/// [`classify_ahead`], given the record's ledger entry when the caller has
-/// made it already ([`crate::ledger::entry_of`] of the record), so as not
-/// to make it again.
-pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>, entry: Option<crate::ledger::Entry>) {
-    let Ok(record) = &received.record else { return };
-    if let Ok(table) = table_of(config, record) {
-        let mut classified = classification(config, table, record);
-        // Only a change the router notes needs its entry.
-        if classified.is_noted(config, table) {
-            classified.entry = entry.or_else(|| crate::ledger::entry_of(table, record));
-        }
-        received.ahead.keep(config, classified);
-    }
-}
-
 /// The events `record` (of `table`) becomes: one per matching route of the
 /// table, in route order (see the [module docs](self)).
 pub fn classify<I: Attrs>(
@@ -263,25 +171,6 @@ pub fn classify<I: Attrs>(
     record: &ChangeRecord<I>,
 ) -> Result<Vec<Event>, EventError> {
     classification(config, table, record).events
-}
-
-/// [`classify`], saying whether the record is the pipeline's own write.
-fn classification<I: Attrs>(config: &Config, table: &TableConfig, record: &ChangeRecord<I>) -> Classification {
-    if route_event(record) == RouteEvent::Modify
-        && record.table.as_deref().is_none_or(|name| *name == *table.name)
-        && only_pipeline_changes(config, table, record)
-    {
-        return Classification {
-            events: Ok(Vec::new()),
-            pipeline_own: true,
-            entry: None,
-        };
-    }
-    Classification {
-        events: events(config, table, record),
-        pipeline_own: false,
-        entry: None,
-    }
 }
 
 /// The events of a record that is not the pipeline's own write.
@@ -315,24 +204,6 @@ fn events<I: Attrs>(config: &Config, table: &TableConfig, record: &ChangeRecord<
     let mut events: Vec<Event> = others.iter().map(|route| event(route, detail.clone())).collect();
     events.push(event(last, detail));
     Ok(events)
-}
-
-/// Whether a MODIFY changed nothing but what the pipeline owns (the edge
-/// set attribute, the completeness marker and the edge mark of the table's
-/// edge set): the indexer's own writes, which are derived data, not domain
-/// changes.
-fn only_pipeline_changes<I: Attrs>(config: &Config, table: &TableConfig, record: &ChangeRecord<I>) -> bool {
-    let Some(set) = config.edge_set(&table.name) else {
-        return false;
-    };
-    let (Some(old), Some(new)) = (&record.old, &record.new) else {
-        return false;
-    };
-    let mut changed = changed_iter(Some(old), Some(new)).peekable();
-    changed.peek().is_some()
-        && changed.all(|name| {
-            name == set.attribute || name == set.complete_attribute || crate::version::is_version_attribute(name)
-        })
 }
 
 /// The same event without `oldImage`/`newImage`, flagged `imagesOmitted`:
@@ -464,10 +335,13 @@ fn same<V: Attr>(a: &V, b: &V) -> bool {
     }
 }
 
+mod classification;
 mod error;
 mod json;
 mod rule;
 
+use classification::classification;
+pub use classification::{classify_ahead, classify_ahead_with, classify_received, Classification};
 pub use error::{EventError, Oversized};
 pub use rule::{pattern, rule_name, RULE_NAME_CHARS};
 
