@@ -42,14 +42,18 @@ pub mod environment;
 pub mod function;
 pub mod iam;
 pub mod ids;
+mod outputs;
+mod parameters;
+mod rules;
 pub mod suppress;
+mod tables;
 
 use std::collections::BTreeMap;
 
 use model::config::Config;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
-use crate::stack::{FunctionRole, Mapping, QueuePurpose, Stack, QUEUE_RETENTION_SECONDS, RULE_TARGET_ID};
+use crate::stack::{FunctionRole, Mapping, Stack, QUEUE_RETENTION_SECONDS};
 
 /// The committed template of `streamdex.example.toml` (`infra/streamdex.template.json`).
 pub const EXAMPLE_TEMPLATE: &str = include_str!("../streamdex.template.json");
@@ -114,82 +118,16 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
     let inline_config = environment::compact_toml(text, file, config)?;
     let mut resources = Resources(BTreeMap::new());
     for table in &stack.source_tables {
-        let mut attributes: Vec<&str> = table.key_attributes();
-        if let Some(index) = &table.target_index {
-            attributes.extend([index.partition_key.as_str(), index.sort_key.as_str()]);
-        }
-        attributes.sort_unstable();
-        attributes.dedup();
-        let mut properties = json!({
-            "TableName": table.name,
-            "BillingMode": "PAY_PER_REQUEST",
-            "AttributeDefinitions": attributes.iter().map(|a| json!({"AttributeName": a, "AttributeType": "S"})).collect::<Vec<_>>(),
-            "KeySchema": key_schema(&table.partition_key, table.sort_key.as_deref()),
-            "StreamSpecification": { "StreamViewType": crate::stack::STREAM_VIEW_TYPE },
-            "PointInTimeRecoverySpecification": { "PointInTimeRecoveryEnabled": true },
-            "SSESpecification": encryption::table(),
-        });
-        if let Some(attribute) = &table.ttl_attribute {
-            properties["TimeToLiveSpecification"] = json!({ "AttributeName": attribute, "Enabled": true });
-        }
-        if let Some(kinesis) = &table.kinesis {
-            // Its changes go to a Kinesis data stream, which the consumers read.
-            if let Some(object) = properties.as_object_mut() {
-                object.remove("StreamSpecification");
-            }
-            properties["KinesisStreamSpecification"] = json!({
-                "StreamArn": { "Fn::GetAtt": [ids::kinesis_stream(&table.name), "Arn"] },
-                "ApproximateCreationDateTimePrecision": kinesis.precision.aws_name(),
-            });
-            resources.add(ids::kinesis_stream(&table.name), kinesis_stream(kinesis))?;
-        }
-        if let Some(index) = &table.target_index {
-            let projection = if index.projected.is_empty() {
-                json!({ "ProjectionType": "KEYS_ONLY" })
-            } else {
-                json!({ "ProjectionType": "INCLUDE", "NonKeyAttributes": index.projected })
-            };
-            properties["GlobalSecondaryIndexes"] = json!([{
-                "IndexName": index.name,
-                "KeySchema": key_schema(&index.partition_key, Some(&index.sort_key)),
-                "Projection": projection,
-            }]);
-        }
-        let mut resource = json!({
-            "Type": "AWS::DynamoDB::Table",
-            "DeletionPolicy": "Retain",
-            "UpdateReplacePolicy": "Retain",
-            "Properties": properties,
-        });
-        suppress::keep(&mut resource, &[suppress::TABLE_KEY]);
-        resources.add(ids::source_table(&table.name), resource)?;
+        tables::add_source_table(table, &mut resources)?;
     }
     for table in &stack.index_tables {
-        let mut resource = json!({
-            "Type": "AWS::DynamoDB::Table",
-            "DeletionPolicy": "Delete",
-            "UpdateReplacePolicy": "Delete",
-            "Properties": {
-                "TableName": table.name,
-                "BillingMode": "PAY_PER_REQUEST",
-                "AttributeDefinitions": [
-                    { "AttributeName": table.partition_key, "AttributeType": "S" },
-                    { "AttributeName": table.sort_key, "AttributeType": "S" },
-                ],
-                "KeySchema": key_schema(&table.partition_key, Some(&table.sort_key)),
-                "SSESpecification": encryption::table(),
-                // A deleted row's tombstone expires once no older record can arrive.
-                "TimeToLiveSpecification": {
-                    "AttributeName": model::version::TOMBSTONE_ATTRIBUTE,
-                    "Enabled": true,
-                },
-            },
-        });
-        suppress::keep(&mut resource, &[suppress::TABLE_KEY, suppress::INDEX_BACKUP]);
-        resources.add(ids::index_table(&table.name), resource)?;
+        resources.add(ids::index_table(&table.name), tables::index_table(table))?;
     }
     if config.reads_kinesis() {
-        resources.add(ids::LEDGER_TABLE.to_owned(), ledger_table(&config.events.ledger_table))?;
+        resources.add(
+            ids::LEDGER_TABLE.to_owned(),
+            tables::ledger_table(&config.events.ledger_table),
+        )?;
     }
     for queue in stack.queues.iter().filter(|q| q.on_aws()) {
         resources.add(ids::queue(queue), queue_resource(&queue.name))?;
@@ -197,88 +135,7 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
     for (id, resource) in bucket::resources() {
         resources.add(id, resource)?;
     }
-    // A rule names its bus by name, not by a `Ref` to it (which gives the
-    // same name): moto's CloudFormation cannot create a rule whose bus is a
-    // `Ref`, and the rehearsal creates this template there. `DependsOn`
-    // keeps the order a `Ref` would.
-    let bus_dependency: Vec<&str> = if stack.bus.is_default() {
-        Vec::new()
-    } else {
-        resources.add(
-            ids::BUS.to_owned(),
-            json!({ "Type": "AWS::Events::EventBus", "Properties": { "Name": stack.bus.name } }),
-        )?;
-        vec![ids::BUS]
-    };
-    let reaper_queue = stack.queue(&QueuePurpose::ReaperDeadLetter);
-    let mut reaper_rules = Vec::new();
-    for rule in &stack.rules {
-        let mut properties = json!({
-            "Name": rule.name,
-            "Description": format!("streamdex: {} events of table {}", rule.detail_type, rule.table),
-            "EventBusName": stack.bus.name,
-            "EventPattern": rule.pattern,
-            "State": "ENABLED",
-        });
-        if rule.reaper {
-            let mut target = json!({
-                "Id": RULE_TARGET_ID,
-                "Arn": { "Fn::GetAtt": [ids::function(FunctionRole::Reaper), "Arn"] },
-                "RetryPolicy": {
-                    "MaximumRetryAttempts": REAPER_TARGET_RETRIES,
-                    "MaximumEventAgeInSeconds": REAPER_TARGET_MAX_AGE_SECONDS,
-                },
-            });
-            if let Some(queue) = reaper_queue {
-                target["DeadLetterConfig"] = json!({ "Arn": { "Fn::GetAtt": [ids::queue(queue), "Arn"] } });
-            }
-            properties["Targets"] = json!([target]);
-            reaper_rules.push(rule);
-            resources.add(
-                ids::reaper_permission(rule),
-                json!({
-                    "Type": "AWS::Lambda::Permission",
-                    "Properties": {
-                        "Action": "lambda:InvokeFunction",
-                        "FunctionName": { "Ref": ids::function(FunctionRole::Reaper) },
-                        "Principal": "events.amazonaws.com",
-                        "SourceArn": { "Fn::GetAtt": [ids::rule(rule), "Arn"] },
-                    },
-                }),
-            )?;
-        }
-        let mut resource = json!({ "Type": "AWS::Events::Rule", "Properties": properties });
-        if !bus_dependency.is_empty() {
-            resource["DependsOn"] = json!(bus_dependency);
-        }
-        resources.add(ids::rule(rule), resource)?;
-    }
-    if let (Some(queue), false) = (reaper_queue, reaper_rules.is_empty()) {
-        let sources: Vec<Json> = reaper_rules
-            .iter()
-            .map(|r| json!({ "Fn::GetAtt": [ids::rule(r), "Arn"] }))
-            .collect();
-        resources.add(
-            ids::REAPER_DEAD_LETTER_POLICY.to_owned(),
-            json!({
-                "Type": "AWS::SQS::QueuePolicy",
-                "Properties": {
-                    "Queues": [{ "Ref": ids::queue(queue) }],
-                    "PolicyDocument": {
-                        "Version": "2012-10-17",
-                        "Statement": [{
-                            "Sid": "ReaperRulesDeadLetters",
-                            "Effect": "Allow",
-                            "Principal": { "Service": "events.amazonaws.com" },
-                            "Action": "sqs:SendMessage",
-                            "Resource": { "Fn::GetAtt": [ids::queue(queue), "Arn"] },
-                            "Condition": { "ArnEquals": { "aws:SourceArn": sources } },
-                        }],
-                    },
-                },
-            }),
-        )?;
-    }
+    rules::add_bus_and_rules(&stack, &mut resources)?;
     for function in &stack.functions {
         for (id, resource) in function::resources(&stack, function, &inline_config) {
             resources.add(id, resource)?;
@@ -298,37 +155,6 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
         resources.add(id, alarm)?;
     }
     resources.add(ids::DASHBOARD.to_owned(), dashboard::resource(config, &stack))?;
-    let mut outputs = Map::new();
-    for queue in stack.queues.iter().filter(|q| q.on_aws()) {
-        outputs.insert(
-            format!("{}Url", ids::queue(queue)),
-            json!({ "Description": format!("URL of queue {}", queue.name), "Value": { "Ref": ids::queue(queue) } }),
-        );
-    }
-    outputs.insert(
-        "QuarantineBucketName".to_owned(),
-        json!({
-            "Description": "The quarantine's claim checks: records too large for a queue message",
-            "Value": { "Ref": ids::QUARANTINE_BUCKET },
-        }),
-    );
-    outputs.insert(
-        "DashboardName".to_owned(),
-        json!({ "Description": "The CloudWatch dashboard of the pipeline", "Value": { "Ref": ids::DASHBOARD } }),
-    );
-    outputs.insert(
-        "AlarmTopicArn".to_owned(),
-        json!({ "Description": "The SNS topic every alarm notifies", "Value": { "Ref": ids::ALARM_TOPIC } }),
-    );
-    for rule in stack.rules.iter().filter(|r| !r.reaper) {
-        outputs.insert(
-            format!("{}Arn", ids::rule(rule)),
-            json!({
-                "Description": format!("Rule {} ({} events): add your targets to it", rule.name, rule.detail_type),
-                "Value": { "Fn::GetAtt": [ids::rule(rule), "Arn"] },
-            }),
-        );
-    }
     Ok(json!({
         "AWSTemplateFormatVersion": "2010-09-09",
         "Transform": "AWS::Serverless-2016-10-31",
@@ -337,28 +163,9 @@ pub fn render(config: &Config, text: &str, file: &str) -> Result<Json, TemplateE
             stack.namespace
         ),
         "Conditions": { ids::HAS_KMS_KEY: encryption::condition() },
-        "Parameters": {
-            ids::PARAM_KMS_KEY: encryption::parameter(),
-            ids::PARAM_ALARM_ENDPOINT: {
-                "Type": "String",
-                "MinLength": 1,
-                "Description": "Where alarms are sent: an email address (AlarmProtocol email), an HTTPS URL (https), an SQS queue or Lambda ARN, a phone number (sms)",
-            },
-            ids::PARAM_ALARM_PROTOCOL: {
-                "Type": "String",
-                "Default": "email",
-                "AllowedValues": ["email", "email-json", "https", "sqs", "lambda", "sms"],
-                "Description": "The SNS protocol of AlarmEndpoint",
-            },
-            ids::PARAM_ARCHITECTURE: {
-                "Type": "String",
-                "Default": ARCHITECTURES[0],
-                "AllowedValues": ARCHITECTURES,
-                "Description": "The functions' instruction set: what scripts/build-functions.sh built them for",
-            },
-        },
+        "Parameters": parameters::parameters(),
         "Resources": resources.0,
-        "Outputs": outputs,
+        "Outputs": outputs::outputs(&stack),
     }))
 }
 
@@ -369,52 +176,6 @@ pub(crate) fn queue_resource(name: &str) -> Json {
     encryption::queue(&mut properties);
     let mut resource = json!({ "Type": "AWS::SQS::Queue", "Properties": properties });
     suppress::keep(&mut resource, &[suppress::DEAD_LETTER_REDRIVE]);
-    resource
-}
-
-fn key_schema(partition: &str, sort: Option<&str>) -> Json {
-    let mut keys = vec![json!({ "AttributeName": partition, "KeyType": "HASH" })];
-    if let Some(sort) = sort {
-        keys.push(json!({ "AttributeName": sort, "KeyType": "RANGE" }));
-    }
-    Json::Array(keys)
-}
-
-/// A Kinesis data stream of a table's changes: on demand, encrypted with
-/// the AWS-managed key, keeping records the configured hours.
-fn kinesis_stream(stream: &crate::stack::KinesisStream) -> Json {
-    json!({
-        "Type": "AWS::Kinesis::Stream",
-        "Properties": {
-            "Name": stream.name,
-            "RetentionPeriodHours": stream.retention_hours,
-            "StreamModeDetails": { "StreamMode": "ON_DEMAND" },
-            "StreamEncryption": { "EncryptionType": "KMS", "KeyId": "alias/aws/kinesis" },
-        },
-    })
-}
-
-/// The router's ledger of the changes it published from Kinesis
-/// (`model::ledger`): keyed by item and version, entries expiring by TTL.
-fn ledger_table(name: &str) -> Json {
-    use model::ledger::{EXPIRES_ATTRIBUTE, ITEM_ATTRIBUTE, VERSION_ATTRIBUTE};
-    let mut resource = json!({
-        "Type": "AWS::DynamoDB::Table",
-        "DeletionPolicy": "Delete",
-        "UpdateReplacePolicy": "Delete",
-        "Properties": {
-            "TableName": name,
-            "BillingMode": "PAY_PER_REQUEST",
-            "AttributeDefinitions": [
-                { "AttributeName": ITEM_ATTRIBUTE, "AttributeType": "S" },
-                { "AttributeName": VERSION_ATTRIBUTE, "AttributeType": "S" },
-            ],
-            "KeySchema": key_schema(ITEM_ATTRIBUTE, Some(VERSION_ATTRIBUTE)),
-            "SSESpecification": encryption::table(),
-            "TimeToLiveSpecification": { "AttributeName": EXPIRES_ATTRIBUTE, "Enabled": true },
-        },
-    });
-    suppress::keep(&mut resource, &[suppress::TABLE_KEY, suppress::INDEX_BACKUP]);
     resource
 }
 
