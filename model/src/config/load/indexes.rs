@@ -16,29 +16,8 @@ impl Checker<'_> {
             let context = format!("[[index]] \"{}\"", ix.name.get_ref());
             let k = |key: &str| join_key(&context, key);
             let name = ix.name.get_ref().clone();
-            let line = self.line(ix.name.span().start);
 
-            // name
-            let chars = name.chars().count();
-            if !limits::INDEX_NAME_CHARS.contains(&chars) || !name.chars().all(is_name_char) {
-                self.problem(
-                    ix.name.span().start,
-                    k("name"),
-                    format!(
-                        "\"{name}\" is not an index name ({}-{} characters of a-z A-Z 0-9 _ . -)",
-                        limits::INDEX_NAME_CHARS.start(),
-                        limits::INDEX_NAME_CHARS.end()
-                    ),
-                );
-            } else if let Some(first) = names.get(&name) {
-                self.problem(
-                    ix.name.span().start,
-                    k("name"),
-                    format!("index name \"{name}\" is already used by the index at line {first}"),
-                );
-            } else {
-                names.insert(name.clone(), line);
-            }
+            self.index_name(&ix.name, &context, &mut names);
 
             // source
             let source = ix.source.into_inner();
@@ -54,62 +33,10 @@ impl Checker<'_> {
             }
             let src_keys: Vec<&str> = src.map(|t| t.primary_key()).unwrap_or_default();
 
-            // the index table
             let table = ix.table.get_ref().clone();
-            if self.table_name(&ix.table, &context, "table") {
-                if tables.iter().any(|t| t.name == table) {
-                    self.problem(
-                        ix.table.span().start,
-                        k("table"),
-                        format!("\"{table}\" is a declared source table; an index owns its table, give it another"),
-                    );
-                } else if let Some((first_line, first_name)) = index_tables.get(&table) {
-                    self.problem(
-                        ix.table.span().start,
-                        k("table"),
-                        format!(
-                            "table \"{table}\" is already the table of index \"{first_name}\" (line {first_line}); each index owns its table"
-                        ),
-                    );
-                } else {
-                    index_tables.insert(table.clone(), (self.line(ix.table.span().start), name.clone()));
-                }
-            }
+            self.index_table(&ix.table, &context, &name, tables, &mut index_tables);
 
-            // the index table's keys
-            let partition_key =
-                self.key_with_default(&ix.partition_key, defaults::INDEX_PARTITION_KEY, &k("partition_key"));
-            let sort_key = self.key_with_default(&ix.sort_key, defaults::INDEX_SORT_KEY, &k("sort_key"));
-            if partition_key == sort_key {
-                let (offset, key) = match (&ix.sort_key, &ix.partition_key) {
-                    (Some(s), _) => (s.span().start, k("sort_key")),
-                    (None, Some(p)) => (p.span().start, k("partition_key")),
-                    (None, None) => (ix.name.span().start, context.clone()),
-                };
-                self.problem(
-                    offset,
-                    key,
-                    format!("partition_key and sort_key are both \"{sort_key}\""),
-                );
-            }
-            if let Some(t) = src {
-                for (attr, raw_key, key) in [
-                    (&partition_key, &ix.partition_key, "partition_key"),
-                    (&sort_key, &ix.sort_key, "sort_key"),
-                ] {
-                    if src_keys.contains(&attr.as_str()) {
-                        let offset = raw_key.as_ref().map_or(ix.name.span().start, |s| s.span().start);
-                        self.problem(
-                            offset,
-                            k(key),
-                            format!(
-                                "\"{attr}\" is a key attribute of source table \"{}\", which is copied onto every row; give the index {key} another name",
-                                t.name
-                            ),
-                        );
-                    }
-                }
-            }
+            let (partition_key, sort_key) = self.index_keys(&ix.name, &ix.partition_key, &ix.sort_key, &context, src);
 
             // for_each
             if let Some(fe) = &ix.for_each {
@@ -168,38 +95,8 @@ impl Checker<'_> {
                 }
             }
 
-            // project
             let owned = edge_sets.iter().find(|e| e.table == source.table.get_ref().as_str());
-            let mut seen: Vec<&str> = Vec::new();
-            for p in &ix.project {
-                let attr = p.get_ref().as_str();
-                let key = k("project");
-                if !self.attribute(p, &key) {
-                    continue;
-                }
-                let reason = if attr == partition_key || attr == sort_key {
-                    Some(format!(
-                        "\"{attr}\" is a key attribute of the index table; projecting it would overwrite the row key"
-                    ))
-                } else if src_keys.contains(&attr) {
-                    Some(format!(
-                        "\"{attr}\" is a key attribute of the source table, always copied onto the row; remove it"
-                    ))
-                } else if let Some(es) = owned.filter(|es| es.attribute == attr || es.complete_attribute == attr) {
-                    Some(format!(
-                        "\"{attr}\" is owned by the pipeline (the edge set \"{}\" of table \"{}\"); it cannot be projected",
-                        es.attribute, es.table
-                    ))
-                } else if seen.contains(&attr) {
-                    Some(format!("\"{attr}\" is listed twice"))
-                } else {
-                    None
-                };
-                if let Some(reason) = reason {
-                    self.problem(p.span().start, key, reason);
-                }
-                seen.push(attr);
-            }
+            self.projection(&ix.project, &context, owned, [&partition_key, &sort_key], &src_keys);
 
             // shards
             let shards = match &ix.shards {
@@ -229,6 +126,157 @@ impl Checker<'_> {
             }
         }
         out
+    }
+
+    /// The index's name: well formed, and not another index's.
+    fn index_name(&mut self, raw: &Text, context: &str, names: &mut HashMap<String, usize>) {
+        let name = raw.get_ref().clone();
+        let line = self.line(raw.span().start);
+        let chars = name.chars().count();
+        if !limits::INDEX_NAME_CHARS.contains(&chars) || !name.chars().all(is_name_char) {
+            self.problem(
+                raw.span().start,
+                join_key(context, "name"),
+                format!(
+                    "\"{name}\" is not an index name ({}-{} characters of a-z A-Z 0-9 _ . -)",
+                    limits::INDEX_NAME_CHARS.start(),
+                    limits::INDEX_NAME_CHARS.end()
+                ),
+            );
+        } else if let Some(first) = names.get(&name) {
+            self.problem(
+                raw.span().start,
+                join_key(context, "name"),
+                format!("index name \"{name}\" is already used by the index at line {first}"),
+            );
+        } else {
+            names.insert(name.clone(), line);
+        }
+    }
+
+    /// The index's table: well named, neither a source table nor another
+    /// index's (`index_tables`: each index table's line and index so far).
+    fn index_table(
+        &mut self,
+        raw: &Text,
+        context: &str,
+        name: &str,
+        tables: &[TableInfo],
+        index_tables: &mut HashMap<String, (usize, String)>,
+    ) {
+        let table = raw.get_ref();
+        if self.table_name(raw, context, "table") {
+            if tables.iter().any(|t| t.name == *table) {
+                self.problem(
+                    raw.span().start,
+                    join_key(context, "table"),
+                    format!("\"{table}\" is a declared source table; an index owns its table, give it another"),
+                );
+            } else if let Some((first_line, first_name)) = index_tables.get(table) {
+                self.problem(
+                        raw.span().start,
+                        join_key(context, "table"),
+                        format!(
+                            "table \"{table}\" is already the table of index \"{first_name}\" (line {first_line}); each index owns its table"
+                        ),
+                    );
+            } else {
+                index_tables.insert(table.clone(), (self.line(raw.span().start), name.to_owned()));
+            }
+        }
+    }
+
+    /// The index table's key attributes (the defaults unless given): two,
+    /// and neither a key of the source table (copied onto every row).
+    fn index_keys(
+        &mut self,
+        name: &Text,
+        raw_partition_key: &Option<Text>,
+        raw_sort_key: &Option<Text>,
+        context: &str,
+        src: Option<&TableConfig>,
+    ) -> (String, String) {
+        let partition_key = self.key_with_default(
+            raw_partition_key,
+            defaults::INDEX_PARTITION_KEY,
+            &join_key(context, "partition_key"),
+        );
+        let sort_key = self.key_with_default(raw_sort_key, defaults::INDEX_SORT_KEY, &join_key(context, "sort_key"));
+        if partition_key == sort_key {
+            let (offset, key) = match (raw_sort_key, raw_partition_key) {
+                (Some(s), _) => (s.span().start, join_key(context, "sort_key")),
+                (None, Some(p)) => (p.span().start, join_key(context, "partition_key")),
+                (None, None) => (name.span().start, context.to_owned()),
+            };
+            self.problem(
+                offset,
+                key,
+                format!("partition_key and sort_key are both \"{sort_key}\""),
+            );
+        }
+        let src_keys: Vec<&str> = src.map(|t| t.primary_key()).unwrap_or_default();
+        if let Some(t) = src {
+            for (attr, raw_key, key) in [
+                (&partition_key, raw_partition_key, "partition_key"),
+                (&sort_key, raw_sort_key, "sort_key"),
+            ] {
+                if src_keys.contains(&attr.as_str()) {
+                    let offset = raw_key.as_ref().map_or(name.span().start, |s| s.span().start);
+                    self.problem(
+                            offset,
+                            join_key(context, key),
+                            format!(
+                                "\"{attr}\" is a key attribute of source table \"{}\", which is copied onto every row; give the index {key} another name",
+                                t.name
+                            ),
+                        );
+                }
+            }
+        }
+        (partition_key, sort_key)
+    }
+
+    /// The projected attributes: none a key of the index table or of the
+    /// source table, owned by the pipeline (`owned`: the source table's
+    /// edge set), or listed twice.
+    fn projection(
+        &mut self,
+        project: &[Text],
+        context: &str,
+        owned: Option<&EdgeSetInfo>,
+        index_keys: [&String; 2],
+        src_keys: &[&str],
+    ) {
+        let mut seen: Vec<&str> = Vec::new();
+        for p in project {
+            let attr = p.get_ref().as_str();
+            let key = join_key(context, "project");
+            if !self.attribute(p, &key) {
+                continue;
+            }
+            let reason = if index_keys.iter().any(|k| attr == k.as_str()) {
+                Some(format!(
+                    "\"{attr}\" is a key attribute of the index table; projecting it would overwrite the row key"
+                ))
+            } else if src_keys.contains(&attr) {
+                Some(format!(
+                    "\"{attr}\" is a key attribute of the source table, always copied onto the row; remove it"
+                ))
+            } else if let Some(es) = owned.filter(|es| es.attribute == attr || es.complete_attribute == attr) {
+                Some(format!(
+                    "\"{attr}\" is owned by the pipeline (the edge set \"{}\" of table \"{}\"); it cannot be projected",
+                    es.attribute, es.table
+                ))
+            } else if seen.contains(&attr) {
+                Some(format!("\"{attr}\" is listed twice"))
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                self.problem(p.span().start, key, reason);
+            }
+            seen.push(attr);
+        }
     }
 
     /// A sort column, or (when refused) its value reference if that could be read.
