@@ -70,7 +70,8 @@ fn queue_arn(stack: &Stack, purpose: &QueuePurpose) -> Option<Json> {
         .map(|q| json!({ "Fn::GetAtt": [ids::queue(q), "Arn"] }))
 }
 
-/// The statements of a function's policy.
+/// The statements of a function's policy: its own logs, what a consumer
+/// of the streams needs, and what its own work needs.
 pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
     let mut out = Vec::new();
     let log_group = json!({ "Fn::GetAtt": [ids::log_group(role), "Arn"] });
@@ -79,178 +80,193 @@ pub fn statements(stack: &Stack, role: FunctionRole) -> Vec<Json> {
         &["logs:CreateLogStream", "logs:PutLogEvents"],
         vec![log_group],
     ));
-    let consumer = match role {
-        FunctionRole::Indexer => Some(Consumer::Indexer),
-        FunctionRole::Router => Some(Consumer::Router),
-        FunctionRole::Reaper => None,
-    };
-    if let Some(consumer) = consumer {
-        let (from_kinesis, from_dynamodb): (Vec<&str>, Vec<&str>) = stack
-            .mappings
-            .iter()
-            .filter(|m| m.consumer == consumer)
-            .map(|m| m.table.as_str())
-            .partition(|t| stack.reads_kinesis(t));
-        if !from_dynamodb.is_empty() {
-            out.push(statement(
-                "ReadStreams",
-                &[
-                    "dynamodb:DescribeStream",
-                    "dynamodb:GetRecords",
-                    "dynamodb:GetShardIterator",
-                    "dynamodb:ListStreams",
-                ],
-                from_dynamodb.iter().map(|t| stream_arns(t)).collect(),
-            ));
-        }
-        if !from_kinesis.is_empty() {
-            out.push(statement(
-                "ReadChangeStreams",
-                &[
-                    "kinesis:DescribeStream",
-                    "kinesis:DescribeStreamSummary",
-                    "kinesis:GetRecords",
-                    "kinesis:GetShardIterator",
-                    "kinesis:ListShards",
-                ],
-                from_kinesis
-                    .iter()
-                    .map(|t| json!({ "Fn::GetAtt": [ids::kinesis_stream(t), "Arn"] }))
-                    .collect(),
-            ));
-            out.push(statement(
-                "ListChangeStreams",
-                &["kinesis:ListStreams"],
-                vec![sub(
-                    "arn:${AWS::Partition}:kinesis:${AWS::Region}:${AWS::AccountId}:stream/*",
-                )],
-            ));
-        }
-        let queues: Vec<Json> = queue_arn(stack, &QueuePurpose::Quarantine).into_iter().collect();
-        out.push(statement("Quarantine", &["sqs:SendMessage"], queues));
-        // The claim checks under the function's prefix, and the batches its
-        // mappings give up on, which Lambda writes as the function's role.
-        out.push(statement(
-            "QuarantineClaimsAndFailedBatches",
-            &["s3:PutObject"],
-            vec![
-                super::bucket::consumer_objects(role.binary()),
-                super::bucket::failed_batch_objects(),
-            ],
-        ));
-        out.push(statement(
-            "FailedBatchesBucket",
-            &["s3:ListBucket"],
-            vec![json!({ "Fn::GetAtt": [ids::QUARANTINE_BUCKET, "Arn"] })],
-        ));
-    }
     match role {
         FunctionRole::Indexer => {
-            for table in stack.source_tables.iter().filter(|t| t.target_index.is_some()) {
-                let Some(set) = &table.edge_set else { continue };
-                let mut attributes: Vec<&str> = table.key_attributes();
-                attributes.push(&set.attribute);
-                attributes.push(&set.complete_attribute);
-                attributes.push(model::version::EDGE_MARK_ATTRIBUTE);
-                // Read from Kinesis, each member's version has an attribute
-                // of its own: named by a pattern.
-                let member_versions = format!("{}*", model::version::MEMBER_VERSION_PREFIX);
-                let only = if table.kinesis.is_some() {
-                    attributes.push(&member_versions);
-                    "ForAllValues:StringLike"
-                } else {
-                    "ForAllValues:StringEquals"
-                };
-                out.push(json!({
-                    "Sid": format!("EdgeSetOnly{}", ids::pascal(&table.name)),
-                    "Effect": "Allow",
-                    "Action": ["dynamodb:UpdateItem"],
-                    "Resource": [table_arn(&table.name)],
-                    "Condition": {
-                        only: { "dynamodb:Attributes": attributes },
-                        "StringEqualsIfExists": { "dynamodb:ReturnValues": ["NONE"] },
-                    },
-                }));
-            }
-            let restore: Vec<Json> = stack
-                .source_tables
-                .iter()
-                .filter(|t| t.edge_set.is_some())
-                .map(|t| table_arn(&t.name))
-                .collect();
-            if !restore.is_empty() {
-                out.push(statement("RestoreSets", &["dynamodb:Query"], restore));
-            }
-            let indexes: Vec<Json> = stack.index_tables.iter().map(|t| table_arn(&t.name)).collect();
-            if !indexes.is_empty() {
-                // Read from Kinesis, a row is written only over an older
-                // version: one conditional PutItem a row.
-                let actions: &[&str] = if stack.ledger_table.is_some() {
-                    &["dynamodb:BatchWriteItem", "dynamodb:PutItem"]
-                } else {
-                    &["dynamodb:BatchWriteItem"]
-                };
-                out.push(statement("IndexRows", actions, indexes));
-            }
+            consumer_statements(stack, role, Consumer::Indexer, &mut out);
+            indexer_statements(stack, &mut out);
         }
         FunctionRole::Router => {
-            let bus = if stack.bus.is_default() {
-                sub("arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/default")
-            } else {
-                json!({ "Fn::GetAtt": [ids::BUS, "Arn"] })
-            };
-            out.push(statement("PutEvents", &["events:PutEvents"], vec![bus]));
-            if let Some(ledger) = &stack.ledger_table {
-                out.push(statement(
-                    "Ledger",
-                    &["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"],
-                    vec![table_arn(ledger)],
-                ));
-            }
+            consumer_statements(stack, role, Consumer::Router, &mut out);
+            router_statements(stack, &mut out);
         }
-        FunctionRole::Reaper => {
-            let mut tables: Vec<&str> = stack
-                .rules
-                .iter()
-                .filter(|r| r.reaper)
-                .map(|r| r.table.as_str())
-                .collect();
-            tables.sort_unstable();
-            tables.dedup();
-            let mut reads = Vec::new();
-            for table in &tables {
-                reads.push(table_arn(table));
-                if let Some(index) = stack
-                    .source_tables
-                    .iter()
-                    .find(|t| t.name == *table)
-                    .and_then(|t| t.target_index.as_ref())
-                {
-                    reads.push(sub(&format!(
-                        "arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:${{AWS::AccountId}}:table/{table}/index/{}",
-                        index.name
-                    )));
-                }
-            }
-            out.push(statement(
-                "ReadNodesAndEdges",
-                &["dynamodb:GetItem", "dynamodb:Query"],
-                reads,
-            ));
-            out.push(statement(
-                "DeleteEdges",
-                &["dynamodb:BatchWriteItem"],
-                tables.iter().map(|t| table_arn(t)).collect(),
-            ));
-            if let Some(queue) = queue_arn(stack, &QueuePurpose::ReaperDeadLetter) {
-                out.push(statement("DeadLetters", &["sqs:SendMessage"], vec![queue]));
-            }
-            if let Some(ledger) = &stack.ledger_table {
-                out.push(statement("Ledger", &["dynamodb:Query"], vec![table_arn(ledger)]));
-            }
-        }
+        FunctionRole::Reaper => reaper_statements(stack, &mut out),
     }
     out
+}
+
+/// A consumer's: reading its streams (DynamoDB's or Kinesis'), and
+/// quarantining records and failed batches.
+fn consumer_statements(stack: &Stack, role: FunctionRole, consumer: Consumer, out: &mut Vec<Json>) {
+    let (from_kinesis, from_dynamodb): (Vec<&str>, Vec<&str>) = stack
+        .mappings
+        .iter()
+        .filter(|m| m.consumer == consumer)
+        .map(|m| m.table.as_str())
+        .partition(|t| stack.reads_kinesis(t));
+    if !from_dynamodb.is_empty() {
+        out.push(statement(
+            "ReadStreams",
+            &[
+                "dynamodb:DescribeStream",
+                "dynamodb:GetRecords",
+                "dynamodb:GetShardIterator",
+                "dynamodb:ListStreams",
+            ],
+            from_dynamodb.iter().map(|t| stream_arns(t)).collect(),
+        ));
+    }
+    if !from_kinesis.is_empty() {
+        out.push(statement(
+            "ReadChangeStreams",
+            &[
+                "kinesis:DescribeStream",
+                "kinesis:DescribeStreamSummary",
+                "kinesis:GetRecords",
+                "kinesis:GetShardIterator",
+                "kinesis:ListShards",
+            ],
+            from_kinesis
+                .iter()
+                .map(|t| json!({ "Fn::GetAtt": [ids::kinesis_stream(t), "Arn"] }))
+                .collect(),
+        ));
+        out.push(statement(
+            "ListChangeStreams",
+            &["kinesis:ListStreams"],
+            vec![sub(
+                "arn:${AWS::Partition}:kinesis:${AWS::Region}:${AWS::AccountId}:stream/*",
+            )],
+        ));
+    }
+    let queues: Vec<Json> = queue_arn(stack, &QueuePurpose::Quarantine).into_iter().collect();
+    out.push(statement("Quarantine", &["sqs:SendMessage"], queues));
+    // The claim checks under the function's prefix, and the batches its
+    // mappings give up on, which Lambda writes as the function's role.
+    out.push(statement(
+        "QuarantineClaimsAndFailedBatches",
+        &["s3:PutObject"],
+        vec![
+            super::bucket::consumer_objects(role.binary()),
+            super::bucket::failed_batch_objects(),
+        ],
+    ));
+    out.push(statement(
+        "FailedBatchesBucket",
+        &["s3:ListBucket"],
+        vec![json!({ "Fn::GetAtt": [ids::QUARANTINE_BUCKET, "Arn"] })],
+    ));
+}
+
+/// The indexer's: updating only the pipeline's attributes of nodes,
+/// reading edges to restore a set, and writing index rows.
+fn indexer_statements(stack: &Stack, out: &mut Vec<Json>) {
+    for table in stack.source_tables.iter().filter(|t| t.target_index.is_some()) {
+        let Some(set) = &table.edge_set else { continue };
+        let mut attributes: Vec<&str> = table.key_attributes();
+        attributes.push(&set.attribute);
+        attributes.push(&set.complete_attribute);
+        attributes.push(model::version::EDGE_MARK_ATTRIBUTE);
+        // Read from Kinesis, each member's version has an attribute
+        // of its own: named by a pattern.
+        let member_versions = format!("{}*", model::version::MEMBER_VERSION_PREFIX);
+        let only = if table.kinesis.is_some() {
+            attributes.push(&member_versions);
+            "ForAllValues:StringLike"
+        } else {
+            "ForAllValues:StringEquals"
+        };
+        out.push(json!({
+            "Sid": format!("EdgeSetOnly{}", ids::pascal(&table.name)),
+            "Effect": "Allow",
+            "Action": ["dynamodb:UpdateItem"],
+            "Resource": [table_arn(&table.name)],
+            "Condition": {
+                only: { "dynamodb:Attributes": attributes },
+                "StringEqualsIfExists": { "dynamodb:ReturnValues": ["NONE"] },
+            },
+        }));
+    }
+    let restore: Vec<Json> = stack
+        .source_tables
+        .iter()
+        .filter(|t| t.edge_set.is_some())
+        .map(|t| table_arn(&t.name))
+        .collect();
+    if !restore.is_empty() {
+        out.push(statement("RestoreSets", &["dynamodb:Query"], restore));
+    }
+    let indexes: Vec<Json> = stack.index_tables.iter().map(|t| table_arn(&t.name)).collect();
+    if !indexes.is_empty() {
+        // Read from Kinesis, a row is written only over an older
+        // version: one conditional PutItem a row.
+        let actions: &[&str] = if stack.ledger_table.is_some() {
+            &["dynamodb:BatchWriteItem", "dynamodb:PutItem"]
+        } else {
+            &["dynamodb:BatchWriteItem"]
+        };
+        out.push(statement("IndexRows", actions, indexes));
+    }
+}
+
+/// The router's: putting events on the bus, and its ledger.
+fn router_statements(stack: &Stack, out: &mut Vec<Json>) {
+    let bus = if stack.bus.is_default() {
+        sub("arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/default")
+    } else {
+        json!({ "Fn::GetAtt": [ids::BUS, "Arn"] })
+    };
+    out.push(statement("PutEvents", &["events:PutEvents"], vec![bus]));
+    if let Some(ledger) = &stack.ledger_table {
+        out.push(statement(
+            "Ledger",
+            &["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"],
+            vec![table_arn(ledger)],
+        ));
+    }
+}
+
+/// The reaper's: reading nodes and edges of the tables it reaps, deleting
+/// edges, its dead letters, and reading the ledger.
+fn reaper_statements(stack: &Stack, out: &mut Vec<Json>) {
+    let mut tables: Vec<&str> = stack
+        .rules
+        .iter()
+        .filter(|r| r.reaper)
+        .map(|r| r.table.as_str())
+        .collect();
+    tables.sort_unstable();
+    tables.dedup();
+    let mut reads = Vec::new();
+    for table in &tables {
+        reads.push(table_arn(table));
+        if let Some(index) = stack
+            .source_tables
+            .iter()
+            .find(|t| t.name == *table)
+            .and_then(|t| t.target_index.as_ref())
+        {
+            reads.push(sub(&format!(
+                "arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:${{AWS::AccountId}}:table/{table}/index/{}",
+                index.name
+            )));
+        }
+    }
+    out.push(statement(
+        "ReadNodesAndEdges",
+        &["dynamodb:GetItem", "dynamodb:Query"],
+        reads,
+    ));
+    out.push(statement(
+        "DeleteEdges",
+        &["dynamodb:BatchWriteItem"],
+        tables.iter().map(|t| table_arn(t)).collect(),
+    ));
+    if let Some(queue) = queue_arn(stack, &QueuePurpose::ReaperDeadLetter) {
+        out.push(statement("DeadLetters", &["sqs:SendMessage"], vec![queue]));
+    }
+    if let Some(ledger) = &stack.ledger_table {
+        out.push(statement("Ledger", &["dynamodb:Query"], vec![table_arn(ledger)]));
+    }
 }
 
 /// The role of a function: assumable by Lambda, with its own inline policy.
