@@ -118,15 +118,18 @@ pub fn consumer_function<Q: Quarantine + 'static>(
     }
 }
 
-/// One mapping to wire: its table, consumer, settings, filters, and its
-/// on-failure destination: a bucket and the mapping's name in its keys.
-type Planned = (
-    String,
-    Consumer,
-    Settings,
-    Vec<model::filter::Pattern>,
-    Option<(String, String)>,
-);
+/// One mapping to wire.
+struct Planned {
+    table: String,
+    consumer: Consumer,
+    settings: Settings,
+    filters: Vec<model::filter::Pattern>,
+    /// Its on-failure destination: a bucket, and the mapping's name in its keys.
+    on_failure: Option<(String, String)>,
+}
+
+/// The functions by consumer, and the mappings feeding them.
+type Wired = (Vec<(Consumer, Arc<dyn Function>)>, Vec<Planned>);
 
 /// The runner for `config` on the endpoint of `sdk`: the consumers in
 /// process, fed as the config's stack describes, or (with `hosting`) the
@@ -145,61 +148,13 @@ pub async fn connect(
     let dynamodb = dynamodb_client(sdk);
     // Buckets known to exist: each is looked up once.
     let mut buckets = std::collections::BTreeSet::new();
-    let mut functions: Vec<(Consumer, Arc<dyn Function>)> = Vec::new();
-    let planned: Vec<Planned> = match hosting {
-        Some(hosting) => {
-            for consumer in Consumer::ALL {
-                if let Some(hosted) = hosting.function(FunctionRole::of(consumer)) {
-                    functions.push((consumer, Arc::new(HostedFunction(hosted.clone()))));
-                }
-            }
-            // A mapping of a table read from Kinesis reads the table's data
-            // stream: the runner knows it by its table.
-            let table_of_stream: std::collections::BTreeMap<String, String> = stack
-                .kinesis_streams()
-                .into_iter()
-                .map(|(table, s)| (s, table))
-                .collect();
-            hosting
-                .mappings
-                .iter()
-                .filter_map(|m| {
-                    let role = stack.functions.iter().find(|f| f.name == m.function)?.role;
-                    let consumer = Consumer::ALL.into_iter().find(|c| FunctionRole::of(*c) == role)?;
-                    Some((
-                        table_of_stream.get(&m.table).unwrap_or(&m.table).clone(),
-                        consumer,
-                        m.settings,
-                        m.filters.clone(),
-                        m.on_failure_bucket.clone().map(|b| (b, m.id.clone())),
-                    ))
-                })
-                .collect()
-        }
+    let (functions, planned) = match hosting {
+        Some(hosting) => hosted(hosting, &stack),
         None => {
             let quarantine_url = queue_url(&sqs, &stack::quarantine_queue_name(&config)).await?;
             check_bucket(&s3, &stack.quarantine_bucket).await?;
             buckets.insert(stack.quarantine_bucket.clone());
-            for consumer in Consumer::ALL {
-                if stack.mappings.iter().any(|m| m.consumer == consumer) {
-                    let quarantine = SqsQuarantine::new(sqs.clone(), quarantine_url.clone())
-                        .with_claims(ClaimBucket::new(s3.clone(), stack.quarantine_bucket.clone()));
-                    functions.push((
-                        consumer,
-                        consumer_function(sdk, &dynamodb, &config, consumer, quarantine),
-                    ));
-                }
-            }
-            stack
-                .mappings
-                .iter()
-                .map(|m| {
-                    let settings = Settings::of(&m.settings);
-                    let name = format!("{}-{}", m.consumer, m.table);
-                    let destination = Some((stack.quarantine_bucket.clone(), name));
-                    (m.table.clone(), m.consumer, settings, m.filters.clone(), destination)
-                })
-                .collect()
+            in_process(sdk, (&sqs, &s3), &dynamodb, &config, &stack, quarantine_url)
         }
     };
     let expiries = Arc::new(Expiries::new(checkpoints.expiries.clone()));
@@ -229,7 +184,14 @@ pub async fn connect(
         },
         checkpoints,
     );
-    for (table, consumer, settings, filters, destination) in planned {
+    for Planned {
+        table,
+        consumer,
+        settings,
+        filters,
+        on_failure: destination,
+    } in planned
+    {
         let Some((_, function)) = functions.iter().find(|(c, _)| *c == consumer) else {
             continue;
         };
@@ -263,38 +225,10 @@ pub async fn connect(
             on_failure,
         });
     }
-    let reap_rules: Vec<&stack::Rule> = stack.rules.iter().filter(|r| r.reaper).collect();
-    if wiring.reaper && !reap_rules.is_empty() {
-        let mut queues = Vec::new();
-        for rule in reap_rules {
-            queues.push(Queue {
-                name: rule.local_queue.clone(),
-                url: queue_url(&sqs, &rule.local_queue).await?,
-            });
+    if wiring.reaper {
+        if let Some(feed) = reaper_feed(&sqs, &dynamodb, &config, &stack, hosting).await? {
+            runner.set_reaper_feed(feed);
         }
-        let dead_letters = match stack.queue(&QueuePurpose::ReaperDeadLetter) {
-            Some(q) => Some(Queue {
-                name: q.name.clone(),
-                url: queue_url(&sqs, &q.name).await?,
-            }),
-            None => None,
-        };
-        runner.set_reaper_feed(ReaperFeed {
-            sqs: sqs.clone(),
-            queues,
-            dead_letters,
-            reaper: match hosting.and_then(|h| h.function(FunctionRole::Reaper)) {
-                Some(hosted) => Arc::new(HostedReaper(hosted.clone())),
-                None => Arc::new(
-                    Reaper::new(
-                        config.clone(),
-                        DynamoGraph::new(dynamodb.clone(), config.clone()),
-                        Backoff::default(),
-                    )
-                    .with_ledger(DynamoLedger::for_config(&dynamodb, &config)),
-                ),
-            },
-        });
     }
     if let Some((sweeper, every)) = sweeper {
         runner.set_sweeper(sweeper, every, expiries);
@@ -303,4 +237,116 @@ pub async fn connect(
         runner.set_copier(copier, config.clone());
     }
     Ok(runner)
+}
+
+/// The built functions of `hosting`, fed as its deployed mappings say.
+fn hosted(hosting: &Hosting, stack: &Stack) -> Wired {
+    let mut functions: Vec<(Consumer, Arc<dyn Function>)> = Vec::new();
+    for consumer in Consumer::ALL {
+        if let Some(hosted) = hosting.function(FunctionRole::of(consumer)) {
+            functions.push((consumer, Arc::new(HostedFunction(hosted.clone()))));
+        }
+    }
+    // A mapping of a table read from Kinesis reads the table's data
+    // stream: the runner knows it by its table.
+    let table_of_stream: std::collections::BTreeMap<String, String> = stack
+        .kinesis_streams()
+        .into_iter()
+        .map(|(table, s)| (s, table))
+        .collect();
+    let planned = hosting
+        .mappings
+        .iter()
+        .filter_map(|m| {
+            let role = stack.functions.iter().find(|f| f.name == m.function)?.role;
+            let consumer = Consumer::ALL.into_iter().find(|c| FunctionRole::of(*c) == role)?;
+            Some(Planned {
+                table: table_of_stream.get(&m.table).unwrap_or(&m.table).clone(),
+                consumer,
+                settings: m.settings,
+                filters: m.filters.clone(),
+                on_failure: m.on_failure_bucket.clone().map(|b| (b, m.id.clone())),
+            })
+        })
+        .collect();
+    (functions, planned)
+}
+
+/// The consumers in process, quarantining into the queue at
+/// `quarantine_url` (and its claim bucket), fed as the config's stack
+/// describes, each mapping's failed batches under its name in the
+/// quarantine bucket.
+fn in_process(
+    sdk: &SdkConfig,
+    (sqs, s3): (&aws_sdk_sqs::Client, &aws_sdk_s3::Client),
+    dynamodb: &aws_sdk_dynamodb::Client,
+    config: &Arc<Config>,
+    stack: &Stack,
+    quarantine_url: String,
+) -> Wired {
+    let mut functions: Vec<(Consumer, Arc<dyn Function>)> = Vec::new();
+    for consumer in Consumer::ALL {
+        if stack.mappings.iter().any(|m| m.consumer == consumer) {
+            let quarantine = SqsQuarantine::new(sqs.clone(), quarantine_url.clone())
+                .with_claims(ClaimBucket::new(s3.clone(), stack.quarantine_bucket.clone()));
+            functions.push((consumer, consumer_function(sdk, dynamodb, config, consumer, quarantine)));
+        }
+    }
+    let planned = stack
+        .mappings
+        .iter()
+        .map(|m| Planned {
+            table: m.table.clone(),
+            consumer: m.consumer,
+            settings: Settings::of(&m.settings),
+            filters: m.filters.clone(),
+            on_failure: Some((stack.quarantine_bucket.clone(), format!("{}-{}", m.consumer, m.table))),
+        })
+        .collect();
+    (functions, planned)
+}
+
+/// The reaper fed from the reap rules' queues (`None`: no route reaps):
+/// the built reaper of `hosting`, or the reaper in process.
+async fn reaper_feed(
+    sqs: &aws_sdk_sqs::Client,
+    dynamodb: &aws_sdk_dynamodb::Client,
+    config: &Arc<Config>,
+    stack: &Stack,
+    hosting: Option<&Hosting>,
+) -> Result<Option<ReaperFeed>, WiringError> {
+    let reap_rules: Vec<&stack::Rule> = stack.rules.iter().filter(|r| r.reaper).collect();
+    if reap_rules.is_empty() {
+        return Ok(None);
+    }
+    let mut queues = Vec::new();
+    for rule in reap_rules {
+        queues.push(Queue {
+            name: rule.local_queue.clone(),
+            url: queue_url(sqs, &rule.local_queue).await?,
+        });
+    }
+    let dead_letters = match stack.queue(&QueuePurpose::ReaperDeadLetter) {
+        Some(q) => Some(Queue {
+            name: q.name.clone(),
+            url: queue_url(sqs, &q.name).await?,
+        }),
+        None => None,
+    };
+    Ok(Some(ReaperFeed {
+        sqs: sqs.clone(),
+        queues,
+        dead_letters,
+        reaper: match hosting.and_then(|h| h.function(FunctionRole::Reaper)) {
+            Some(hosted) => Arc::new(HostedReaper(hosted.clone())),
+            None => Arc::new(
+                Reaper::new(
+                    config.clone(),
+                    DynamoGraph::new(dynamodb.clone(), config.clone()),
+                    Backoff::default(),
+                )
+                .with_ledger(DynamoLedger::for_config(dynamodb, config)),
+            ),
+        },
+    }))
 }
