@@ -114,7 +114,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             }
         }
         if poison.is_none() && noted {
-            if let Some(entry) = entry.or_else(|| model::ledger::entry_of(table, record)) {
+            if let Some(entry) = entry.map(|e| *e).or_else(|| model::ledger::entry_of(table, record)) {
                 into.ledger.push((handled.len(), entry));
             }
         }

@@ -21,7 +21,9 @@ pub struct Classification {
     /// The change's ledger entry, when [`classify_ahead`] worked it out (a
     /// noted change, see [`Classification::is_noted`]); `None`: the router
     /// makes it ([`crate::ledger::entry_of`]) if it notes the change.
-    pub entry: Option<crate::ledger::Entry>,
+    /// Boxed: most classifications have none, and are kept ahead by the
+    /// thousand.
+    pub entry: Option<Box<crate::ledger::Entry>>,
 }
 
 impl Classification {
@@ -94,7 +96,7 @@ pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>
         let mut classified = classification(config, table, record);
         // Only a change the router notes needs its entry.
         if classified.is_noted(config, table) {
-            classified.entry = entry.or_else(|| crate::ledger::entry_of(table, record));
+            classified.entry = entry.or_else(|| crate::ledger::entry_of(table, record)).map(Box::new);
         }
         received.ahead.keep(config, classified);
     }

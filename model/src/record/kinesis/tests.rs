@@ -258,7 +258,7 @@ fn a_ledger_entry_worked_out_ahead_is_the_one_made_now() {
         if ahead.is_noted(&config, table) {
             entries += 1;
             assert!(now.is_some());
-            assert_eq!(ahead.entry, now);
+            assert_eq!(ahead.entry.map(|e| *e), now);
         } else {
             assert_eq!(ahead.entry, None);
         }
