@@ -247,56 +247,8 @@ impl Checker<'_> {
                 );
             }
 
-            // include: edge types.
-            if e.include.get_ref().is_empty() {
-                self.problem(
-                    e.include.span().start,
-                    k("include"),
-                    "no edge type is included; list the edge types to replicate (the sort key up to its first `-`)",
-                );
-            }
-            let mut seen: Vec<&str> = Vec::new();
-            for ty in e.include.get_ref() {
-                let t = ty.get_ref().as_str();
-                if t.is_empty() {
-                    self.problem(ty.span().start, k("include"), "empty edge type");
-                } else if t.contains('-') {
-                    self.problem(
-                        ty.span().start,
-                        k("include"),
-                        format!("\"{t}\" contains `-`, but an edge type is the sort key up to its first `-`, so it could never match"),
-                    );
-                } else if seen.contains(&t) {
-                    self.problem(ty.span().start, k("include"), format!("\"{t}\" is listed twice"));
-                }
-                seen.push(t);
-            }
-
-            // member: attributes of the edge item.
-            if e.member.get_ref().is_empty() {
-                self.problem(
-                    e.member.span().start,
-                    k("member"),
-                    "no member attribute; list the edge attributes that make up a member (e.g. [\"target\"])",
-                );
-            }
-            let mut seen: Vec<&str> = Vec::new();
-            for m in e.member.get_ref() {
-                let name = m.get_ref().as_str();
-                if !self.attribute(m, &k("member")) {
-                    continue;
-                }
-                if name == e.attribute.get_ref() || name == complete_attribute {
-                    self.problem(
-                        m.span().start,
-                        k("member"),
-                        format!("\"{name}\" is an attribute the pipeline writes on nodes, not an edge attribute"),
-                    );
-                } else if seen.contains(&name) {
-                    self.problem(m.span().start, k("member"), format!("\"{name}\" is listed twice"));
-                }
-                seen.push(name);
-            }
+            self.edge_types(&e.include, &context);
+            self.member_attributes(&e.member, [e.attribute.get_ref(), &complete_attribute], &context);
 
             let max_members = match &e.max_members {
                 Some(m) => self
@@ -328,5 +280,65 @@ impl Checker<'_> {
             });
         }
         (out, infos)
+    }
+
+    /// The edge types an edge set includes: at least one, none empty, none
+    /// with a `-` (the type is the sort key up to its first `-`), none twice.
+    fn edge_types(&mut self, include: &Spanned<Vec<Text>>, context: &str) {
+        let key = join_key(context, "include");
+        if include.get_ref().is_empty() {
+            self.problem(
+                include.span().start,
+                key.as_str(),
+                "no edge type is included; list the edge types to replicate (the sort key up to its first `-`)",
+            );
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for ty in include.get_ref() {
+            let t = ty.get_ref().as_str();
+            if t.is_empty() {
+                self.problem(ty.span().start, key.as_str(), "empty edge type");
+            } else if t.contains('-') {
+                self.problem(
+                    ty.span().start,
+                    key.as_str(),
+                    format!("\"{t}\" contains `-`, but an edge type is the sort key up to its first `-`, so it could never match"),
+                );
+            } else if seen.contains(&t) {
+                self.problem(ty.span().start, key.as_str(), format!("\"{t}\" is listed twice"));
+            }
+            seen.push(t);
+        }
+    }
+
+    /// The attributes of an edge that make up a member: at least one, none
+    /// the pipeline writes on nodes (`owned`: the set and completeness
+    /// attributes), none twice.
+    fn member_attributes(&mut self, member: &Spanned<Vec<Text>>, owned: [&str; 2], context: &str) {
+        let key = join_key(context, "member");
+        if member.get_ref().is_empty() {
+            self.problem(
+                member.span().start,
+                key.as_str(),
+                "no member attribute; list the edge attributes that make up a member (e.g. [\"target\"])",
+            );
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for m in member.get_ref() {
+            let name = m.get_ref().as_str();
+            if !self.attribute(m, &key) {
+                continue;
+            }
+            if owned.contains(&name) {
+                self.problem(
+                    m.span().start,
+                    key.as_str(),
+                    format!("\"{name}\" is an attribute the pipeline writes on nodes, not an edge attribute"),
+                );
+            } else if seen.contains(&name) {
+                self.problem(m.span().start, key.as_str(), format!("\"{name}\" is listed twice"));
+            }
+            seen.push(name);
+        }
     }
 }
