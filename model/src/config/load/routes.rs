@@ -18,53 +18,7 @@ impl Checker<'_> {
             if r.detail_type.get_ref().trim().is_empty() {
                 self.problem(r.detail_type.span().start, k("detail_type"), "empty detail_type");
             }
-            if r.events.get_ref().is_empty() {
-                self.problem(
-                    r.events.span().start,
-                    k("events"),
-                    "no events: list one or more of INSERT, MODIFY, REMOVE, EXPIRE",
-                );
-            }
-            let mut events = Vec::new();
-            for ev in r.events.get_ref() {
-                let event = match ev.get_ref().to_ascii_uppercase().as_str() {
-                    "INSERT" => RouteEvent::Insert,
-                    "MODIFY" => RouteEvent::Modify,
-                    "REMOVE" => RouteEvent::Remove,
-                    "EXPIRE" => RouteEvent::Expire,
-                    _ => {
-                        self.problem(
-                            ev.span().start,
-                            k("events"),
-                            format!(
-                                "unknown event \"{}\" (expected INSERT, MODIFY, REMOVE or EXPIRE)",
-                                ev.get_ref()
-                            ),
-                        );
-                        continue;
-                    }
-                };
-                if events.contains(&event) {
-                    self.problem(
-                        ev.span().start,
-                        k("events"),
-                        format!("\"{}\" is listed twice", ev.get_ref()),
-                    );
-                    continue;
-                }
-                if event == RouteEvent::Expire {
-                    if let Some(Some(t)) = table {
-                        if t.ttl_attribute.is_none() {
-                            self.problem(
-                                ev.span().start,
-                                k("events"),
-                                format!("table \"{}\" has no ttl_attribute, so EXPIRE can never happen", t.name),
-                            );
-                        }
-                    }
-                }
-                events.push(event);
-            }
+            let events = self.route_events(&r.events, table.flatten(), &context);
             if let Some(prefix) = &r.key_prefix {
                 if prefix.get_ref().is_empty() {
                     self.problem(
@@ -74,42 +28,12 @@ impl Checker<'_> {
                     );
                 }
             }
-            let items = match &r.items {
-                None => RouteItems::All,
-                Some(items) => {
-                    let parsed = match items.get_ref().to_ascii_lowercase().as_str() {
-                        "all" => Some(RouteItems::All),
-                        "nodes" => Some(RouteItems::Nodes),
-                        "edges" => Some(RouteItems::Edges),
-                        _ => None,
-                    };
-                    let table_name = r.table.get_ref();
-                    let has_edge_set =
-                        edge_sets.iter().any(|e| &e.table == table_name) || broken_edge_sets.contains(table_name);
-                    match parsed {
-                        None => {
-                            self.problem(
-                                items.span().start,
-                                k("items"),
-                                format!("unknown items \"{}\" (expected all, nodes or edges)", items.get_ref()),
-                            );
-                            RouteItems::All
-                        }
-                        Some(p @ (RouteItems::Nodes | RouteItems::Edges)) if !has_edge_set && table.is_some() => {
-                            self.problem(
-                                items.span().start,
-                                k("items"),
-                                format!(
-                                    "items = \"{}\" needs an edge set on table \"{table_name}\" (nodes and edges are the edge set's)",
-                                    items.get_ref()
-                                ),
-                            );
-                            p
-                        }
-                        Some(p) => p,
-                    }
-                }
-            };
+            // An undeclared table was reported already: nodes and edges are
+            // not refused for it too.
+            let has_edge_set = table.is_none()
+                || edge_sets.iter().any(|e| e.table == *r.table.get_ref())
+                || broken_edge_sets.contains(r.table.get_ref());
+            let items = self.route_items(r.items.as_ref(), r.table.get_ref(), has_edge_set, &context);
             let detail_type_at = r.detail_type.span().start;
             let reap = r.reap.as_ref().is_some_and(|reap| *reap.get_ref());
             if let (true, Some(flag)) = (reap, &r.reap) {
@@ -154,5 +78,102 @@ impl Checker<'_> {
             out.push(route);
         }
         out
+    }
+
+    /// The events a route takes: at least one, each known and listed once,
+    /// EXPIRE only of a table with a TTL attribute (`table`: its config,
+    /// when it could be read).
+    fn route_events(
+        &mut self,
+        events: &Spanned<Vec<Text>>,
+        table: Option<&TableConfig>,
+        context: &str,
+    ) -> Vec<RouteEvent> {
+        let key = join_key(context, "events");
+        if events.get_ref().is_empty() {
+            self.problem(
+                events.span().start,
+                key.as_str(),
+                "no events: list one or more of INSERT, MODIFY, REMOVE, EXPIRE",
+            );
+        }
+        let mut out = Vec::new();
+        for ev in events.get_ref() {
+            let event = match ev.get_ref().to_ascii_uppercase().as_str() {
+                "INSERT" => RouteEvent::Insert,
+                "MODIFY" => RouteEvent::Modify,
+                "REMOVE" => RouteEvent::Remove,
+                "EXPIRE" => RouteEvent::Expire,
+                _ => {
+                    self.problem(
+                        ev.span().start,
+                        key.as_str(),
+                        format!(
+                            "unknown event \"{}\" (expected INSERT, MODIFY, REMOVE or EXPIRE)",
+                            ev.get_ref()
+                        ),
+                    );
+                    continue;
+                }
+            };
+            if out.contains(&event) {
+                self.problem(
+                    ev.span().start,
+                    key.as_str(),
+                    format!("\"{}\" is listed twice", ev.get_ref()),
+                );
+                continue;
+            }
+            if event == RouteEvent::Expire {
+                if let Some(t) = table {
+                    if t.ttl_attribute.is_none() {
+                        self.problem(
+                            ev.span().start,
+                            key.as_str(),
+                            format!("table \"{}\" has no ttl_attribute, so EXPIRE can never happen", t.name),
+                        );
+                    }
+                }
+            }
+            out.push(event);
+        }
+        out
+    }
+
+    /// The items a route takes (all by default); nodes or edges only of
+    /// `table`'s edge set (`has_edge_set`: it has one, or cannot be told).
+    fn route_items(&mut self, items: Option<&Text>, table_name: &str, has_edge_set: bool, context: &str) -> RouteItems {
+        let key = join_key(context, "items");
+        let Some(items) = items else {
+            return RouteItems::All;
+        };
+        let parsed = match items.get_ref().to_ascii_lowercase().as_str() {
+            "all" => Some(RouteItems::All),
+            "nodes" => Some(RouteItems::Nodes),
+            "edges" => Some(RouteItems::Edges),
+            _ => None,
+        };
+        match parsed {
+            None => {
+                self.problem(
+                    items.span().start,
+                    key.as_str(),
+                    format!("unknown items \"{}\" (expected all, nodes or edges)", items.get_ref()),
+                );
+                RouteItems::All
+            }
+            Some(p @ (RouteItems::Nodes | RouteItems::Edges)) if !has_edge_set => {
+                self.problem(
+                    items.span().start,
+                    key.as_str(),
+                    format!(
+                        "items = \"{}\" needs an edge set on table \"{table_name}\" (nodes and edges are the edge set's)",
+                        items.get_ref()
+                    ),
+                );
+                p
+            }
+            Some(p) => p,
+        }
     }
 }
