@@ -25,7 +25,7 @@ use model::config::{self, Config};
 use model::plan::SharedProjections;
 use model::record::BorrowedReceived;
 use model::validate;
-use serde_json::json;
+use serde_json::{json, Value as Json};
 use stream_indexer::apply::Guard;
 use stream_indexer::store::dynamo::{dynamodb_client, DynamoStore};
 use stream_indexer::{Indexer, MemoryQuarantine, Options};
@@ -39,7 +39,7 @@ mod summary;
 mod tally;
 
 use source::{each_batch, SourceError};
-use summary::{events_json, print_summary};
+use summary::{events_json, print_summary, print_unmatched};
 use tally::Tally;
 
 #[derive(Debug, Args)]
@@ -131,7 +131,6 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     };
     let config = Arc::new(config);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let batch_size = args.batch_size as usize;
     let total_bytes = args
         .files
         .iter()
@@ -139,116 +138,17 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         .sum();
     let bar = progress_bar(!args.no_progress, total_bytes);
     let mut summary = Summary::default();
-    let tally;
-    let derived = if args.endpoint_url.is_some() || args.aws {
-        // Real tables take writes for good: refuse a bad file before any.
-        let checked = each_file(
-            &Reading {
-                files: &args.files,
-                batch_size,
-                config: &config,
-                ahead: Ahead::Check,
-            },
-            &ProgressBar::hidden(),
-            &mut summary,
-            err,
-            |_, _, _| {},
-        )?;
-        if checked.is_none() {
-            return Ok(exit::BAD_INPUT);
-        }
-        let sdk = runtime.block_on(crate::stack::sdk_config(
-            args.endpoint_url.as_deref(),
-            args.region.as_deref(),
-        ));
-        let store = DynamoStore::new(dynamodb_client(&sdk), config.clone());
-        // Tables that have moved on: a recorded record must never overwrite
-        // newer derived data (conditional writes, older ones skipped).
-        let guarded = Options {
-            guard: Guard::Newer,
-            ..Options::default()
-        };
-        let indexer = Indexer::new(config.clone(), store.clone(), MemoryQuarantine::new(), guarded);
-        let router = Router::new(
-            config.clone(),
-            EventBridgePublisher::new(eventbridge_client(&sdk), config.events.bus.clone()),
-            MemoryQuarantine::new(),
-            event_router::Options::default(),
-        )
-        .with_ledger(DynamoLedger::for_config(&dynamodb_client(&sdk), &config));
-        let replayed = each_file(
-            &Reading {
-                files: &args.files,
-                batch_size,
-                config: &config,
-                ahead: Ahead::Consumers,
-            },
-            &bar,
-            &mut summary,
-            err,
-            |batch, _, summary| {
-                runtime.block_on(replay_batch_to(&indexer, &router, batch, summary));
-            },
-        )?;
-        let Some(counted) = replayed else {
-            return Ok(exit::BAD_INPUT);
-        };
-        tally = counted;
-        match args.dump {
-            Some(Dump::Json) => Some(runtime.block_on(derived_json(&store, &config))?),
-            None => None,
-        }
+    let replayed = if args.endpoint_url.is_some() || args.aws {
+        replay_to_tables(args, &config, &runtime, &bar, &mut summary, err)?
     } else {
-        // Nothing outlives the process here: a bad file is refused when met,
-        // and nothing of the replay so far is shown.
-        let local = Local::new(config.clone()).keep_events(args.dump.is_some());
-        let replayed = each_file(
-            &Reading {
-                files: &args.files,
-                batch_size,
-                config: &config,
-                ahead: Ahead::InMemory(&local),
-            },
-            &bar,
-            &mut summary,
-            err,
-            |batch, ready, summary| {
-                runtime.block_on(local.replay_ready_batch(batch, ready, summary));
-            },
-        )?;
-        let Some(counted) = replayed else {
-            return Ok(exit::BAD_INPUT);
-        };
-        tally = counted;
-        let derived = match args.dump {
-            Some(Dump::Json) => Some(runtime.block_on(derived_json(local.store(), &config))?),
-            None => None,
-        };
-        // Freeing the tables item by item takes a noticeable share of a
-        // replay's time; a thread does it while the summary prints (the
-        // process may exit first, and the OS reclaims it all at once).
-        std::thread::spawn(move || drop(local));
-        derived
+        replay_in_memory(args, &config, &runtime, &bar, &mut summary, err)?
+    };
+    let Some((tally, derived)) = replayed else {
+        return Ok(exit::BAD_INPUT);
     };
     bar.finish_and_clear();
     print_summary(&summary, &config, err)?;
-    if tally.unmatched_records() + tally.not_stream > 0 {
-        writeln!(
-            err,
-            "  matched no declared table: {} records{}{}",
-            tally.unmatched_records() + tally.not_stream,
-            if tally.unmatched.is_empty() {
-                String::new()
-            } else {
-                format!(" (of {})", tally.unmatched_text())
-            },
-            if tally.not_stream > 0 {
-                format!(", {} not stream records", tally.not_stream)
-            } else {
-                String::new()
-            }
-        )?;
-    }
+    print_unmatched(&tally, err)?;
     if args.dump == Some(Dump::Json) {
         let mut whole = derived.unwrap_or_else(|| json!({}));
         whole["events"] = events_json(&summary.events);
@@ -263,6 +163,122 @@ pub fn run_with(args: &ReplayArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         "streamdex replay: stopped at the first failed batch; the records after it were not replayed"
     )?;
     Ok(exit::FAILURE)
+}
+
+/// What a replay read (`None`: a file was refused) and, with `--dump
+/// json`, the derived data it left.
+type Replayed = Option<(Tally, Option<Json>)>;
+
+/// Replays into real tables and a real bus (`--endpoint-url` or `--aws`),
+/// every file checked whole first.
+fn replay_to_tables(
+    args: &ReplayArgs,
+    config: &Arc<Config>,
+    runtime: &tokio::runtime::Runtime,
+    bar: &ProgressBar,
+    summary: &mut Summary,
+    err: &mut dyn Write,
+) -> anyhow::Result<Replayed> {
+    let batch_size = args.batch_size as usize;
+    // Real tables take writes for good: refuse a bad file before any.
+    let checked = each_file(
+        &Reading {
+            files: &args.files,
+            batch_size,
+            config,
+            ahead: Ahead::Check,
+        },
+        &ProgressBar::hidden(),
+        summary,
+        err,
+        |_, _, _| {},
+    )?;
+    if checked.is_none() {
+        return Ok(None);
+    }
+    let sdk = runtime.block_on(crate::stack::sdk_config(
+        args.endpoint_url.as_deref(),
+        args.region.as_deref(),
+    ));
+    let store = DynamoStore::new(dynamodb_client(&sdk), config.clone());
+    // Tables that have moved on: a recorded record must never overwrite
+    // newer derived data (conditional writes, older ones skipped).
+    let guarded = Options {
+        guard: Guard::Newer,
+        ..Options::default()
+    };
+    let indexer = Indexer::new(config.clone(), store.clone(), MemoryQuarantine::new(), guarded);
+    let router = Router::new(
+        config.clone(),
+        EventBridgePublisher::new(eventbridge_client(&sdk), config.events.bus.clone()),
+        MemoryQuarantine::new(),
+        event_router::Options::default(),
+    )
+    .with_ledger(DynamoLedger::for_config(&dynamodb_client(&sdk), config));
+    let replayed = each_file(
+        &Reading {
+            files: &args.files,
+            batch_size,
+            config,
+            ahead: Ahead::Consumers,
+        },
+        bar,
+        summary,
+        err,
+        |batch, _, summary| {
+            runtime.block_on(replay_batch_to(&indexer, &router, batch, summary));
+        },
+    )?;
+    let Some(tally) = replayed else {
+        return Ok(None);
+    };
+    let derived = match args.dump {
+        Some(Dump::Json) => Some(runtime.block_on(derived_json(&store, config))?),
+        None => None,
+    };
+    Ok(Some((tally, derived)))
+}
+
+/// Replays on the embedded default: both consumers and the reaper over
+/// the in-memory store.
+fn replay_in_memory(
+    args: &ReplayArgs,
+    config: &Arc<Config>,
+    runtime: &tokio::runtime::Runtime,
+    bar: &ProgressBar,
+    summary: &mut Summary,
+    err: &mut dyn Write,
+) -> anyhow::Result<Replayed> {
+    let batch_size = args.batch_size as usize;
+    // Nothing outlives the process here: a bad file is refused when met,
+    // and nothing of the replay so far is shown.
+    let local = Local::new(config.clone()).keep_events(args.dump.is_some());
+    let replayed = each_file(
+        &Reading {
+            files: &args.files,
+            batch_size,
+            config,
+            ahead: Ahead::InMemory(&local),
+        },
+        bar,
+        summary,
+        err,
+        |batch, ready, summary| {
+            runtime.block_on(local.replay_ready_batch(batch, ready, summary));
+        },
+    )?;
+    let Some(tally) = replayed else {
+        return Ok(None);
+    };
+    let derived = match args.dump {
+        Some(Dump::Json) => Some(runtime.block_on(derived_json(local.store(), config))?),
+        None => None,
+    };
+    // Freeing the tables item by item takes a noticeable share of a
+    // replay's time; a thread does it while the summary prints (the
+    // process may exit first, and the OS reclaims it all at once).
+    std::thread::spawn(move || drop(local));
+    Ok(Some((tally, derived)))
 }
 
 /// What the reading thread does with each record, ahead of the handling

@@ -7,6 +7,7 @@ use event_router::Entry;
 use model::config::Config;
 use serde_json::{json, Value as Json};
 
+use super::tally::Tally;
 use crate::runner::replay::Summary;
 
 /// Writes what the replay did: records and batches, the indexer's writes
@@ -108,4 +109,26 @@ pub(super) fn events_json(events: &[Entry]) -> Json {
             })
             .collect(),
     )
+}
+
+/// Writes how many records matched no declared table, and of which tables.
+pub(super) fn print_unmatched(tally: &Tally, err: &mut dyn Write) -> std::io::Result<()> {
+    if tally.unmatched_records() + tally.not_stream > 0 {
+        writeln!(
+            err,
+            "  matched no declared table: {} records{}{}",
+            tally.unmatched_records() + tally.not_stream,
+            if tally.unmatched.is_empty() {
+                String::new()
+            } else {
+                format!(" (of {})", tally.unmatched_text())
+            },
+            if tally.not_stream > 0 {
+                format!(", {} not stream records", tally.not_stream)
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    Ok(())
 }
