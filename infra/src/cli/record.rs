@@ -81,6 +81,39 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
         Ok(config) => config,
         Err(code) => return code,
     };
+    let stack = stack::Stack::new(&config);
+    let tables = match tables_to_record(args, &config, &stack, err) {
+        Ok(tables) => tables,
+        Err(code) => return code,
+    };
+    let file = match std::fs::File::create(&args.out) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = writeln!(err, "streamdex record: cannot create {}: {e}", args.out.display());
+            return exit::FAILURE;
+        }
+    };
+    let writer = std::io::BufWriter::new(file);
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(err, "streamdex record: cannot start the async runtime: {e}");
+            return exit::FAILURE;
+        }
+    };
+    let bar = spinner(args);
+    runtime.block_on(record(args, &stack, tables, writer, &bar, err))
+}
+
+/// The tables to record: `--table`s, each of the config, or every table;
+/// all read from Kinesis or all from DynamoDB streams (one shape a file).
+/// `Err`: the exit code, the reason said on `err`.
+fn tables_to_record(
+    args: &RecordArgs,
+    config: &model::Config,
+    stack: &stack::Stack,
+    err: &mut dyn Write,
+) -> Result<Vec<String>, u8> {
     let tables: Vec<String> = if args.tables.is_empty() {
         config.tables.iter().map(|t| t.name.clone()).collect()
     } else {
@@ -91,11 +124,10 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
                 "streamdex record: --table {unknown}: not a table of the config (tables: {})",
                 known.join(", ")
             );
-            return exit::BAD_INPUT;
+            return Err(exit::BAD_INPUT);
         }
         args.tables.clone()
     };
-    let stack = stack::Stack::new(&config);
     let (kinesis, dynamodb): (Vec<&String>, Vec<&String>) = tables.iter().partition(|t| stack.reads_kinesis(t));
     if !kinesis.is_empty() && !dynamodb.is_empty() {
         let names: Vec<&str> = kinesis.iter().map(|t| t.as_str()).collect();
@@ -105,23 +137,13 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
              shapes: record each kind into a file of its own (--table)",
             names.join(", ")
         );
-        return exit::BAD_INPUT;
+        return Err(exit::BAD_INPUT);
     }
-    let file = match std::fs::File::create(&args.out) {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = writeln!(err, "streamdex record: cannot create {}: {e}", args.out.display());
-            return exit::FAILURE;
-        }
-    };
-    let mut writer = std::io::BufWriter::new(file);
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = writeln!(err, "streamdex record: cannot start the async runtime: {e}");
-            return exit::FAILURE;
-        }
-    };
+    Ok(tables)
+}
+
+/// A spinner of the records written, on stderr when it is a terminal.
+fn spinner(args: &RecordArgs) -> ProgressBar {
     let bar = if !args.no_progress && std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
     } else {
@@ -133,91 +155,104 @@ pub fn run_with(args: &RecordArgs, err: &mut dyn Write) -> u8 {
     );
     bar.set_message(format!("→ {}", args.out.display()));
     bar.enable_steady_tick(Duration::from_millis(200));
-    let code = runtime.block_on(async {
-        let sdk = stack::sdk_config(args.endpoint.endpoint_url.as_deref(), args.endpoint.region.as_deref()).await;
-        let source = source_for(&sdk, &stack, DynamoStreams::new(&sdk));
-        let start = match args.from {
-            From::TrimHorizon => Position::TrimHorizon,
-            From::Latest => Position::Latest,
-        };
-        let mut tail = Tail::new(&*source, tables, start);
-        if let Err(e) = tail.list().await {
-            bar.finish_and_clear();
-            let _ = writeln!(err, "streamdex record: {e}");
-            return exit::FAILURE;
-        }
-        let mut stop = super::signal::stop_watch();
-        let mut written = 0u64;
-        let mut last_record = Instant::now();
-        // A problem since the last record: an idle exit after one is a
-        // failure (the quiet may be the endpoint's, not the table's).
-        let mut problem_since: Option<String> = None;
-        loop {
-            let polled = tail.poll().await;
-            for problem in &polled.problems {
-                bar.suspend(|| {
-                    let _ = writeln!(err, "streamdex record: {problem}; trying again");
-                });
-                problem_since = Some(problem.to_string());
-            }
-            let got = !polled.records.is_empty();
-            for (_, record) in polled.records {
-                if args.max_records.is_some_and(|max| written >= max) {
-                    break;
-                }
-                // A Kinesis record: the change it carries, as DynamoDB wrote it.
-                let line = kinesis_data(&record.json).unwrap_or(record.json);
-                if let Err(e) = writeln!(writer, "{line}") {
-                    bar.finish_and_clear();
-                    let _ = writeln!(err, "streamdex record: writing {}: {e}", args.out.display());
-                    return exit::FAILURE;
-                }
-                written += 1;
-                bar.inc(1);
-            }
-            if got {
-                last_record = Instant::now();
-                problem_since = None;
-                if let Err(e) = writer.flush() {
-                    bar.finish_and_clear();
-                    let _ = writeln!(err, "streamdex record: writing {}: {e}", args.out.display());
-                    return exit::FAILURE;
-                }
-            }
-            if args.max_records.is_some_and(|max| written >= max) || *stop.borrow() {
-                break;
-            }
-            if let Some(secs) = args.idle_exit.filter(|secs| last_record.elapsed() >= Duration::from_secs(*secs)) {
-                if let Some(problem) = problem_since.take() {
-                    bar.finish_and_clear();
-                    let _ = writer.flush();
-                    let _ = writeln!(
-                        err,
-                        "streamdex record: gave up: no record in {secs} s while reading failed (the last problem: {problem}); wrote {written} records to {}",
-                        args.out.display()
-                    );
-                    return exit::FAILURE;
-                }
-                break;
-            }
-            if !got {
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_millis(args.poll_interval_ms)) => {}
-                    _ = stop.changed() => break,
-                }
-            }
-        }
+    bar
+}
+
+/// Tails `tables` into `writer` until `--max-records`, `--idle-exit` or a
+/// signal; returns the exit code.
+async fn record(
+    args: &RecordArgs,
+    stack: &stack::Stack,
+    tables: Vec<String>,
+    mut writer: std::io::BufWriter<std::fs::File>,
+    bar: &ProgressBar,
+    err: &mut dyn Write,
+) -> u8 {
+    let sdk = stack::sdk_config(args.endpoint.endpoint_url.as_deref(), args.endpoint.region.as_deref()).await;
+    let source = source_for(&sdk, stack, DynamoStreams::new(&sdk));
+    let start = match args.from {
+        From::TrimHorizon => Position::TrimHorizon,
+        From::Latest => Position::Latest,
+    };
+    let mut tail = Tail::new(&*source, tables, start);
+    if let Err(e) = tail.list().await {
         bar.finish_and_clear();
-        if let Err(e) = writer.flush() {
-            let _ = writeln!(err, "streamdex record: writing {}: {e}", args.out.display());
-            return exit::FAILURE;
+        let _ = writeln!(err, "streamdex record: {e}");
+        return exit::FAILURE;
+    }
+    let mut stop = super::signal::stop_watch();
+    let mut written = 0u64;
+    let mut last_record = Instant::now();
+    // A problem since the last record: an idle exit after one is a
+    // failure (the quiet may be the endpoint's, not the table's).
+    let mut problem_since: Option<String> = None;
+    loop {
+        let polled = tail.poll().await;
+        for problem in &polled.problems {
+            bar.suspend(|| {
+                let _ = writeln!(err, "streamdex record: {problem}; trying again");
+            });
+            problem_since = Some(problem.to_string());
         }
-        let _ = writeln!(
-            err,
-            "streamdex record: wrote {written} records to {}",
-            args.out.display()
-        );
-        exit::OK
-    });
-    code
+        let got = !polled.records.is_empty();
+        for (_, record) in polled.records {
+            if args.max_records.is_some_and(|max| written >= max) {
+                break;
+            }
+            // A Kinesis record: the change it carries, as DynamoDB wrote it.
+            let line = kinesis_data(&record.json).unwrap_or(record.json);
+            if let Err(e) = writeln!(writer, "{line}") {
+                bar.finish_and_clear();
+                let _ = writeln!(err, "streamdex record: writing {}: {e}", args.out.display());
+                return exit::FAILURE;
+            }
+            written += 1;
+            bar.inc(1);
+        }
+        if got {
+            last_record = Instant::now();
+            problem_since = None;
+            if let Err(e) = writer.flush() {
+                bar.finish_and_clear();
+                let _ = writeln!(err, "streamdex record: writing {}: {e}", args.out.display());
+                return exit::FAILURE;
+            }
+        }
+        if args.max_records.is_some_and(|max| written >= max) || *stop.borrow() {
+            break;
+        }
+        if let Some(secs) = args
+            .idle_exit
+            .filter(|secs| last_record.elapsed() >= Duration::from_secs(*secs))
+        {
+            if let Some(problem) = problem_since.take() {
+                bar.finish_and_clear();
+                let _ = writer.flush();
+                let _ = writeln!(
+                    err,
+                    "streamdex record: gave up: no record in {secs} s while reading failed (the last problem: {problem}); wrote {written} records to {}",
+                    args.out.display()
+                );
+                return exit::FAILURE;
+            }
+            break;
+        }
+        if !got {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(args.poll_interval_ms)) => {}
+                _ = stop.changed() => break,
+            }
+        }
+    }
+    bar.finish_and_clear();
+    if let Err(e) = writer.flush() {
+        let _ = writeln!(err, "streamdex record: writing {}: {e}", args.out.display());
+        return exit::FAILURE;
+    }
+    let _ = writeln!(
+        err,
+        "streamdex record: wrote {written} records to {}",
+        args.out.display()
+    );
+    exit::OK
 }
