@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use aws_config::SdkConfig;
 use aws_kit::convert::to_item;
-use model::config::{Config, TemplatePart, ValueRef};
+use model::config::{Config, EdgeSetConfig, IndexConfig, RouteConfig, TemplatePart, ValueRef};
 use model::sortkey::ColumnType;
 use model::{Image, Value};
 
@@ -67,147 +67,164 @@ fn node_prefix(edge_type: &str) -> &str {
         .unwrap_or(edge_type)
 }
 
-/// Sample items for `config`, `size` of each kind (at least 1).
+/// Sample items for `config`, `size` of each kind (at least 1): nodes and
+/// edges of every edge set, items of every index's source table, and
+/// items of the tables only a route reads.
 pub fn sample(config: &Config, size: usize, now_secs: u64) -> Vec<SampleItem> {
     let size = size.max(1);
     let mut items = Vec::new();
     for set in &config.edge_sets {
-        let Some(table) = config.table(&set.table) else {
-            continue;
-        };
-        let Some(sort_key) = &table.sort_key else { continue };
-        let node = |id: &str| -> Image {
-            [
-                (table.partition_key.clone(), s(id)),
-                (sort_key.clone(), s(id)),
-                ("name".to_owned(), s(format!("{id} (sample)"))),
-            ]
-            .into()
-        };
-        for j in 1..=size + 1 {
+        graph_items(config, set, size, &mut items);
+    }
+    for index in &config.indexes {
+        index_items(config, index, size, &mut items);
+    }
+    let seeded: Vec<String> = items.iter().map(|i| i.table.clone()).collect();
+    for route in config.routes.iter().filter(|r| !seeded.contains(&r.table)) {
+        route_items(config, route, size, now_secs, &mut items);
+    }
+    items
+}
+
+/// The nodes (`USER-1`… and one per included edge type's node prefix)
+/// and edges of edge set `set`, `size` of each kind.
+fn graph_items(config: &Config, set: &EdgeSetConfig, size: usize, items: &mut Vec<SampleItem>) {
+    let Some(table) = config.table(&set.table) else {
+        return;
+    };
+    let Some(sort_key) = &table.sort_key else { return };
+    let node = |id: &str| -> Image {
+        [
+            (table.partition_key.clone(), s(id)),
+            (sort_key.clone(), s(id)),
+            ("name".to_owned(), s(format!("{id} (sample)"))),
+        ]
+        .into()
+    };
+    for j in 1..=size + 1 {
+        items.push(SampleItem {
+            table: table.name.clone(),
+            kind: "node",
+            item: node(&format!("USER-{j}")),
+        });
+    }
+    for edge_type in &set.include {
+        let prefix = node_prefix(edge_type);
+        for i in 1..=size {
+            let source = format!("{prefix}-{i}");
             items.push(SampleItem {
                 table: table.name.clone(),
                 kind: "node",
-                item: node(&format!("USER-{j}")),
+                item: node(&source),
             });
-        }
-        for edge_type in &set.include {
-            let prefix = node_prefix(edge_type);
-            for i in 1..=size {
-                let source = format!("{prefix}-{i}");
+            for j in 1..=(i % (size + 1)) + 1 {
+                let mut edge = node(&source);
+                edge.remove("name");
+                edge.insert(sort_key.clone(), s(format!("{edge_type}-USER-{j}")));
+                let role = if j == 1 { "500-LEAD" } else { "400-CONTRIBUTOR" };
+                for attribute in &set.member {
+                    if attribute != sort_key && attribute != &table.partition_key {
+                        edge.insert(attribute.clone(), s(role));
+                    }
+                }
                 items.push(SampleItem {
                     table: table.name.clone(),
-                    kind: "node",
-                    item: node(&source),
-                });
-                for j in 1..=(i % (size + 1)) + 1 {
-                    let mut edge = node(&source);
-                    edge.remove("name");
-                    edge.insert(sort_key.clone(), s(format!("{edge_type}-USER-{j}")));
-                    let role = if j == 1 { "500-LEAD" } else { "400-CONTRIBUTOR" };
-                    for attribute in &set.member {
-                        if attribute != sort_key && attribute != &table.partition_key {
-                            edge.insert(attribute.clone(), s(role));
-                        }
-                    }
-                    items.push(SampleItem {
-                        table: table.name.clone(),
-                        kind: "edge",
-                        item: edge,
-                    });
-                }
-            }
-        }
-    }
-    for index in &config.indexes {
-        let Some(table) = config.table(&index.source.table) else {
-            continue;
-        };
-        let prefix = index
-            .source
-            .key_prefix
-            .clone()
-            .unwrap_or_else(|| format!("{}-", index.name));
-        for i in 1..=size {
-            let id = format!("{prefix}{i}");
-            let mut item: Image = [(table.partition_key.clone(), s(&id))].into();
-            if let Some(sk) = &table.sort_key {
-                item.insert(sk.clone(), s(&id));
-            }
-            let mut attributes: BTreeMap<String, Value> = BTreeMap::new();
-            for part in &index.partition.parts {
-                if let TemplatePart::Ref(ValueRef::Attribute(a)) = part {
-                    attributes.insert(a.clone(), s(format!("{a}-{}", i % 2)));
-                }
-            }
-            for column in &index.sort {
-                if let ValueRef::Attribute(a) = &column.value {
-                    let value = match column.column.ty {
-                        ColumnType::N => Value::N(format!("{}", 100 + i)),
-                        ColumnType::Bool => Value::Bool(i % 2 == 0),
-                        ColumnType::Date => s(format!("2025-01-{:02}", i % 28 + 1)),
-                        ColumnType::Timestamp => s(format!("2025-01-{:02}T10:00:00Z", i % 28 + 1)),
-                        _ => s(format!("{a}-{i}")),
-                    };
-                    attributes.insert(a.clone(), value);
-                }
-            }
-            for a in &index.project {
-                attributes.entry(a.clone()).or_insert_with(|| {
-                    s(if a == "state" {
-                        "open".to_owned()
-                    } else {
-                        format!("{a} {i}")
-                    })
+                    kind: "edge",
+                    item: edge,
                 });
             }
-            if let Some(for_each) = &index.for_each {
-                let fields: std::collections::HashMap<String, Value> = [
-                    ("priority".to_owned(), s(["low", "high"][i % 2])),
-                    ("estimate".to_owned(), Value::N(format!("{}.5", i))),
-                    ("due".to_owned(), s(format!("2025-02-{:02}", i % 28 + 1))),
-                ]
-                .into();
-                attributes.insert(for_each.clone(), Value::M(fields));
-            }
-            for (k, v) in attributes {
-                if !item.contains_key(&k) {
-                    item.insert(k, v);
-                }
-            }
-            items.push(SampleItem {
-                table: table.name.clone(),
-                kind: "item",
-                item,
-            });
         }
     }
-    let seeded: Vec<String> = items.iter().map(|i| i.table.clone()).collect();
-    for route in &config.routes {
-        if seeded.contains(&route.table) {
-            continue;
+}
+
+/// Items of index `index`'s source table with the attributes its rows are
+/// made of, `size` of them.
+fn index_items(config: &Config, index: &IndexConfig, size: usize, items: &mut Vec<SampleItem>) {
+    let Some(table) = config.table(&index.source.table) else {
+        return;
+    };
+    let prefix = index
+        .source
+        .key_prefix
+        .clone()
+        .unwrap_or_else(|| format!("{}-", index.name));
+    for i in 1..=size {
+        let id = format!("{prefix}{i}");
+        let mut item: Image = [(table.partition_key.clone(), s(&id))].into();
+        if let Some(sk) = &table.sort_key {
+            item.insert(sk.clone(), s(&id));
         }
-        let Some(table) = config.table(&route.table) else {
-            continue;
-        };
-        let prefix = route.key_prefix.clone().unwrap_or_default();
-        for i in 1..=size {
-            let id = format!("{prefix}sample-{i}");
-            let mut item: Image = [(table.partition_key.clone(), s(&id))].into();
-            if let Some(sk) = &table.sort_key {
-                item.insert(sk.clone(), s(&id));
+        let mut attributes: BTreeMap<String, Value> = BTreeMap::new();
+        for part in &index.partition.parts {
+            if let TemplatePart::Ref(ValueRef::Attribute(a)) = part {
+                attributes.insert(a.clone(), s(format!("{a}-{}", i % 2)));
             }
-            if let Some(ttl) = &table.ttl_attribute {
-                item.insert(ttl.clone(), Value::N((now_secs + 86_400).to_string()));
+        }
+        for column in &index.sort {
+            if let ValueRef::Attribute(a) = &column.value {
+                let value = match column.column.ty {
+                    ColumnType::N => Value::N(format!("{}", 100 + i)),
+                    ColumnType::Bool => Value::Bool(i % 2 == 0),
+                    ColumnType::Date => s(format!("2025-01-{:02}", i % 28 + 1)),
+                    ColumnType::Timestamp => s(format!("2025-01-{:02}T10:00:00Z", i % 28 + 1)),
+                    _ => s(format!("{a}-{i}")),
+                };
+                attributes.insert(a.clone(), value);
             }
-            items.push(SampleItem {
-                table: table.name.clone(),
-                kind: "item",
-                item,
+        }
+        for a in &index.project {
+            attributes.entry(a.clone()).or_insert_with(|| {
+                s(if a == "state" {
+                    "open".to_owned()
+                } else {
+                    format!("{a} {i}")
+                })
             });
         }
+        if let Some(for_each) = &index.for_each {
+            let fields: std::collections::HashMap<String, Value> = [
+                ("priority".to_owned(), s(["low", "high"][i % 2])),
+                ("estimate".to_owned(), Value::N(format!("{}.5", i))),
+                ("due".to_owned(), s(format!("2025-02-{:02}", i % 28 + 1))),
+            ]
+            .into();
+            attributes.insert(for_each.clone(), Value::M(fields));
+        }
+        for (k, v) in attributes {
+            if !item.contains_key(&k) {
+                item.insert(k, v);
+            }
+        }
+        items.push(SampleItem {
+            table: table.name.clone(),
+            kind: "item",
+            item,
+        });
     }
-    items
+}
+
+/// Items of a table only route `route` reads (expiring in a day when the
+/// table has a TTL attribute), `size` of them.
+fn route_items(config: &Config, route: &RouteConfig, size: usize, now_secs: u64, items: &mut Vec<SampleItem>) {
+    let Some(table) = config.table(&route.table) else {
+        return;
+    };
+    let prefix = route.key_prefix.clone().unwrap_or_default();
+    for i in 1..=size {
+        let id = format!("{prefix}sample-{i}");
+        let mut item: Image = [(table.partition_key.clone(), s(&id))].into();
+        if let Some(sk) = &table.sort_key {
+            item.insert(sk.clone(), s(&id));
+        }
+        if let Some(ttl) = &table.ttl_attribute {
+            item.insert(ttl.clone(), Value::N((now_secs + 86_400).to_string()));
+        }
+        items.push(SampleItem {
+            table: table.name.clone(),
+            kind: "item",
+            item,
+        });
+    }
 }
 
 /// Checks that every table of `items` exists (DescribeTable), then puts
