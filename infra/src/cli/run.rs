@@ -181,32 +181,10 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
     };
     runtime.block_on(async {
         let sdk = stack::sdk_config(args.endpoint.endpoint_url.as_deref(), args.endpoint.region.as_deref()).await;
-        let wiring = Wiring {
-            reaper: !args.no_reaper,
-            discover_every_ms: args.discover_every.saturating_mul(1000),
-            poll_interval_ms: args.poll_interval_ms,
-            local_ttl_every_ms: args.local_ttl.then_some(LOCAL_TTL_EVERY_MS),
-            window_ms: args.batching_window_ms,
-            delivery: Delivery {
-                reorder_window: usize::try_from(args.reorder_window).unwrap_or(usize::MAX),
-                repeat_percent: args.repeat,
-                seed: args.seed.unwrap_or_else(|| aws_kit::clock::Clock::now_ms(&SystemClock)),
-            },
-        };
-        let hosting = match (&args.functions, &args.mappings) {
-            (Some(dir), Some(mappings)) => {
-                let lambda = aws_sdk_lambda::Client::new(&sdk);
-                let extra = function_environment(&sdk).await;
-                let stack = stack::Stack::new(&config);
-                match Hosting::start(&lambda, &stack, dir, mappings, &extra, Arc::new(SystemClock)).await {
-                    Ok(hosting) => Some(hosting),
-                    Err(e) => {
-                        let _ = writeln!(err, "streamdex run: {e}");
-                        return exit::FAILURE;
-                    }
-                }
-            }
-            _ => None,
+        let wiring = wiring(args);
+        let hosting = match start_hosting(args, &sdk, &config, err).await {
+            Ok(hosting) => hosting,
+            Err(code) => return code,
         };
         let connected = local::connect(
             &sdk,
@@ -241,29 +219,76 @@ pub fn run_with(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
         );
         let code = drive(&mut runner, args, &path, out, err).await;
         if let Some(hosting) = &hosting {
-            for (_, hosted) in &hosting.functions {
-                let cold = hosted.cold_start().map_or_else(
-                    || "never invoked".to_owned(),
-                    |(init, first)| {
-                        format!(
-                            "cold start {:.1} ms (start-up {:.1} ms, first invocation {:.1} ms)",
-                            (init + first).as_secs_f64() * 1e3,
-                            init.as_secs_f64() * 1e3,
-                            first.as_secs_f64() * 1e3
-                        )
-                    },
-                );
-                let _ = writeln!(
-                    err,
-                    "streamdex run: {}: {} invocations, {cold}",
-                    hosted.name,
-                    hosted.invocations()
-                );
-            }
+            report_cold_starts(hosting, err);
             hosting.stop().await;
         }
         code
     })
+}
+
+/// How the runner is wired, from the command's flags.
+fn wiring(args: &RunArgs) -> Wiring {
+    Wiring {
+        reaper: !args.no_reaper,
+        discover_every_ms: args.discover_every.saturating_mul(1000),
+        poll_interval_ms: args.poll_interval_ms,
+        local_ttl_every_ms: args.local_ttl.then_some(LOCAL_TTL_EVERY_MS),
+        window_ms: args.batching_window_ms,
+        delivery: Delivery {
+            reorder_window: usize::try_from(args.reorder_window).unwrap_or(usize::MAX),
+            repeat_percent: args.repeat,
+            seed: args.seed.unwrap_or_else(|| aws_kit::clock::Clock::now_ms(&SystemClock)),
+        },
+    }
+}
+
+/// The built functions started as processes (`--functions` with
+/// `--mappings`; `None` without). `Err`: the exit code, the reason said
+/// on `err`.
+async fn start_hosting(
+    args: &RunArgs,
+    sdk: &aws_config::SdkConfig,
+    config: &model::Config,
+    err: &mut dyn Write,
+) -> Result<Option<Hosting>, u8> {
+    match (&args.functions, &args.mappings) {
+        (Some(dir), Some(mappings)) => {
+            let lambda = aws_sdk_lambda::Client::new(sdk);
+            let extra = function_environment(sdk).await;
+            let stack = stack::Stack::new(config);
+            match Hosting::start(&lambda, &stack, dir, mappings, &extra, Arc::new(SystemClock)).await {
+                Ok(hosting) => Ok(Some(hosting)),
+                Err(e) => {
+                    let _ = writeln!(err, "streamdex run: {e}");
+                    Err(exit::FAILURE)
+                }
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Each hosted function's invocations and cold start, on `err`.
+fn report_cold_starts(hosting: &Hosting, err: &mut dyn Write) {
+    for (_, hosted) in &hosting.functions {
+        let cold = hosted.cold_start().map_or_else(
+            || "never invoked".to_owned(),
+            |(init, first)| {
+                format!(
+                    "cold start {:.1} ms (start-up {:.1} ms, first invocation {:.1} ms)",
+                    (init + first).as_secs_f64() * 1e3,
+                    init.as_secs_f64() * 1e3,
+                    first.as_secs_f64() * 1e3
+                )
+            },
+        );
+        let _ = writeln!(
+            err,
+            "streamdex run: {}: {} invocations, {cold}",
+            hosted.name,
+            hosted.invocations()
+        );
+    }
 }
 
 /// What a hosted function's process gets besides the deployed environment:
