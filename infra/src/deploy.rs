@@ -199,13 +199,6 @@ pub async fn deploy(
     if body.len() > MAX_TEMPLATE_BODY_BYTES {
         return Err(DeployError::TooLarge { bytes: body.len() });
     }
-    let aws = |operation: &'static str| {
-        move |message: String| DeployError::Aws {
-            operation,
-            stack: stack.to_owned(),
-            message,
-        }
-    };
     cf.create_stack()
         .stack_name(stack)
         .template_body(body)
@@ -220,8 +213,41 @@ pub async fn deploy(
         .capabilities(Capability::CapabilityAutoExpand)
         .send()
         .await
-        .map_err(|e| aws("CreateStack")(aws_kit::error::sdk_message(&e)))?;
+        .map_err(|e| aws_error("CreateStack", stack, aws_kit::error::sdk_message(&e)))?;
 
+    let (status, outputs) = settled(cf, clock, stack, timeout).await?;
+    let created = created_resources(cf, stack).await?;
+    let failures = failures(cf, stack).await?;
+    let deferred = kept_out
+        .iter()
+        .map(|(id, mapping)| mappings::resolve(id, mapping, &created))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Report {
+        stack: stack.to_owned(),
+        status,
+        resources: report(template, parameters, &created, &failures, defer_mappings)?,
+        outputs,
+        deferred,
+    })
+}
+
+/// A failed CloudFormation call `operation` of stack `stack`.
+fn aws_error(operation: &'static str, stack: &str, message: String) -> DeployError {
+    DeployError::Aws {
+        operation,
+        stack: stack.to_owned(),
+        message,
+    }
+}
+
+/// Waits (at most `timeout`) for stack `stack` to leave its `_IN_PROGRESS`
+/// status; its status then, and its outputs.
+async fn settled(
+    cf: &aws_sdk_cloudformation::Client,
+    clock: &dyn Clock,
+    stack: &str,
+    timeout: Duration,
+) -> Result<(String, BTreeMap<String, String>), DeployError> {
     let started = clock.now_ms();
     let described = loop {
         let described = cf
@@ -229,7 +255,7 @@ pub async fn deploy(
             .stack_name(stack)
             .send()
             .await
-            .map_err(|e| aws("DescribeStacks")(aws_kit::error::sdk_message(&e)))?;
+            .map_err(|e| aws_error("DescribeStacks", stack, aws_kit::error::sdk_message(&e)))?;
         let first = described.stacks.unwrap_or_default().into_iter().next();
         let status = first
             .as_ref()
@@ -259,7 +285,15 @@ pub async fn deploy(
         .into_iter()
         .filter_map(|o| Some((o.output_key?, o.output_value.unwrap_or_default())))
         .collect();
+    Ok((status, outputs))
+}
 
+/// The logical and physical ids of the resources of stack `stack` that
+/// were created (every page of ListStackResources).
+async fn created_resources(
+    cf: &aws_sdk_cloudformation::Client,
+    stack: &str,
+) -> Result<BTreeMap<String, String>, DeployError> {
     let mut created = BTreeMap::new();
     let mut next = None;
     loop {
@@ -269,7 +303,7 @@ pub async fn deploy(
             .set_next_token(next)
             .send()
             .await
-            .map_err(|e| aws("ListStackResources")(aws_kit::error::sdk_message(&e)))?;
+            .map_err(|e| aws_error("ListStackResources", stack, aws_kit::error::sdk_message(&e)))?;
         for r in page.stack_resource_summaries.unwrap_or_default() {
             let ok = r
                 .resource_status
@@ -284,13 +318,19 @@ pub async fn deploy(
             break;
         }
     }
+    Ok(created)
+}
+
+/// Why each resource of stack `stack` that failed did (its first reason
+/// in the stack's events), the stack itself left out.
+async fn failures(cf: &aws_sdk_cloudformation::Client, stack: &str) -> Result<BTreeMap<String, String>, DeployError> {
     let mut failures = BTreeMap::new();
     let events = cf
         .describe_stack_events()
         .stack_name(stack)
         .send()
         .await
-        .map_err(|e| aws("DescribeStackEvents")(aws_kit::error::sdk_message(&e)))?;
+        .map_err(|e| aws_error("DescribeStackEvents", stack, aws_kit::error::sdk_message(&e)))?;
     for e in events.stack_events.unwrap_or_default() {
         let failed = e
             .resource_status
@@ -304,17 +344,7 @@ pub async fn deploy(
         }
     }
     failures.remove(stack);
-    let deferred = kept_out
-        .iter()
-        .map(|(id, mapping)| mappings::resolve(id, mapping, &created))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Report {
-        stack: stack.to_owned(),
-        status,
-        resources: report(template, parameters, &created, &failures, defer_mappings)?,
-        outputs,
-        deferred,
-    })
+    Ok(failures)
 }
 
 #[cfg(test)]
