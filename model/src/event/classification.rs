@@ -37,7 +37,7 @@ impl Classification {
     }
 }
 
-/// [`classify`]s a received record of `table`: takes what
+/// [`classify`](super::classify)s a received record of `table`: takes what
 /// [`classify_ahead`] found for it with this config, if it did, else
 /// classifies `record` (the received record's own).
 pub fn classify_received<I: Attrs>(
@@ -69,7 +69,7 @@ pub fn classify_received<I: Attrs>(
     classification(config, table, record)
 }
 
-/// Whether [`classify`]'s answer for `record` may depend on its images
+/// Whether [`classify`](super::classify)'s answer for `record` may depend on its images
 /// (beyond its keys): when a route of its table takes its kind of change
 /// and its keys, or cannot tell. Otherwise the answer is no event, images
 /// or not.
@@ -102,7 +102,7 @@ pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>
     }
 }
 
-/// [`classify`], saying whether the record is the pipeline's own write.
+/// [`classify`](super::classify), saying whether the record is the pipeline's own write.
 pub(super) fn classification<I: Attrs>(
     config: &Config,
     table: &TableConfig,
