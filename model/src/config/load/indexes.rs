@@ -38,62 +38,7 @@ impl Checker<'_> {
 
             let (partition_key, sort_key) = self.index_keys(&ix.name, &ix.partition_key, &ix.sort_key, &context, src);
 
-            // for_each
-            if let Some(fe) = &ix.for_each {
-                if self.attribute(fe, &k("for_each")) && src_keys.contains(&fe.get_ref().as_str()) {
-                    self.problem(
-                        fe.span().start,
-                        k("for_each"),
-                        format!(
-                            "\"{}\" is a key attribute of the source table, a single scalar: there are no entries to iterate",
-                            fe.get_ref()
-                        ),
-                    );
-                }
-            }
-            let has_for_each = ix.for_each.is_some();
-            let mut uses_entry = false;
-            // Whether every reference could be read (else `uses_entry` is unsure).
-            let mut refs_complete = true;
-
-            // partition
-            let partition = match Template::parse(ix.partition.get_ref()) {
-                Ok(t) => {
-                    uses_entry |= t.uses_entry();
-                    self.check_refs(t.refs(), has_for_each, ix.partition.span(), &k("partition"));
-                    Some(t)
-                }
-                Err(reason) => {
-                    self.problem(ix.partition.span().start, k("partition"), reason.to_string());
-                    refs_complete = false;
-                    None
-                }
-            };
-
-            // sort
-            let mut sort = Vec::new();
-            for (i, col) in ix.sort.iter().enumerate() {
-                let key = k(&format!("sort[{}]", i + 1));
-                match self.sort_column(col.get_ref(), has_for_each, &key) {
-                    Ok(c) => {
-                        uses_entry |= c.value.is_entry();
-                        sort.push(c);
-                    }
-                    Err(value) => match value {
-                        Some(v) => uses_entry |= v.is_entry(),
-                        None => refs_complete = false,
-                    },
-                }
-            }
-            if let Some(fe) = &ix.for_each {
-                if !uses_entry && refs_complete {
-                    self.problem(
-                        fe.span().start,
-                        k("for_each"),
-                        "neither partition nor sort refers to {entry.key} or {entry.value}, so every entry of an item would get the same row",
-                    );
-                }
-            }
+            let (partition, sort) = self.row_templates(&ix.for_each, &ix.partition, &ix.sort, &src_keys, &context);
 
             let owned = edge_sets.iter().find(|e| e.table == source.table.get_ref().as_str());
             self.projection(&ix.project, &context, owned, [&partition_key, &sort_key], &src_keys);
@@ -126,6 +71,86 @@ impl Checker<'_> {
             }
         }
         out
+    }
+
+    /// The row templates: the partition template and the sort columns, each
+    /// reference known (entries only with `for_each`, which must iterate a
+    /// non-key attribute and be referred to); the partition is `None` when
+    /// it could not be parsed.
+    fn row_templates(
+        &mut self,
+        for_each: &Option<Text>,
+        raw_partition: &Text,
+        sort_columns: &[Spanned<RawSortColumn>],
+        src_keys: &[&str],
+        context: &str,
+    ) -> (Option<Template>, Vec<SortColumn>) {
+        // for_each
+        if let Some(fe) = for_each {
+            if self.attribute(fe, &join_key(context, "for_each")) && src_keys.contains(&fe.get_ref().as_str()) {
+                self.problem(
+                    fe.span().start,
+                    join_key(context, "for_each"),
+                    format!(
+                        "\"{}\" is a key attribute of the source table, a single scalar: there are no entries to iterate",
+                        fe.get_ref()
+                    ),
+                );
+            }
+        }
+        let has_for_each = for_each.is_some();
+        let mut uses_entry = false;
+        // Whether every reference could be read (else `uses_entry` is unsure).
+        let mut refs_complete = true;
+
+        // partition
+        let partition = match Template::parse(raw_partition.get_ref()) {
+            Ok(t) => {
+                uses_entry |= t.uses_entry();
+                self.check_refs(
+                    t.refs(),
+                    has_for_each,
+                    raw_partition.span(),
+                    &join_key(context, "partition"),
+                );
+                Some(t)
+            }
+            Err(reason) => {
+                self.problem(
+                    raw_partition.span().start,
+                    join_key(context, "partition"),
+                    reason.to_string(),
+                );
+                refs_complete = false;
+                None
+            }
+        };
+
+        // sort
+        let mut sort = Vec::new();
+        for (i, col) in sort_columns.iter().enumerate() {
+            let key = join_key(context, &format!("sort[{}]", i + 1));
+            match self.sort_column(col.get_ref(), has_for_each, &key) {
+                Ok(c) => {
+                    uses_entry |= c.value.is_entry();
+                    sort.push(c);
+                }
+                Err(value) => match value {
+                    Some(v) => uses_entry |= v.is_entry(),
+                    None => refs_complete = false,
+                },
+            }
+        }
+        if let Some(fe) = for_each {
+            if !uses_entry && refs_complete {
+                self.problem(
+                    fe.span().start,
+                    join_key(context, "for_each"),
+                    "neither partition nor sort refers to {entry.key} or {entry.value}, so every entry of an item would get the same row",
+                );
+            }
+        }
+        (partition, sort)
     }
 
     /// The index's name: well formed, and not another index's.
