@@ -179,15 +179,9 @@ fn replay_to_tables(
     summary: &mut Summary,
     err: &mut dyn Write,
 ) -> anyhow::Result<Replayed> {
-    let batch_size = args.batch_size as usize;
     // Real tables take writes for good: refuse a bad file before any.
     let checked = each_file(
-        &Reading {
-            files: &args.files,
-            batch_size,
-            config,
-            ahead: Ahead::Check,
-        },
+        &Reading::of(args, config, Ahead::Check),
         &ProgressBar::hidden(),
         summary,
         err,
@@ -200,7 +194,8 @@ fn replay_to_tables(
         args.endpoint_url.as_deref(),
         args.region.as_deref(),
     ));
-    let store = DynamoStore::new(dynamodb_client(&sdk), config.clone());
+    let dynamodb = dynamodb_client(&sdk);
+    let store = DynamoStore::new(dynamodb.clone(), config.clone());
     // Tables that have moved on: a recorded record must never overwrite
     // newer derived data (conditional writes, older ones skipped).
     let guarded = Options {
@@ -214,14 +209,9 @@ fn replay_to_tables(
         MemoryQuarantine::new(),
         event_router::Options::default(),
     )
-    .with_ledger(DynamoLedger::for_config(&dynamodb_client(&sdk), config));
+    .with_ledger(DynamoLedger::for_config(&dynamodb, config));
     let replayed = each_file(
-        &Reading {
-            files: &args.files,
-            batch_size,
-            config,
-            ahead: Ahead::Consumers,
-        },
+        &Reading::of(args, config, Ahead::Consumers),
         bar,
         summary,
         err,
@@ -249,17 +239,11 @@ fn replay_in_memory(
     summary: &mut Summary,
     err: &mut dyn Write,
 ) -> anyhow::Result<Replayed> {
-    let batch_size = args.batch_size as usize;
     // Nothing outlives the process here: a bad file is refused when met,
     // and nothing of the replay so far is shown.
     let local = Local::new(config.clone()).keep_events(args.dump.is_some());
     let replayed = each_file(
-        &Reading {
-            files: &args.files,
-            batch_size,
-            config,
-            ahead: Ahead::InMemory(&local),
-        },
+        &Reading::of(args, config, Ahead::InMemory(&local)),
         bar,
         summary,
         err,
@@ -346,6 +330,18 @@ struct Reading<'a> {
     batch_size: usize,
     config: &'a Config,
     ahead: Ahead<'a>,
+}
+
+impl<'a> Reading<'a> {
+    /// The files and batch size `args` name, read under `config`.
+    fn of(args: &'a ReplayArgs, config: &'a Config, ahead: Ahead<'a>) -> Reading<'a> {
+        Reading {
+            files: &args.files,
+            batch_size: args.batch_size as usize,
+            config,
+            ahead,
+        }
+    }
 }
 
 /// Hands the records of `files` to `handle` a batch at a time, in order,
