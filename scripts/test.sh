@@ -97,7 +97,8 @@ export PATH="$PWD/$venv/bin:$PATH"
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy --all-targets -- -D warnings"
-cargo clippy --workspace --all-targets --quiet -- -D warnings
+# With the benchmarks' and figure examples' feature, so they are checked too.
+cargo clippy --workspace --all-targets --features streamdex-tests/testing --quiet -- -D warnings
 # The example's template, and the same config read from Kinesis.
 for template in infra/streamdex.template.json infra/streamdex.kinesis.template.json; do
   log "judging $template: cfn-lint with the serverless rules, checkov, cfripper"

@@ -50,7 +50,7 @@ impl Store for CountingStore {
     async fn write_rows(&self, _writes: &[RowWrite]) -> Result<Vec<RowWrite>, StoreError> {
         Ok(Vec::new())
     }
-    async fn put_row_if(&self, _write: RowWrite, _guard: &RowGuard) -> Result<RowOutcome, StoreError> {
+    async fn put_row_if(&self, _write: &RowWrite, _guard: &RowGuard) -> Result<RowOutcome, StoreError> {
         Ok(RowOutcome::Written)
     }
     async fn update_set_stamped(
