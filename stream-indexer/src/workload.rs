@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use model::record::{ChangeRecord, CreationTime};
+use model::EventKind;
 use model::{Config, Image, Value};
 
 use crate::store::memory::{lambda_event, MemoryStore};
@@ -233,6 +234,19 @@ pub fn example_payload_of_size(config: Arc<Config>, max_bytes: usize, seed: u64)
         }
     }
     (store, lambda_event(stream[..lo].iter()), lo)
+}
+
+/// Marks every REMOVE of a node (of `records`) or a layer as the TTL
+/// service's, so that the example config's routes fire and the reaper has
+/// nodes to reap.
+pub fn as_expiries(records: &mut [ChangeRecord]) {
+    for record in records {
+        let table = record.table.as_deref().unwrap_or_default();
+        let is_node = record.keys.contains_key("source") && record.keys.get("source") == record.keys.get("target");
+        if record.kind == EventKind::Remove && (table == "layers" || (table == "records" && is_node)) {
+            record.ttl_expiry = true;
+        }
+    }
 }
 
 /// The records with creation times 50 µs apart, reordered within `window`

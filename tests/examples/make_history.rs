@@ -28,8 +28,7 @@ use std::sync::Arc;
 use model::config::Precision;
 use model::delivery::{kinesis_change, lambda_record};
 use model::record::ChangeRecord;
-use model::EventKind;
-use stream_indexer::workload::{as_kinesis_delivers, write_mix, write_mix_over};
+use stream_indexer::workload::{as_expiries, as_kinesis_delivers, write_mix, write_mix_over};
 use stream_indexer::MemoryStore;
 
 fn main() -> anyhow::Result<()> {
@@ -58,13 +57,7 @@ fn main() -> anyhow::Result<()> {
     }
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut records: Vec<ChangeRecord> = store.take_stream().into_iter().map(|e| e.record).collect();
-    for record in &mut records {
-        let table = record.table.as_deref().unwrap_or_default();
-        let is_node = record.keys.contains_key("source") && record.keys.get("source") == record.keys.get("target");
-        if record.kind == EventKind::Remove && (table == "layers" || (table == "records" && is_node)) {
-            record.ttl_expiry = true;
-        }
-    }
+    as_expiries(&mut records);
     match kinesis {
         None => {
             for record in &records {

@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use event_router::{Entry, Ledger, MemoryLedger, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
 use model::config::{Config, TableConfig};
+use model::edge::{self, GraphItem};
 use model::ledger::Entry as LedgerEntry;
 use model::outcome::Outcome;
 use model::record::{ChangeRecord, EventKind, Received};
@@ -224,7 +225,28 @@ impl Local {
         // look up. The item's text is made again only when they are.
         let config = self.config();
         let written = config.edge_set(&table.name).is_some() || config.reaps(&table.name);
-        recorded && (!written || stamped.is_newer(&version, || entry.or_else(entry_of).map(|e| e.item)))
+        if !recorded || !written || stamped.is_newer_than_all(&version) {
+            return recorded;
+        }
+        let Some(item) = entry.or_else(entry_of).map(|e| e.item) else {
+            return true;
+        };
+        if stamped.is_newer(&version, &item) {
+            return true;
+        }
+        // The pipeline updated the item after this change. A node's
+        // deletion still stands: the pipeline only updates a node that
+        // exists, so against the table its update would have found the node
+        // gone. The update is forgotten, and a later change of the node
+        // applies.
+        let removes_node = record.kind == EventKind::Remove
+            && config
+                .edge_set(&table.name)
+                .is_some_and(|set| matches!(edge::classify(set, table, &record.keys), Ok(GraphItem::Node { .. })));
+        if removes_node {
+            stamped.forget(&item);
+        }
+        removes_node
     }
 
     /// What [`Local::replay_ready_batch`] takes for `record`, made ready

@@ -18,6 +18,7 @@ mod reaper;
 mod rehearsal;
 mod replay;
 mod replay_golden;
+mod replay_kinesis;
 mod router_dynamodb;
 mod run;
 mod stack;

@@ -5,8 +5,9 @@
 //!
 //! An item takes two kinds of change: the recording's own, and the
 //! pipeline's writes fed back, stamped after the newest creation time the
-//! recording has shown. A record is newest when it is newer than both,
-//! so the two are kept apart:
+//! recording has shown. A record is newest when it is newer than both (but
+//! a node's deletion, which stands over the pipeline's later updates of
+//! the node: see `Local::is_newest`), so the two are kept apart:
 //!
 //! - [`Recorded`]: each item's newest recorded change. It depends on the
 //!   records alone, in order, so replay's reading thread keeps it while it
@@ -87,11 +88,20 @@ impl Stamped {
     /// Whether the recorded change of version `version` is newer than the
     /// pipeline's writes of its item (`item`: its text, made only when
     /// they are looked up).
-    pub(super) fn is_newer(&self, version: &Version, item: impl FnOnce() -> Option<String>) -> bool {
-        if self.latest.as_ref().is_none_or(|latest| version > latest) {
-            return true;
-        }
-        item().is_none_or(|item| self.newest.get(item.as_str()).is_none_or(|held| version > held))
+    pub(super) fn is_newer(&self, version: &Version, item: &str) -> bool {
+        self.is_newer_than_all(version) || self.newest.get(item).is_none_or(|held| version > held)
+    }
+
+    /// Whether the recorded change of version `version` is newer than
+    /// every pipeline write (then no item's need be looked up).
+    pub(super) fn is_newer_than_all(&self, version: &Version) -> bool {
+        self.latest.as_ref().is_none_or(|latest| version > latest)
+    }
+
+    /// Forgets the pipeline's writes of `item` (they came to nothing: see
+    /// `Local::is_newest`).
+    pub(super) fn forget(&mut self, item: &str) {
+        self.newest.remove(item);
     }
 
     /// `record`, a write of the pipeline's own, with a creation time after
@@ -156,8 +166,7 @@ mod tests {
                     stamped.wrote(&entry.item, &entry.version);
                 } else {
                     let newer = recorded.is_newer(&entry);
-                    let item = || Some(entry.item.clone());
-                    prop_assert_eq!(newer && stamped.is_newer(&entry.version, item), expected, "{:?}", entry);
+                    prop_assert_eq!(newer && stamped.is_newer(&entry.version, &entry.item), expected, "{:?}", entry);
                 }
             }
         }
