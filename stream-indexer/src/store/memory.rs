@@ -355,6 +355,7 @@ mod ready;
 mod requests;
 mod rows;
 mod scan;
+mod set_update;
 mod sort_index;
 mod table;
 
