@@ -1,5 +1,6 @@
-use std::io::Write;
+use std::io::{BufRead, Write};
 
+use super::lines::{read_until_newline, READ_AHEAD_RECORDS};
 use super::*;
 
 fn file(text: &[u8]) -> tempfile::NamedTempFile {
