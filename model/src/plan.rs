@@ -23,18 +23,26 @@
 //!   deleted. The plan reports each problem so the record is quarantined. So
 //!   the index always holds exactly rows(old image) of the next record, and an
 //!   old image's own errors can be read as "no rows".
+//!
+//! [`Planner`] finds a record's table; `rows` plans each of its indexes and
+//! `sets` its edge set.
 
-use crate::config::{Config, EdgeSetConfig, IndexConfig, TableConfig, TableLookupError, TemplatePart, ValueRef};
-use crate::edge::{self, EdgeError, GraphItem};
-use crate::index::{self, IndexError, RowKey};
+use crate::config::{Config, TableConfig, TableLookupError};
+use crate::edge::EdgeError;
+use crate::index::{self, IndexError};
 use crate::record::{ChangeRecord, EventKind, Received};
-use crate::value::{Attrs, Image, Projection};
+use crate::value::Attrs;
 
 mod mutation;
+mod rows;
+mod sets;
 mod shared;
 
 pub use mutation::{Mutation, Target};
 pub use shared::SharedProjections;
+
+use rows::{plan_index, read_attributes, IndexPlan};
+use sets::plan_edge_set;
 
 /// Why (part of) a record could not be planned. The record is quarantined
 /// after its plan's mutations are applied.
@@ -77,18 +85,6 @@ struct TablePlan {
     table: usize,
     indexes: Vec<IndexPlan>,
     edge_set: Option<usize>,
-}
-
-/// What the planner precomputes for one index.
-#[derive(Debug, Clone)]
-struct IndexPlan {
-    /// Position in `config.indexes`.
-    index: usize,
-    /// Every attribute the index reads, but the `for_each` attribute.
-    reads: Vec<String>,
-    /// Rows of distinct entries never share a key, so a MODIFY that changes
-    /// only some entries need derive only theirs.
-    per_entry: bool,
 }
 
 /// Plans records against one config.
@@ -243,209 +239,6 @@ fn images<I>(record: &ChangeRecord<I>) -> (Option<&I>, Option<&I>) {
         EventKind::Insert => (None, record.new.as_ref()),
         EventKind::Modify => (record.old.as_ref(), record.new.as_ref()),
         EventKind::Remove => (record.old.as_ref(), None),
-    }
-}
-
-/// Every attribute an index reads but its `for_each` attribute and the key
-/// attributes (both images of a record have the record's keys).
-fn read_attributes(index: &IndexConfig, table: &TableConfig) -> Vec<String> {
-    let is_key = |name: &String| *name == table.partition_key || table.sort_key.as_ref() == Some(name);
-    let mut names: Vec<String> = index.project.iter().filter(|n| !is_key(n)).cloned().collect();
-    let refs = index
-        .partition
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            TemplatePart::Ref(r) => Some(r),
-            TemplatePart::Literal(_) => None,
-        })
-        .chain(index.sort.iter().map(|c| &c.value));
-    for r in refs {
-        if let ValueRef::Attribute(name) = r {
-            if !is_key(name) {
-                names.push(name.clone());
-            }
-        }
-    }
-    names.sort_unstable();
-    names.dedup();
-    names
-}
-
-fn plan_index<I: Attrs>(
-    ip: &IndexPlan,
-    index: &IndexConfig,
-    table: &TableConfig,
-    old: Option<&I>,
-    new: Option<&I>,
-    plan: &mut Plan,
-) {
-    // Entries unchanged in the other image are skipped only when nothing else
-    // the index reads changed: then their rows and projections are equal.
-    let mut same_projection = false;
-    let mut changed = None;
-    if let (Some(o), Some(n)) = (old, new) {
-        if ip.reads.iter().all(|a| o.get(a) == n.get(a)) {
-            let (old_entries, new_entries) = match &index.for_each {
-                Some(f) => (o.get(f), n.get(f)),
-                None => return,
-            };
-            same_projection = true;
-            if ip.per_entry {
-                // Only entries that differ can change rows; none differ, nothing changes.
-                changed = index::changed_entries(old_entries, new_entries);
-            }
-            if changed.is_none() && old_entries == new_entries {
-                return;
-            }
-        }
-    }
-    let (only_old, only_new) = match &changed {
-        Some((a, b)) => (Some(a), Some(b)),
-        None => (None, None),
-    };
-    // What cannot be indexed in the old image produced no rows (see the module doc).
-    let old_keys = old
-        .and_then(|o| index::row_keys(index, table, o, only_old).ok())
-        .map(|k| k.keys)
-        .unwrap_or_default();
-    let problem = |source| PlanError::Index {
-        index: index.name.clone(),
-        source: Box::new(source),
-    };
-    let new_keys = match new.map(|n| index::row_keys(index, table, n, only_new)).transpose() {
-        Ok(Some(derived)) => {
-            plan.problems.extend(derived.problems.into_iter().map(problem));
-            derived.keys
-        }
-        Ok(None) => Vec::new(),
-        Err(source) => {
-            plan.problems.push(problem(source));
-            Vec::new()
-        }
-    };
-    if !same_projection {
-        same_projection = index::same_projection(index, table, old, new);
-    }
-    let projection = || new.map(|n| index::projection(index, table, n)).unwrap_or_default();
-    diff_rows(
-        ip.index,
-        old_keys,
-        new_keys,
-        same_projection,
-        projection,
-        &mut plan.mutations,
-    );
-}
-
-/// Puts for rows new or changed, then deletes for rows gone.
-fn diff_rows(
-    i: usize,
-    old: Vec<RowKey>,
-    new: Vec<RowKey>,
-    same_projection: bool,
-    projection: impl FnOnce() -> Image,
-    out: &mut Vec<Mutation>,
-) {
-    // One projection, shared by every row put.
-    let mut attributes: Option<Projection> = None;
-    let mut projection = Some(projection);
-    let mut put = |key: RowKey, out: &mut Vec<Mutation>| {
-        let attributes =
-            attributes.get_or_insert_with(|| Projection::new(projection.take().map(|p| p()).unwrap_or_default()));
-        out.push(Mutation::PutRow {
-            index: i,
-            key,
-            attributes: attributes.clone(),
-        });
-    };
-    let mut deletes = Vec::new();
-    let (mut a, mut b) = (old.into_iter().peekable(), new.into_iter().peekable());
-    loop {
-        let order = match (a.peek(), b.peek()) {
-            (None, None) => break,
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (Some(x), Some(y)) => x.cmp(y),
-        };
-        match order {
-            std::cmp::Ordering::Less => deletes.extend(a.next().map(|key| Mutation::DeleteRow { index: i, key })),
-            std::cmp::Ordering::Greater => {
-                if let Some(key) = b.next() {
-                    put(key, out);
-                }
-            }
-            std::cmp::Ordering::Equal => {
-                a.next();
-                if let Some(key) = b.next() {
-                    if !same_projection {
-                        put(key, out);
-                    }
-                }
-            }
-        }
-    }
-    out.append(&mut deletes);
-}
-
-fn has<I: Attrs>(image: Option<&I>, attribute: &str) -> bool {
-    image.is_some_and(|i| i.contains_key(attribute))
-}
-
-fn plan_edge_set<I: Attrs>(
-    e: usize,
-    set: &EdgeSetConfig,
-    table: &TableConfig,
-    record: &ChangeRecord<I>,
-    old: Option<&I>,
-    new: Option<&I>,
-    out: &mut Vec<Mutation>,
-) -> Result<(), EdgeError> {
-    match edge::classify(set, table, &record.keys)? {
-        GraphItem::Skipped => Ok(()),
-        GraphItem::Node { id } => {
-            let wiped = || {
-                (has(old, &set.attribute) || has(old, &set.complete_attribute))
-                    && !has(new, &set.attribute)
-                    && !has(new, &set.complete_attribute)
-            };
-            let restore = match record.kind {
-                EventKind::Insert => new.is_some(),
-                EventKind::Modify => new.is_some() && wiped(),
-                EventKind::Remove => false,
-            };
-            if restore {
-                out.push(Mutation::RestoreSet {
-                    edge_set: e,
-                    node: id.to_owned(),
-                });
-            }
-            Ok(())
-        }
-        GraphItem::Edge { node, .. } => {
-            let old_member = old.and_then(|o| edge::member(set, o).ok().flatten());
-            let (new_member, problem) = match new.map(|n| edge::member(set, n)).transpose() {
-                Ok(m) => (m.flatten(), None),
-                Err(err) => (None, Some(err)),
-            };
-            if old_member != new_member {
-                if let Some(member) = new_member {
-                    out.push(Mutation::AddMember {
-                        edge_set: e,
-                        node: node.to_owned(),
-                        member,
-                    });
-                }
-                if let Some(member) = old_member {
-                    out.push(Mutation::RemoveMember {
-                        edge_set: e,
-                        node: node.to_owned(),
-                        member,
-                    });
-                }
-            }
-            problem.map_or(Ok(()), Err)
-        }
     }
 }
 

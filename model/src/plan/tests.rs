@@ -14,8 +14,10 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::config::{self, Config};
+use crate::edge::{self, GraphItem};
+use crate::index::RowKey;
 use crate::record::ChangeRecord;
-use crate::value::Value;
+use crate::value::{Image, Value};
 
 fn example() -> Config {
     config::parse(config::EXAMPLE_CONFIG, "streamdex.example.toml").expect("the example config is valid")
