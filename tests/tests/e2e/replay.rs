@@ -180,13 +180,25 @@ fn files_that_cannot_be_a_stream_of_the_configs_tables_are_refused() {
     );
 }
 
-/// A JSON Lines record of the example `records` table.
-fn graph_line(seq: u32, event: &str, source: &str, target: &str, ttl: bool) -> String {
+/// The keys and the image of an item of the example `records` table: a
+/// node when `source` is `target`, else an edge with a role.
+pub(super) fn graph_item(source: &str, target: &str) -> (serde_json::Value, serde_json::Value) {
     let keys = serde_json::json!({"source": {"S": source}, "target": {"S": target}});
     let mut image = keys.clone();
     if source != target {
         image["gsi0"] = serde_json::json!({"S": "100-MEMBER"});
     }
+    (keys, image)
+}
+
+/// The `userIdentity` of a deletion by the TTL service.
+pub(super) fn ttl_identity() -> serde_json::Value {
+    serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"})
+}
+
+/// A JSON Lines record of the example `records` table.
+fn graph_line(seq: u32, event: &str, source: &str, target: &str, ttl: bool) -> String {
+    let (keys, image) = graph_item(source, target);
     let mut dynamodb = serde_json::json!({
         "Keys": keys,
         "SequenceNumber": format!("{seq:021}"),
@@ -199,7 +211,7 @@ fn graph_line(seq: u32, event: &str, source: &str, target: &str, ttl: bool) -> S
         "dynamodb": dynamodb,
     });
     if ttl {
-        record["userIdentity"] = serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"});
+        record["userIdentity"] = ttl_identity();
     }
     record.to_string()
 }

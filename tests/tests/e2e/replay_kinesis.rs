@@ -16,6 +16,8 @@ use proptest::prelude::*;
 use serde_json::Value as Json;
 use stream_indexer::workload::{as_expiries, as_kinesis_delivers, write_mix};
 
+use super::replay::{graph_item, ttl_identity};
+
 /// The example mix's changes: `size` of them from `seed`, with one in a
 /// hundred deleting a node, and those deletions the TTL service's when
 /// `expiries`.
@@ -166,17 +168,13 @@ proptest! {
 /// A change of the example `records` table as DynamoDB writes it to
 /// Kinesis, created `micros` after a fixed instant.
 fn kinesis_line(micros: u64, event: &str, source: &str, target: &str, ttl: bool) -> String {
-    let keys = serde_json::json!({"source": {"S": source}, "target": {"S": target}});
-    let mut image = keys.clone();
-    if source != target {
-        image["gsi0"] = serde_json::json!({"S": "100-MEMBER"});
-    }
+    let (keys, image) = graph_item(source, target);
     let mut dynamodb = serde_json::json!({
         "ApproximateCreationDateTime": 1_763_719_200_000_000u64 + micros,
         "Keys": keys,
     });
     dynamodb[if event == "REMOVE" { "OldImage" } else { "NewImage" }] = image;
-    let identity = ttl.then(|| serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"}));
+    let identity = ttl.then(ttl_identity);
     serde_json::json!({
         "awsRegion": "eu-west-1",
         "eventID": format!("{micros}"),
