@@ -42,9 +42,10 @@
 //! # Guarded writes
 //!
 //! Under a [`Guard`] other than `InOrder` (see `guard`), a call's writes go
-//! one by one as conditional PutItems ([`Store::put_row_if`]), in the same
-//! order and under the same retry driver; a write whose condition fails is
-//! done (skipped, counted in `stale`).
+//! as conditional PutItems sent together ([`Store::put_rows_if`]: they are to
+//! distinct keys), under the same retry driver: those that failed
+//! transiently are sent again, as `UnprocessedItems` are. A write whose
+//! condition fails is done (skipped, counted in `stale`).
 
 use std::cell::Cell;
 use std::collections::{HashSet, VecDeque};
@@ -57,7 +58,7 @@ use model::index::RowKey;
 use model::pack::{Limits, Packed, Packer, SameKey};
 
 use super::{Backoff, Progress, Stamping, MAX_BATCH_WRITES};
-use crate::store::{RowOutcome, RowWrite, Store, StoreError};
+use crate::store::{RowGuard, RowOutcome, RowWrite, Store, StoreError};
 
 /// What one BatchWriteItem call may hold: distinct keys, at most 25 writes
 /// (its request size is far under DynamoDB's limit for index rows).
@@ -298,41 +299,75 @@ impl<S: Store> Call<'_, S> {
         Ok(())
     }
 
-    /// The writes one by one, each a conditional PutItem; on failure the
+    /// The writes as conditional PutItems, sent together and resent
+    /// (those that failed transiently) until each is done; on failure the
     /// writes left go back to the front of the queue.
     async fn guarded(&mut self, batch: Batch) -> Result<(), StoreError> {
-        let mut batch: VecDeque<(usize, RowWrite)> = batch.into_pairs().collect();
-        while let Some((record, write)) = batch.pop_front() {
-            let Some(guard) = self.stamping.row_guard(write.index, &write.key) else {
-                // Not guarded after all: the unconditional request.
-                self.request(Batch::one(record, write)).await?;
-                continue;
-            };
-            let (store, requests) = (self.store, &mut self.progress.stats.requests);
-            let sent = aws_kit::retry::call(self.backoff, |attempt| {
-                if attempt > 0 {
-                    requests.retries += 1;
-                }
-                requests.put_row_if += 1;
-                store.put_row_if(&write, &guard)
-            })
-            .await;
-            match sent {
+        let guards: Option<Vec<RowGuard>> = batch
+            .writes
+            .iter()
+            .map(|write| self.stamping.row_guard(write.index, &write.key))
+            .collect();
+        let Some(guards) = guards else {
+            // Not guarded after all: the unconditional request.
+            return self.request(batch).await;
+        };
+        let mut resend = Resend::new(self.backoff, (batch, guards), |(batch, _)| batch.len());
+        while let Some((attempt, (batch, guards))) = resend.next_attempt() {
+            if attempt > 0 {
+                self.progress.stats.requests.retries += 1;
+            }
+            self.progress.stats.requests.put_row_if += batch.len();
+            let answers = self.store.put_rows_if(&batch.writes, &guards).await;
+            let sent = self.settle_guarded(batch, guards, answers);
+            resend.sent(sent).await;
+        }
+        resend.finish().map_err(|(fault, (batch, _))| {
+            self.queue.push_front(batch);
+            fault
+        })
+    }
+
+    /// Settles each guarded write by its answer: written, stale (done:
+    /// what is there is newer) or refused; what failed otherwise is left,
+    /// to send again (a write without an answer too).
+    fn settle_guarded(
+        &mut self,
+        batch: Batch,
+        guards: Vec<RowGuard>,
+        answers: Vec<Result<RowOutcome, StoreError>>,
+    ) -> Partial<(Batch, Vec<RowGuard>)> {
+        let (mut left, mut left_guards) = (Batch::default(), Vec::new());
+        // The first fault, and the first that fails the whole call (one
+        // that is not transient: a deployment fault).
+        let (mut fault, mut stop) = (None, None);
+        let mut answers = answers.into_iter();
+        for ((record, write), guard) in batch.into_pairs().zip(guards) {
+            let answer = answers
+                .next()
+                .unwrap_or_else(|| Err(StoreError::transient("the store gave no answer for a row write")));
+            match answer {
                 Ok(RowOutcome::Written) => self.row_done(record, &write),
                 Ok(RowOutcome::Stale) => {
-                    // Done: what is there is newer.
                     self.progress.done.push(record);
                     self.progress.stats.stale += 1;
                 }
                 Err(error) if error.is_refused() => self.row_refused(record, &write, &error),
                 Err(error) => {
-                    batch.push_front((record, write));
-                    self.queue.push_front(batch.into_iter().collect());
-                    return Err(error);
+                    if !error.is_retryable() && stop.is_none() {
+                        stop = Some(error.clone());
+                    }
+                    fault.get_or_insert(error);
+                    left.push(record, write);
+                    left_guards.push(guard);
                 }
             }
         }
-        Ok(())
+        match (stop, fault) {
+            (Some(stop), _) => Partial::Failed((left, left_guards), stop),
+            (None, Some(fault)) => Partial::Left((left, left_guards), fault),
+            (None, None) => Partial::Done,
+        }
     }
 
     /// One request, resent until its writes are done; on failure the writes

@@ -553,6 +553,94 @@ async fn rows_of_several_groups_share_calls_and_a_failed_call_fails_all_its_reco
     assert_eq!(store.inner().rows(0).len(), 25);
 }
 
+/// Guarded (as for a Kinesis data stream): records 0..n, each with its own
+/// version, each putting one row `k00`, `k01`, ...
+async fn apply_guarded(store: &FaultyStore<MemoryStore>, config: &Config, n: usize) -> Applied {
+    let versions = (1..=n)
+        .map(|v| model::Version::of_sequence(&v.to_string()).expect("a version"))
+        .collect();
+    let groups: Vec<Vec<Op>> = (0..n).map(|r| vec![put(r, &format!("k{r:02}"))]).collect();
+    let stamping = Stamping::new(versions, guard::Guard::Newer);
+    apply_batch(
+        store,
+        config,
+        &Backoff::immediate(3),
+        4,
+        &stamping,
+        in_batch_order(groups),
+    )
+    .await
+}
+
+/// How many times each row key was sent.
+fn sends(store: &FaultyStore<MemoryStore>) -> std::collections::BTreeMap<String, usize> {
+    let mut sends = std::collections::BTreeMap::new();
+    for key in row_calls(store).into_iter().flatten().map(|(k, _)| k) {
+        *sends.entry(key).or_default() += 1;
+    }
+    sends
+}
+
+#[tokio::test]
+async fn a_guarded_call_sends_again_only_the_writes_that_failed() {
+    let mut throttled = 0;
+    let (config, store) = store_with(move |call: &Call<'_>| match call {
+        Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "k03") && throttled < 2 => {
+            throttled += 1;
+            Fault::Throttle
+        }
+        _ => Fault::None,
+    });
+    let applied = apply_guarded(&store, &config, 10).await;
+    assert!((0..10).all(|r| applied.is_finished(r)), "{:?}", applied.errors);
+    let sends = sends(&store);
+    assert_eq!(sends.get("k03"), Some(&3), "{sends:?}");
+    assert!(sends.iter().all(|(k, &n)| k == "k03" || n == 1), "{sends:?}");
+    assert_eq!(applied.stats.requests.put_row_if, 12);
+    assert_eq!(applied.stats.requests.retries, 2);
+    assert_eq!(store.inner().rows(0).len(), 10);
+}
+
+#[tokio::test]
+async fn a_guarded_write_that_keeps_failing_leaves_its_record_alone_unfinished() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "k01") => Fault::Throttle,
+        _ => Fault::None,
+    });
+    let applied = apply_guarded(&store, &config, 5).await;
+    let unfinished: Vec<usize> = (0..5).filter(|&r| !applied.is_finished(r)).collect();
+    assert_eq!(unfinished, vec![1]);
+    let error = &applied.errors[&1];
+    assert!(
+        error.is_transient() && error.message().contains("3 attempts"),
+        "{error:?}"
+    );
+    // The first send made progress (the other writes); three after it made none.
+    assert_eq!(sends(&store).get("k01"), Some(&4));
+    assert_eq!(store.inner().rows(0).len(), 4);
+}
+
+#[tokio::test]
+async fn a_deployment_fault_of_a_guarded_write_is_not_sent_again() {
+    let (config, store) = store_with(|call: &Call<'_>| match call {
+        Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "k02") => Fault::Deployment("no table".into()),
+        Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "k04") => Fault::Throttle,
+        _ => Fault::None,
+    });
+    let applied = apply_guarded(&store, &config, 6).await;
+    let unfinished: Vec<usize> = (0..6).filter(|&r| !applied.is_finished(r)).collect();
+    assert_eq!(unfinished, vec![2, 4], "{:?}", applied.errors);
+    assert!(applied.errors[&2].is_deployment(), "{:?}", applied.errors[&2]);
+    assert!(
+        applied.errors[&4].is_deployment(),
+        "the call failed whole: {:?}",
+        applied.errors[&4]
+    );
+    let sends = sends(&store);
+    assert!(sends.values().all(|&n| n == 1), "nothing was sent again: {sends:?}");
+    assert_eq!(store.inner().rows(0).len(), 4);
+}
+
 #[tokio::test]
 async fn a_call_after_a_failed_call_on_a_shared_key_is_never_sent() {
     let (config, store) = store_with(|call: &Call<'_>| match call {
@@ -641,14 +729,21 @@ struct Slow {
     calls: std::sync::atomic::AtomicUsize,
 }
 
-impl crate::store::Store for Slow {
-    async fn write_rows(&self, _writes: &[RowWrite]) -> Result<Vec<RowWrite>, StoreError> {
+impl Slow {
+    /// One request, in flight for 10 ms.
+    async fn request(&self) {
         use std::sync::atomic::Ordering::SeqCst;
         let now = self.in_flight.fetch_add(1, SeqCst) + 1;
         self.most.fetch_max(now, SeqCst);
         self.calls.fetch_add(1, SeqCst);
         tokio::time::sleep(Duration::from_millis(10)).await;
         self.in_flight.fetch_sub(1, SeqCst);
+    }
+}
+
+impl crate::store::Store for Slow {
+    async fn write_rows(&self, _writes: &[RowWrite]) -> Result<Vec<RowWrite>, StoreError> {
+        self.request().await;
         Ok(Vec::new())
     }
     async fn put_row_if(
@@ -656,6 +751,7 @@ impl crate::store::Store for Slow {
         _write: &RowWrite,
         _guard: &crate::store::RowGuard,
     ) -> Result<crate::store::RowOutcome, StoreError> {
+        self.request().await;
         Ok(crate::store::RowOutcome::Written)
     }
     async fn update_set_stamped(
@@ -699,6 +795,35 @@ async fn row_calls_are_in_flight_at_most_concurrency_at_a_time() {
     use std::sync::atomic::Ordering::SeqCst;
     assert_eq!(store.calls.load(SeqCst), 8);
     assert_eq!(store.most.load(SeqCst), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_guarded_writes_of_a_call_are_in_flight_together() {
+    let config = example();
+    let store = Slow::default();
+    let versions = (1..=200)
+        .map(|v| model::Version::of_sequence(&v.to_string()).expect("a version"))
+        .collect();
+    let groups: Vec<Vec<Op>> = (0..200).map(|r| vec![put(r, &format!("k{r:03}"))]).collect();
+    let stamping = Stamping::new(versions, guard::Guard::Newer);
+    let applied = apply_batch(
+        &store,
+        &config,
+        &Backoff::immediate(3),
+        3,
+        &stamping,
+        in_batch_order(groups),
+    )
+    .await;
+    assert!((0..200).all(|r| applied.is_finished(r)));
+    use std::sync::atomic::Ordering::SeqCst;
+    assert_eq!(store.calls.load(SeqCst), 200, "a PutItem per write");
+    let most = 3 * crate::store::MAX_ROW_PUTS_IN_FLIGHT;
+    assert_eq!(
+        store.most.load(SeqCst),
+        most,
+        "three calls at a time, each with its most in flight"
+    );
 }
 
 #[tokio::test]

@@ -25,6 +25,11 @@ use model::{Image, Version};
 /// At most this many writes go in one `write_rows` call (BatchWriteItem's limit).
 pub const MAX_BATCH_WRITES: usize = 25;
 
+/// At most this many conditional PutItems of one call's row writes are in
+/// flight at a time ([`Store::put_rows_if`]); with the calls in flight
+/// (`Options::concurrency`), a batch holds at most their product open.
+pub const MAX_ROW_PUTS_IN_FLIGHT: usize = 8;
+
 /// One write to an index row: a put (with the row's non-key attributes) or a
 /// delete. Either carries its source version (`model::version`): a put
 /// stores it on the row, a delete leaves a *tombstone* (the key, the
@@ -248,6 +253,24 @@ pub trait Store: Send + Sync {
         guard: &RowGuard,
     ) -> impl Future<Output = Result<RowOutcome, StoreError>> + Send;
 
+    /// The conditional PutItems of several rows (to distinct keys), each
+    /// [`Store::put_row_if`] under the guard beside it, sent together (at
+    /// most [`MAX_ROW_PUTS_IN_FLIGHT`] at a time): the answer of each, in
+    /// order. Writes to distinct keys commute, so they need not wait for
+    /// each other.
+    fn put_rows_if(
+        &self,
+        writes: &[RowWrite],
+        guards: &[RowGuard],
+    ) -> impl Future<Output = Vec<Result<RowOutcome, StoreError>>> + Send {
+        use futures::StreamExt;
+        let puts = writes
+            .iter()
+            .zip(guards)
+            .map(|(write, guard)| self.put_row_if(write, guard));
+        futures::stream::iter(puts).buffered(MAX_ROW_PUTS_IN_FLIGHT).collect()
+    }
+
     /// One UpdateItem of node `node` (partition key = sort key = `node`) in the
     /// table of edge set `edge_set`: ADD or DELETE the members of the set
     /// attribute and `SET complete_attribute = if_not_exists(.., true)`, on
@@ -334,6 +357,14 @@ impl<S: Store> Store for std::sync::Arc<S> {
         guard: &RowGuard,
     ) -> impl Future<Output = Result<RowOutcome, StoreError>> + Send {
         S::put_row_if(self, write, guard)
+    }
+
+    fn put_rows_if(
+        &self,
+        writes: &[RowWrite],
+        guards: &[RowGuard],
+    ) -> impl Future<Output = Vec<Result<RowOutcome, StoreError>>> + Send {
+        S::put_rows_if(self, writes, guards)
     }
 
     fn update_set_stamped(

@@ -63,43 +63,18 @@ impl Store for MemoryStore {
     }
 
     async fn put_row_if(&self, write: &RowWrite, guard: &RowGuard) -> Result<RowOutcome, StoreError> {
+        self.put_row_locked(&mut self.lock(), write, guard, &mut None)
+    }
+
+    /// One lock for them all, and the clock read once.
+    async fn put_rows_if(&self, writes: &[RowWrite], guards: &[RowGuard]) -> Vec<Result<RowOutcome, StoreError>> {
         let mut state = self.lock();
-        state.requests.put_row_if += 1;
-        if write.index >= self.config.indexes.len() {
-            return Err(StoreError::deployment(format!(
-                "ResourceNotFoundException: no index table #{}",
-                write.index
-            )));
-        }
-        check_row_key(&write.key)?;
-        let holds = |stored: Option<&Version>| match guard {
-            RowGuard::Newer => model::version::newer(&write.version, stored),
-            RowGuard::AsRead(read) => stored == read.as_ref(),
-        };
-        // Only a tombstone expires (the clock is read for one alone).
-        let expires = || super::super::tombstone_expiry(&self.config, &*self.clock);
-        let written = if write.put.is_some() || state.keep_tombstones {
-            // The check and the write in one lookup.
-            let stored = || Stored {
-                version: write.version.clone(),
-                body: write.put.clone(),
-                expires: if write.put.is_some() { 0 } else { expires() },
-            };
-            state
-                .rows
-                .store_if(write.index, &write.key, |s| holds(s.map(|s| &s.version)), stored)
-        } else {
-            let written = holds(state.rows.version(write.index, &write.key));
-            if written {
-                state.store_row(write, expires());
-            }
-            written
-        };
-        Ok(if written {
-            RowOutcome::Written
-        } else {
-            RowOutcome::Stale
-        })
+        let mut expires = None;
+        writes
+            .iter()
+            .zip(guards)
+            .map(|(write, guard)| self.put_row_locked(&mut state, write, guard, &mut expires))
+            .collect()
     }
 
     async fn update_set_stamped(
@@ -182,5 +157,54 @@ impl State {
             None if self.keep_tombstones => self.rows.delete(index, key, version, expires),
             None => self.rows.remove(index, key),
         }
+    }
+}
+
+impl MemoryStore {
+    /// A conditional PutItem on the tables `state` (locked). `expires`: a
+    /// tombstone's expiry, read from the clock for the first tombstone of a
+    /// request alone.
+    fn put_row_locked(
+        &self,
+        state: &mut State,
+        write: &RowWrite,
+        guard: &RowGuard,
+        expires: &mut Option<u64>,
+    ) -> Result<RowOutcome, StoreError> {
+        state.requests.put_row_if += 1;
+        if write.index >= self.config.indexes.len() {
+            return Err(StoreError::deployment(format!(
+                "ResourceNotFoundException: no index table #{}",
+                write.index
+            )));
+        }
+        check_row_key(&write.key)?;
+        let holds = |stored: Option<&Version>| match guard {
+            RowGuard::Newer => model::version::newer(&write.version, stored),
+            RowGuard::AsRead(read) => stored == read.as_ref(),
+        };
+        let mut expiry = || *expires.get_or_insert_with(|| super::super::tombstone_expiry(&self.config, &*self.clock));
+        let written = if write.put.is_some() || state.keep_tombstones {
+            // The check and the write in one lookup.
+            let stored = || Stored {
+                version: write.version.clone(),
+                body: write.put.clone(),
+                expires: if write.put.is_some() { 0 } else { expiry() },
+            };
+            state
+                .rows
+                .store_if(write.index, &write.key, |s| holds(s.map(|s| &s.version)), stored)
+        } else {
+            let written = holds(state.rows.version(write.index, &write.key));
+            if written {
+                state.store_row(write, expiry());
+            }
+            written
+        };
+        Ok(if written {
+            RowOutcome::Written
+        } else {
+            RowOutcome::Stale
+        })
     }
 }
