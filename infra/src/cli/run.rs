@@ -111,7 +111,8 @@ pub struct RunArgs {
     /// is started as Lambda starts it, with the environment of the function
     /// deployed on the endpoint (`streamdex deploy`), under a Lambda Runtime
     /// API stand-in, and fed as the deployed event source mappings say.
-    /// Each function's output goes to DIR/BINARY/run.log.
+    /// Each function's output goes to DIR/BINARY/run.log. One run at a time
+    /// per DIR: a run holds DIR/run.lock while it runs.
     #[arg(long, value_name = "DIR", requires = "mappings")]
     pub functions: Option<PathBuf>,
     /// With --functions: the event source mappings that feed them, as

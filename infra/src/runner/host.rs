@@ -62,6 +62,48 @@ pub enum HostError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "another `streamdex run --functions` is running from {} (it holds {}): each function unpacks into \
+         {}/BINARY/run and logs to {}/BINARY/run.log, so one run at a time per folder; wait for it to end, \
+         or copy the folder and give the copy",
+        dir.display(), lock.display(), dir.display(), dir.display()
+    )]
+    Busy { dir: PathBuf, lock: PathBuf },
+    #[error("cannot lock {}: {source}; is the folder there? (scripts/build-functions.sh writes it)", lock.display())]
+    Lock {
+        lock: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The file in the functions' folder that a run holds locked while it
+/// runs them.
+pub const LOCK_FILE: &str = "run.lock";
+
+/// Locks the functions' folder `dir` for this run (see [`LOCK_FILE`]): the
+/// lock is held while the file returned is open, and let go when the
+/// process ends, however it ends.
+pub fn lock_folder(dir: &Path) -> Result<std::fs::File, HostError> {
+    let lock = dir.join(LOCK_FILE);
+    let failed = |source| HostError::Lock {
+        lock: lock.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .map_err(failed)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(HostError::Busy {
+            dir: dir.to_path_buf(),
+            lock,
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(failed(source)),
+    }
 }
 
 /// One function process and its Runtime API.
@@ -176,6 +218,8 @@ impl Hosted {
 pub struct Hosting {
     pub functions: Vec<(FunctionRole, Arc<Hosted>)>,
     pub mappings: Vec<DeployedMapping>,
+    /// The functions' folder, locked ([`lock_folder`]).
+    _lock: std::fs::File,
 }
 
 impl Hosting {
@@ -188,7 +232,9 @@ impl Hosting {
     /// `lambda`, from `dir/BINARY/bootstrap.zip` (what
     /// `scripts/build-functions.sh` writes), with the deployed environment
     /// and `extra`; its log is `dir/BINARY/run.log`. The mappings are the
-    /// ones `streamdex deploy --defer-mappings` wrote to `mappings`.
+    /// ones `streamdex deploy --defer-mappings` wrote to `mappings`. The
+    /// folder is locked while the hosting lasts: a second run from it is
+    /// [`HostError::Busy`].
     pub async fn start(
         lambda: &aws_sdk_lambda::Client,
         stack: &Stack,
@@ -200,6 +246,7 @@ impl Hosting {
         let mut hosting = Hosting {
             functions: Vec::new(),
             mappings: deployment::read_mappings(mappings)?,
+            _lock: lock_folder(dir)?,
         };
         for function in &stack.functions {
             let deployed = deployment::function(lambda, &function.name).await?;
@@ -285,5 +332,34 @@ impl ReapTarget for HostedReaper {
             })
         }
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_run_from_a_locked_folder_is_refused_until_the_first_ends() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let first = lock_folder(dir.path()).expect("the first run locks the folder");
+        let refused = lock_folder(dir.path()).expect_err("a second run from the same folder");
+        assert!(matches!(refused, HostError::Busy { .. }), "{refused:?}");
+        let said = refused.to_string();
+        assert!(
+            said.contains(&dir.path().display().to_string()) && said.contains(LOCK_FILE),
+            "{said}"
+        );
+        drop(first);
+        lock_folder(dir.path()).expect("once the first run ends, the folder is free");
+    }
+
+    #[test]
+    fn a_folder_that_is_not_there_is_named() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let missing = dir.path().join("not-built");
+        let error = lock_folder(&missing).expect_err("no such folder");
+        assert!(matches!(error, HostError::Lock { .. }), "{error:?}");
+        assert!(error.to_string().contains("not-built"), "{error}");
     }
 }
