@@ -9,19 +9,19 @@
 //!   entry for it: a repeat publishes nothing (and is counted). It notes
 //!   the change once its events are published.
 //! - The reaper deletes an edge of an expired node only if no change of
-//!   the edge newer than the expiry is in the ledger: every change of a
-//!   table it reaps ([`crate::config::Config::reaps`]) is noted, with events or not.
+//!   the edge newer than the expiry is in the ledger: every change of an
+//!   item it may delete ([`reaper_reads`]: any item of a table it reaps but
+//!   a node) is noted, with events or not.
 //!
-//! Nothing else is noted: a change without events of another table (its
-//! repeat has nothing to drop), nor the pipeline's own set updates of
-//! nodes (see [`crate::event::Classification`]: they have no events, and
-//! change nothing the reaper deletes).
+//! Nothing else is noted: a change without events of another table, or of
+//! a node (its repeat has nothing to drop, and the reaper never deletes a
+//! node). So the pipeline's own set updates of nodes are not noted either.
 //!
 //! An entry lives as long as the stream can deliver its change again: its
 //! creation time plus the stream's retention (`expires`, the ledger
 //! table's TTL attribute).
 
-use crate::config::{ChangeSource, TableConfig};
+use crate::config::{ChangeSource, Config, TableConfig};
 use crate::record::{ChangeRecord, CreationTime};
 use crate::value::Attrs;
 use crate::value::{Attr, Scalar};
@@ -33,6 +33,23 @@ pub const ITEM_ATTRIBUTE: &str = "item";
 pub const VERSION_ATTRIBUTE: &str = "version";
 /// The ledger table's TTL attribute (N, epoch seconds).
 pub const EXPIRES_ATTRIBUTE: &str = "expires";
+
+/// Whether the reaper may read when the item with these `keys`, of
+/// `table`, last changed: it may delete any item of a table it reaps
+/// ([`Config::reaps`]) found in an expired node's partition or pointing at
+/// it, but a node (`crate::reap::deletions`).
+pub fn reaper_reads<I: Attrs>(config: &Config, table: &TableConfig, keys: &I) -> bool {
+    if !config.reaps(&table.name) {
+        return false;
+    }
+    let node = config.edge_set(&table.name).is_some_and(|set| {
+        matches!(
+            crate::edge::classify(set, table, keys),
+            Ok(crate::edge::GraphItem::Node { .. })
+        )
+    });
+    !node
+}
 
 /// One change, as the ledger knows it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -90,9 +90,10 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         let mut poison: Option<Poison> = None;
         let classified = event::classify_received(config, table, received, record);
         // Noted (see `model::ledger`): a change with events (its repeat
-        // publishes nothing) and every change of a table the reaper reaps;
+        // publishes nothing) and every change of an item the reaper may
+        // delete (see `model::ledger::reaper_reads`);
         // a poison record is not.
-        let noted = classified.is_noted(config, table);
+        let noted = classified.is_noted(config, table, &record.keys);
         let event::Classification { events, entry, .. } = classified;
         match events {
             Err(error) => poison = Some(Poison::new(Some(&record.sequence_number), Cause::Unroutable(error))),

@@ -7,9 +7,9 @@
 //! the ledger holds, is a repeat, and its events are dropped (counted in
 //! `RouterStats::repeats`). After publishing, the changes classification
 //! kept whose records are finished are noted: those with events, and every
-//! change of a table the reaper reaps (it reads when an edge last changed),
-//! but the pipeline's own set updates (seen whole: no events, nothing the
-//! reaper deletes). A change whose events
+//! change of an item the reaper may delete (it reads when an edge last
+//! changed: `model::ledger::reaper_reads`); so not the pipeline's own set
+//! updates (no events, and of nodes). A change whose events
 //! went out but whose note failed is left unfinished: Lambda retries it,
 //! and its events go out again (the one window of a second delivery). A
 //! change older than one already published of the same item is not a

@@ -27,13 +27,14 @@ pub struct Classification {
 }
 
 impl Classification {
-    /// Whether the router notes the change, of `table`, in the ledger (see
-    /// [`crate::ledger`]): of a table read from Kinesis, not the pipeline's
-    /// own set update, and with events or of a reaped table.
-    pub fn is_noted(&self, config: &Config, table: &TableConfig) -> bool {
+    /// Whether the router notes the change, of `table` and with these
+    /// `keys`, in the ledger (see [`crate::ledger`]): of a table read from
+    /// Kinesis, with events or of an item the reaper may delete (any item
+    /// of a reaped table but a node). The pipeline's own set updates are
+    /// neither: they have no events, and are of nodes.
+    pub fn is_noted<I: Attrs>(&self, config: &Config, table: &TableConfig, keys: &I) -> bool {
         table.stream.is_unordered()
-            && !self.pipeline_own
-            && (self.events.as_ref().is_ok_and(|e| !e.is_empty()) || config.reaps(&table.name))
+            && (self.events.as_ref().is_ok_and(|e| !e.is_empty()) || crate::ledger::reaper_reads(config, table, keys))
     }
 }
 
@@ -95,7 +96,7 @@ pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>
     if let Ok(table) = table_of(config, record) {
         let mut classified = classification(config, table, record);
         // Only a change the router notes needs its entry.
-        if classified.is_noted(config, table) {
+        if classified.is_noted(config, table, &record.keys) {
             classified.entry = entry.or_else(|| crate::ledger::entry_of(table, record)).map(Box::new);
         }
         received.ahead.keep(config, classified);

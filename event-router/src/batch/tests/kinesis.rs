@@ -165,7 +165,7 @@ fn a_late_change_is_published_with_its_own_creation_time() {
 }
 
 #[test]
-fn the_pipeline_s_own_set_updates_are_not_noted() {
+fn a_node_change_without_events_is_not_noted_whoever_made_it() {
     let ledger = Arc::new(MemoryLedger::new());
     let router = kinesis_router(Some(ledger.clone()));
     let set = router.config().edge_sets[0].clone();
@@ -184,17 +184,19 @@ fn the_pipeline_s_own_set_updates_are_not_noted() {
     if let Some(new) = domain.new.as_mut() {
         new.insert("title".to_owned(), s("renamed"));
     }
-    // Whole images, as replay feeds the pipeline's writes back (a
-    // record glanced at, without its images, is noted: nothing tells).
+    // An edge of that node, which the reaper may delete.
+    let edge = record("records", EventKind::Modify, 3, "GOAL-1", "TEAM-1", false);
     let handle = |record: &ChangeRecord| block(router.handle_received(&[Received::typed(record.clone())]));
     assert!(handle(&own).failed.is_none());
     assert_eq!(ledger.len(), 0, "the pipeline's own write is not noted");
     assert!(handle(&domain).failed.is_none());
-    assert_eq!(ledger.len(), 1, "a change of the application's is");
+    assert_eq!(ledger.len(), 0, "nor the application's change of the node");
+    assert!(handle(&edge).failed.is_none());
+    assert_eq!(ledger.len(), 1, "a change of an edge is");
 }
 
 #[test]
-fn a_change_is_noted_when_it_has_events_or_its_table_is_reaped() {
+fn a_change_is_noted_when_it_has_events_or_the_reaper_may_delete_its_item() {
     let ledger = Arc::new(MemoryLedger::new());
     let router = kinesis_router(Some(ledger.clone()));
     assert!(router.config().reaps("records") && !router.config().reaps("layers"));
@@ -216,6 +218,16 @@ fn a_change_is_noted_when_it_has_events_or_its_table_is_reaped() {
     // changed.
     assert_eq!(
         noted(&record("records", EventKind::Insert, 4, "TEAM-1", "GOAL-1", false)),
+        1
+    );
+    // A node of that table without events: the reaper never deletes a node.
+    assert_eq!(
+        noted(&record("records", EventKind::Insert, 5, "TEAM-1", "TEAM-1", false)),
+        0
+    );
+    // With events ("Goal Inserted"), a node is noted.
+    assert_eq!(
+        noted(&record("records", EventKind::Insert, 6, "GOAL-1", "GOAL-1", false)),
         1
     );
 }
