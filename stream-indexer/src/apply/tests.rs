@@ -602,6 +602,28 @@ async fn a_guarded_call_sends_again_only_the_writes_that_failed() {
 }
 
 #[tokio::test]
+async fn each_guarded_write_sent_again_counts_as_a_resend() {
+    let mut throttled = false;
+    let (config, store) = store_with(move |call: &Call<'_>| match call {
+        Call::WriteRows(w) if !throttled && w.iter().any(|w| w.key.partition == "k04") => {
+            throttled = true;
+            Fault::Throttle
+        }
+        Call::WriteRows(w) if w.iter().any(|w| ["k01", "k02"].contains(&w.key.partition.as_str())) => {
+            Fault::TimeoutAfter
+        }
+        _ => Fault::None,
+    });
+    let applied = apply_guarded(&store, &config, 6).await;
+    let unfinished: Vec<usize> = (0..6).filter(|&r| !applied.is_finished(r)).collect();
+    assert_eq!(unfinished, vec![1, 2], "{:?}", applied.errors);
+    let sends = sends(&store);
+    let requests = sends.values().sum::<usize>();
+    assert_eq!(applied.stats.requests.put_row_if, requests, "{sends:?}");
+    assert_eq!(applied.stats.requests.retries, requests - 6, "{sends:?}");
+}
+
+#[tokio::test]
 async fn a_guarded_write_that_keeps_failing_leaves_its_record_alone_unfinished() {
     let (config, store) = store_with(|call: &Call<'_>| match call {
         Call::WriteRows(w) if w.iter().any(|w| w.key.partition == "k01") => Fault::Throttle,

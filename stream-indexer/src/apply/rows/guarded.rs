@@ -22,8 +22,9 @@ impl<S: Store> Call<'_, S> {
         };
         let mut resend = Resend::new(self.backoff, (batch, guards), |(batch, _)| batch.len());
         while let Some((attempt, (batch, guards))) = resend.next_attempt() {
+            // Each write is a request of its own, and each one sent again a resend.
             if attempt > 0 {
-                self.progress.stats.requests.retries += 1;
+                self.progress.stats.requests.retries += batch.len();
             }
             self.progress.stats.requests.put_row_if += batch.len();
             let answers = self.store.put_rows_if(&batch.writes, &guards).await;
