@@ -98,6 +98,9 @@ pub struct RouterStats {
     /// Records of a Kinesis data stream that were changes whose events
     /// were already published (a repeat): not published again.
     pub repeats: usize,
+    /// Changes noted in the ledger (`model::ledger`): the ledger table's
+    /// writes.
+    pub noted: usize,
     /// The oldest `ApproximateCreationDateTime` in the batch, for iterator age.
     pub oldest_created: Option<CreationTime>,
 }
@@ -120,6 +123,7 @@ impl RouterStats {
         self.quarantine_requests += other.quarantine_requests;
         self.failed_groups += other.failed_groups;
         self.repeats += other.repeats;
+        self.noted += other.noted;
         self.oldest_created = model::metrics::oldest(self.oldest_created, other.oldest_created);
     }
 }
@@ -279,7 +283,7 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
             }
         }
 
-        self.note_published(ledger, &mut handled).await;
+        stats.noted += self.note_published(ledger, &mut handled).await;
         let settled = settle(&self.quarantine, &self.options.consumer, handled).await;
         stats.quarantined = settled.quarantined.len();
         stats.quarantine_requests = settled.quarantine_requests;

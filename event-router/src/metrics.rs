@@ -17,6 +17,7 @@ pub fn batch_line(function: &str, stats: &RouterStats, duration: Duration, now_m
         .metric("EventsRetried", Unit::Count, count(stats.retried))
         .metric("EventsRefused", Unit::Count, count(stats.refused))
         .metric("Repeats", Unit::Count, count(stats.repeats))
+        .metric("LedgerNotes", Unit::Count, count(stats.noted))
         .metric("ImagesOmitted", Unit::Count, count(stats.images_omitted))
         .metric("PutEventsCalls", Unit::Count, count(stats.calls))
         .metric("Quarantined", Unit::Count, count(stats.quarantined))
@@ -53,6 +54,7 @@ mod tests {
             retried: 2,
             quarantined: 1,
             repeats: 3,
+            noted: 6,
             oldest_created: Some(CreationTime { seconds: 10, nanos: 0 }),
             ..RouterStats::default()
         };
@@ -62,6 +64,7 @@ mod tests {
         assert_eq!(json["EventsRetried"], 2);
         assert_eq!(json["Quarantined"], 1);
         assert_eq!(json["Repeats"], 3);
+        assert_eq!(json["LedgerNotes"], 6);
         assert_eq!(json["IteratorAge"], 2_000);
         assert_eq!(json["Function"], "event-router");
     }

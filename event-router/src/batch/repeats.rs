@@ -109,16 +109,16 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         kept
     }
 
-    /// Notes the changes of finished records in the ledger; when that
-    /// fails, they are left unfinished.
-    pub(super) async fn note_published(&self, ledger: Vec<(usize, Entry)>, handled: &mut [Handled<'_>]) {
-        let Some(store) = &self.ledger else { return };
+    /// Notes the changes of finished records in the ledger, and says how
+    /// many it noted; when that fails, they are left unfinished.
+    pub(super) async fn note_published(&self, ledger: Vec<(usize, Entry)>, handled: &mut [Handled<'_>]) -> usize {
+        let Some(store) = &self.ledger else { return 0 };
         let (records, entries): (Vec<usize>, Vec<Entry>) = ledger
             .into_iter()
             .filter(|(record, _)| handled.get(*record).is_some_and(|h| h.unfinished.is_none()))
             .unzip();
         if entries.is_empty() {
-            return;
+            return 0;
         }
         if let Err(fault) = retry::call(&self.options.backoff, |_| store.note(&entries)).await {
             let fault = fault.context(format!(
@@ -130,6 +130,8 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
                     handled.unfinished.get_or_insert_with(|| fault.clone());
                 }
             }
+            return 0;
         }
+        entries.len()
     }
 }

@@ -125,6 +125,13 @@ fn a_kinesis_delivery_replays_to_what_the_dynamodb_stream_does() {
         summary.contains("changes with events delivered again: not published again"),
         "the repeats are counted: {summary}"
     );
+    let noted: usize = summary
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("ledger:"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a ledger line: {summary}"));
+    assert!(noted > 0, "the ledger's notes are counted: {summary}");
     for part in ["indexes", "edge_sets"] {
         let differ = differing(part, &from_kinesis, &from_dynamodb);
         assert!(differ.is_empty(), "{part} differs (Kinesis / DynamoDB): {differ:#?}");

@@ -204,7 +204,9 @@ fn a_change_is_noted_when_it_has_events_or_the_reaper_may_delete_its_item() {
         let before = ledger.len();
         let outcome = block(router.handle_received(&[Received::typed(record.clone())]));
         assert!(outcome.failed.is_none(), "{:?}", outcome.failed);
-        ledger.len() - before
+        let noted = ledger.len() - before;
+        assert_eq!(outcome.stats.noted, noted, "the router counts what it noted");
+        noted
     };
     // No events, and a table the reaper does not reap: nothing to note.
     assert_eq!(

@@ -76,6 +76,13 @@ pub(super) fn print_summary(summary: &Summary, config: &Config, err: &mut dyn Wr
             r.repeats
         )?;
     }
+    if config.reads_kinesis() {
+        writeln!(
+            err,
+            "  ledger:     {} changes noted (on AWS, an item written to the ledger table `{}` each)",
+            r.noted, config.events.ledger_table
+        )?;
+    }
     if summary.reaped > 0 || summary.reaper_deletes > 0 {
         writeln!(
             err,
