@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use smallvec::SmallVec;
 
-use crate::config::{EdgeSetConfig, TableConfig};
+use crate::config::{Config, EdgeSetConfig, TableConfig};
 use crate::sortkey;
 use crate::value::{Attr, Attrs, Scalar};
 
@@ -66,6 +66,14 @@ fn key_str<'a, I: Attrs>(item: &'a I, attribute: &str) -> Result<&'a str, EdgeEr
             attribute: attribute.to_owned(),
         }),
     }
+}
+
+/// Whether the item with these `keys`, of `table`, is a node of the
+/// table's edge set (`false` for a table without one).
+pub fn is_node<I: Attrs>(config: &Config, table: &TableConfig, keys: &I) -> bool {
+    config
+        .edge_set(&table.name)
+        .is_some_and(|set| matches!(classify(set, table, keys), Ok(GraphItem::Node { .. })))
 }
 
 /// Classifies an item (or its keys) of `table`, which has the edge set `set`.
@@ -189,6 +197,23 @@ mod tests {
             encode_member(&["GOALMEMBERSHIP-USER-42", "400-CONTRIBUTOR"]),
             "GOALMEMBERSHIP-USER-42#400-CONTRIBUTOR"
         );
+    }
+
+    #[test]
+    fn a_node_is_an_item_of_an_edge_set_table_whose_keys_are_equal() {
+        let config = crate::config::parse(crate::config::EXAMPLE_CONFIG, "example").expect("the example config");
+        let keys = |table: &str, pk: &str, sk: &str| {
+            let t = config.table(table).expect("a declared table");
+            let sort_key = t.sort_key.clone().expect("a sort key");
+            let keys = crate::value::Image::from([
+                (t.partition_key.clone(), crate::value::Value::S(pk.to_owned())),
+                (sort_key, crate::value::Value::S(sk.to_owned())),
+            ]);
+            is_node(&config, t, &keys)
+        };
+        assert!(keys("records", "GOAL-1", "GOAL-1"));
+        assert!(!keys("records", "GOAL-1", "TEAM-1"), "an edge");
+        assert!(!keys("issues", "issue-1", "issue-1"), "a table without an edge set");
     }
 
     #[test]

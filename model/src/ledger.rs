@@ -39,16 +39,7 @@ pub const EXPIRES_ATTRIBUTE: &str = "expires";
 /// ([`Config::reaps`]) found in an expired node's partition or pointing at
 /// it, but a node (`crate::reap::deletions`).
 pub fn reaper_reads<I: Attrs>(config: &Config, table: &TableConfig, keys: &I) -> bool {
-    if !config.reaps(&table.name) {
-        return false;
-    }
-    let node = config.edge_set(&table.name).is_some_and(|set| {
-        matches!(
-            crate::edge::classify(set, table, keys),
-            Ok(crate::edge::GraphItem::Node { .. })
-        )
-    });
-    !node
+    config.reaps(&table.name) && !crate::edge::is_node(config, table, keys)
 }
 
 /// One change, as the ledger knows it.

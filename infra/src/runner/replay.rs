@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use event_router::{Entry, Ledger, MemoryLedger, MemoryPublisher, Publisher, Reaper, Router, RouterStats};
 use model::config::{Config, TableConfig};
-use model::edge::{self, GraphItem};
+use model::edge;
 use model::ledger::Entry as LedgerEntry;
 use model::outcome::Outcome;
 use model::record::{ChangeRecord, EventKind, Received};
@@ -239,10 +239,7 @@ impl Local {
         // exists, so against the table its update would have found the node
         // gone. The update is forgotten, and a later change of the node
         // applies.
-        let removes_node = record.kind == EventKind::Remove
-            && config
-                .edge_set(&table.name)
-                .is_some_and(|set| matches!(edge::classify(set, table, &record.keys), Ok(GraphItem::Node { .. })));
+        let removes_node = record.kind == EventKind::Remove && edge::is_node(config, table, &record.keys);
         if removes_node {
             stamped.forget(&item);
         }
