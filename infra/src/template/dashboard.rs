@@ -7,8 +7,9 @@
 //! - records in, and what the indexer wrote (rows, members);
 //! - records quarantined, batches the mappings gave up on (written whole to
 //!   the quarantine bucket), and the depth of the queues that hold trouble;
-//! - events published, retried and refused, and the reaper rules' failed
-//!   deliveries;
+//! - events published, retried and refused (and, for a table read from
+//!   Kinesis, the repeats not published again and the changes noted in the
+//!   ledger), and the reaper rules' failed deliveries;
 //! - the reaper's deletions;
 //! - errors and duration (p99 and maximum) of every function.
 //!
@@ -39,8 +40,10 @@ pub const ROUTER_METRICS: [&str; 5] = [
 ];
 pub const REAPER_METRICS: [&str; 2] = ["NodesReaped", "EdgesDeleted"];
 /// The router's, shown when a table is read from Kinesis: changes delivered
-/// again whose events it did not publish again.
+/// again whose events it did not publish again,
 pub const ROUTER_REPEATS: &str = "Repeats";
+/// and changes noted in the ledger table (an item written each).
+pub const ROUTER_LEDGER_NOTES: &str = "LedgerNotes";
 
 /// Widgets per row, and each one's size in the dashboard's grid (24 wide).
 const WIDTH: u32 = 12;
@@ -163,6 +166,7 @@ fn widgets(config: &Config, stack: &Stack) -> Vec<Json> {
         }
         if config.reads_kinesis() {
             events.push(emf(ROUTER_REPEATS, f, format!("{f}: repeats not published again")));
+            events.push(emf(ROUTER_LEDGER_NOTES, f, format!("{f}: changes noted in the ledger")));
         }
     }
     for rule in stack.rules.iter().filter(|r| r.reaper) {

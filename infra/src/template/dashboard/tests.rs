@@ -43,17 +43,20 @@ fn every_streamdex_metric_shown_is_one_a_function_logs() {
     }
 }
 
-/// Repeats are drawn where a table is read from Kinesis, and only there.
+/// Repeats and ledger notes are drawn where a table is read from Kinesis,
+/// and only there, each once.
 #[test]
-fn the_routers_repeats_are_shown_for_a_kinesis_source() {
-    let repeats = |body: &Json| {
+fn the_routers_repeats_and_ledger_notes_are_shown_for_a_kinesis_source() {
+    let drawn = |body: &Json, metric: &str| {
         lines(body)
             .iter()
-            .filter(|l| l[0] == NAMESPACE && l[1] == ROUTER_REPEATS)
+            .filter(|l| l[0] == NAMESPACE && l[1] == metric)
             .count()
     };
-    assert_eq!(repeats(&body().1), 0);
-    assert_eq!(repeats(&kinesis_body().1), 1);
+    for metric in [ROUTER_REPEATS, ROUTER_LEDGER_NOTES] {
+        assert_eq!(drawn(&body().1, metric), 0, "{metric}");
+        assert_eq!(drawn(&kinesis_body().1, metric), 1, "{metric}");
+    }
 }
 
 fn metrics_shown_are_logged(body: &Json) {
