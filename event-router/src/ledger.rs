@@ -8,12 +8,11 @@
 pub mod dynamo;
 
 use std::future::Future;
-use std::hash::BuildHasher;
 use std::pin::Pin;
 use std::sync::Mutex;
 
-use hashbrown::hash_table::HashTable;
-use model::ledger::Entry;
+use model::ledger::{Entry, ItemMap};
+use model::version::PackedVersion;
 use model::{Fault, Version};
 use smallvec::SmallVec;
 
@@ -30,54 +29,19 @@ pub trait Ledger: Send + Sync {
     fn newest<'a>(&'a self, item: &'a str) -> LedgerFuture<'a, Option<Version>>;
 }
 
-/// A ledger in memory: each item's versions noted, in order.
+/// A ledger in memory: each item's versions noted, sorted and distinct
+/// (most items have one, held inline; an item changed often has many,
+/// found by binary search), packed (see `model::version::PackedVersion`).
 #[derive(Default)]
 pub struct MemoryLedger {
-    entries: Mutex<Entries>,
+    entries: Mutex<ItemMap<SmallVec<[PackedVersion; 1]>>>,
 }
 
 impl std::fmt::Debug for MemoryLedger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryLedger")
-            .field("items", &self.lock().items.len())
+            .field("items", &self.lock().len())
             .finish()
-    }
-}
-
-/// Each item noted, with its versions noted, sorted and distinct (most
-/// items have one, held inline; an item changed often has many, found by
-/// binary search). A table of its own, each entry with its item's hash: a
-/// note hashes the item once, to find it or to place it.
-#[derive(Default)]
-struct Entries {
-    items: HashTable<Noted>,
-    hasher: foldhash::fast::RandomState,
-}
-
-struct Noted {
-    hash: u64,
-    item: Box<str>,
-    versions: SmallVec<[Version; 1]>,
-}
-
-impl Entries {
-    fn get(&self, item: &str) -> Option<&Noted> {
-        let hash = self.hasher.hash_one(item);
-        self.items.find(hash, |n| n.hash == hash && *n.item == *item)
-    }
-
-    /// The versions noted of `item`, made empty when it is new.
-    fn versions_mut(&mut self, item: &str) -> &mut SmallVec<[Version; 1]> {
-        let hash = self.hasher.hash_one(item);
-        let noted = self
-            .items
-            .entry(hash, |n| n.hash == hash && *n.item == *item, |n| n.hash)
-            .or_insert_with(|| Noted {
-                hash,
-                item: item.into(),
-                versions: SmallVec::new(),
-            });
-        &mut noted.into_mut().versions
     }
 }
 
@@ -93,14 +57,14 @@ impl MemoryLedger {
 
     /// How many entries it holds.
     pub fn len(&self) -> usize {
-        self.lock().items.iter().map(|n| n.versions.len()).sum()
+        self.lock().values().map(SmallVec::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ItemMap<SmallVec<[PackedVersion; 1]>>> {
         self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -111,8 +75,8 @@ impl Ledger for MemoryLedger {
         let answer = entries
             .iter()
             .map(|e| {
-                held.get(e.item.as_str())
-                    .is_some_and(|n| n.versions.binary_search(&e.version).is_ok())
+                held.get(&e.item)
+                    .is_some_and(|versions| versions.binary_search(&e.version.packed()).is_ok())
             })
             .collect();
         Box::pin(async move { Ok(answer) })
@@ -121,9 +85,10 @@ impl Ledger for MemoryLedger {
     fn note<'a>(&'a self, entries: &'a [Entry]) -> LedgerFuture<'a, ()> {
         let mut held = self.lock();
         for entry in entries {
-            let versions = held.versions_mut(&entry.item);
-            if let Err(at) = versions.binary_search(&entry.version) {
-                versions.insert(at, entry.version.clone());
+            let version = entry.version.packed();
+            let (versions, _) = held.get_or_insert_with(&entry.item, SmallVec::new);
+            if let Err(at) = versions.binary_search(&version) {
+                versions.insert(at, version);
             }
         }
         drop(held);
@@ -131,7 +96,10 @@ impl Ledger for MemoryLedger {
     }
 
     fn newest<'a>(&'a self, item: &'a str) -> LedgerFuture<'a, Option<Version>> {
-        let newest = self.lock().get(item).and_then(|n| n.versions.last().cloned());
+        let newest = self
+            .lock()
+            .get(item)
+            .and_then(|versions| versions.last().map(PackedVersion::unpack));
         Box::pin(async move { Ok(newest) })
     }
 }

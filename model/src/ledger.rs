@@ -21,6 +21,10 @@
 //! creation time plus the stream's retention (`expires`, the ledger
 //! table's TTL attribute).
 
+mod items;
+
+pub use items::ItemMap;
+
 use crate::config::{ChangeSource, Config, TableConfig};
 use crate::record::{ChangeRecord, CreationTime};
 use crate::value::Attrs;

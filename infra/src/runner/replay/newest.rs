@@ -16,34 +16,29 @@
 //!   A record newer than the newest of all (any record delivered in order)
 //!   is newer than its item's without a lookup.
 
-use hashbrown::hash_map::EntryRef;
-use hashbrown::HashMap;
-
 use model::config::Config;
-use model::ledger::Entry;
+use model::ledger::{Entry, ItemMap};
 use model::record::{ChangeRecord, CreationTime};
+use model::version::PackedVersion;
 use model::Version;
 
-type ByItem = HashMap<Box<str>, Version, foldhash::fast::RandomState>;
+type ByItem = ItemMap<PackedVersion>;
 
 /// Notes `version` as `item`'s newest, unless a newer (or the same) one is
 /// there; whether it did. One lookup finds the item or its place.
 fn raise(map: &mut ByItem, item: &str, version: &Version) -> bool {
-    match map.entry_ref(item) {
-        EntryRef::Occupied(held) if *held.get() >= *version => false,
-        EntryRef::Occupied(mut held) => {
-            *held.get_mut() = version.clone();
-            true
-        }
-        EntryRef::Vacant(place) => {
-            place.insert_with_key(item.into(), version.clone());
+    let version = version.packed();
+    match map.get_or_insert_with(item, || version) {
+        (_, true) => true,
+        (held, false) if *held >= version => false,
+        (held, false) => {
+            *held = version;
             true
         }
     }
 }
 
-/// Each item's newest change among the recording's records (the item's
-/// text kept at its length: the map holds every item seen).
+/// Each item's newest change among the recording's records.
 #[derive(Default)]
 pub(super) struct Recorded {
     newest: ByItem,
@@ -89,7 +84,7 @@ impl Stamped {
     /// pipeline's writes of its item (`item`: its text, made only when
     /// they are looked up).
     pub(super) fn is_newer(&self, version: &Version, item: &str) -> bool {
-        self.is_newer_than_all(version) || self.newest.get(item).is_none_or(|held| version > held)
+        self.is_newer_than_all(version) || self.newest.get(item).is_none_or(|held| version.packed() > *held)
     }
 
     /// Whether the recorded change of version `version` is newer than
