@@ -93,8 +93,9 @@ impl<P: Publisher, Q: Quarantine> Router<P, Q> {
         // publishes nothing) and every change of an item the reaper may
         // delete (see `model::ledger::reaper_reads`);
         // a poison record is not.
-        let noted = classified.is_noted(config, table, &record.keys);
-        let event::Classification { events, entry, .. } = classified;
+        let event::Classification {
+            events, entry, noted, ..
+        } = classified;
         match events {
             Err(error) => poison = Some(Poison::new(Some(&record.sequence_number), Cause::Unroutable(error))),
             Ok(events) => {

@@ -18,24 +18,25 @@ pub struct Classification {
     /// owns on a node (its edge set, marker and versions): the indexer's
     /// own write, which has no events.
     pub pipeline_own: bool,
+    /// Whether the router notes the change in the ledger (see
+    /// [`crate::ledger`]): of a table read from Kinesis, with events or of
+    /// an item the reaper may delete (any item of a reaped table but a
+    /// node). The pipeline's own set updates are neither: they have no
+    /// events, and are of nodes.
+    pub noted: bool,
     /// The change's ledger entry, when [`classify_ahead`] worked it out (a
-    /// noted change, see [`Classification::is_noted`]); `None`: the router
-    /// makes it ([`crate::ledger::entry_of`]) if it notes the change.
+    /// noted change); `None`: the router makes it
+    /// ([`crate::ledger::entry_of`]) if it notes the change.
     /// Boxed: most classifications have none, and are kept ahead by the
     /// thousand.
     pub entry: Option<Box<crate::ledger::Entry>>,
 }
 
-impl Classification {
-    /// Whether the router notes the change, of `table` and with these
-    /// `keys`, in the ledger (see [`crate::ledger`]): of a table read from
-    /// Kinesis, with events or of an item the reaper may delete (any item
-    /// of a reaped table but a node). The pipeline's own set updates are
-    /// neither: they have no events, and are of nodes.
-    pub fn is_noted<I: Attrs>(&self, config: &Config, table: &TableConfig, keys: &I) -> bool {
-        table.stream.is_unordered()
-            && (self.events.as_ref().is_ok_and(|e| !e.is_empty()) || crate::ledger::reaper_reads(config, table, keys))
-    }
+/// Whether a change of `table` with these `keys` and `events` is noted
+/// (see [`Classification::noted`]).
+fn is_noted<I: Attrs>(config: &Config, table: &TableConfig, keys: &I, events: &Result<Vec<Event>, EventError>) -> bool {
+    table.stream.is_unordered()
+        && (events.as_ref().is_ok_and(|e| !e.is_empty()) || crate::ledger::reaper_reads(config, table, keys))
 }
 
 /// [`classify`](super::classify)s a received record of `table`: takes what
@@ -57,14 +58,18 @@ pub fn classify_received<I: Attrs>(
         };
         return match &whole.record {
             Ok(record) => classification(config, table, record),
-            Err(error) => Classification {
-                events: Err(EventError::Unreadable {
+            Err(error) => {
+                let events = Err(EventError::Unreadable {
                     sequence_number: record.sequence_number.clone(),
                     source: error.clone(),
-                }),
-                pipeline_own: false,
-                entry: None,
-            },
+                });
+                Classification {
+                    noted: is_noted(config, table, &record.keys, &events),
+                    events,
+                    pipeline_own: false,
+                    entry: None,
+                }
+            }
         };
     }
     classification(config, table, record)
@@ -96,7 +101,7 @@ pub fn classify_ahead_with<I: Attrs>(config: &Config, received: &Received<'_, I>
     if let Ok(table) = table_of(config, record) {
         let mut classified = classification(config, table, record);
         // Only a change the router notes needs its entry.
-        if classified.is_noted(config, table, &record.keys) {
+        if classified.noted {
             classified.entry = entry.or_else(|| crate::ledger::entry_of(table, record)).map(Box::new);
         }
         received.ahead.keep(config, classified);
@@ -113,14 +118,18 @@ pub(super) fn classification<I: Attrs>(
         && record.table.as_deref().is_none_or(|name| *name == *table.name)
         && only_pipeline_changes(config, table, record)
     {
+        let events = Ok(Vec::new());
         return Classification {
-            events: Ok(Vec::new()),
+            noted: is_noted(config, table, &record.keys, &events),
+            events,
             pipeline_own: true,
             entry: None,
         };
     }
+    let events = events(config, table, record);
     Classification {
-        events: events(config, table, record),
+        noted: is_noted(config, table, &record.keys, &events),
+        events,
         pipeline_own: false,
         entry: None,
     }
