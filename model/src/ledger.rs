@@ -69,41 +69,40 @@ pub fn item_of<I: Attrs>(table: &TableConfig, keys: &I) -> String {
 /// [`item_of`], written into `item` (emptied first): a caller that only
 /// looks items up keeps one buffer.
 pub fn write_item<I: Attrs>(table: &TableConfig, keys: &I, item: &mut String) {
-    let key_names = [Some(table.partition_key.as_str()), table.sort_key.as_deref()];
+    // Each key attribute's value, looked up once.
+    let values = [Some(table.partition_key.as_str()), table.sort_key.as_deref()].map(|name| name.map(|n| keys.get(n)));
     // Room for the whole text at once: each key's value, and its type,
     // length and separators.
-    let values: usize = key_names
+    let room: usize = values
         .iter()
         .flatten()
-        .filter_map(|name| match keys.get(name).map(|v| v.scalar()) {
-            Some(Scalar::S(text) | Scalar::N(text)) => Some(text.len() + 8),
-            _ => None,
+        .flatten()
+        .map(|value| match value.scalar() {
+            Scalar::S(text) | Scalar::N(text) => text.len() + 8,
+            _ => 0,
         })
         .sum();
     item.clear();
-    item.reserve(table.name.len() + values);
+    item.reserve(table.name.len() + room);
     item.push_str(&table.name);
-    for name in key_names.into_iter().flatten() {
+    for value in values.into_iter().flatten() {
         item.push('\n');
-        match keys.get(name).map(|v| v.scalar()) {
-            Some(Scalar::S(text)) => {
+        let Some(value) = value else { continue };
+        match value.scalar() {
+            Scalar::S(text) => {
                 item.push('S');
                 item.push_str(itoa::Buffer::new().format(text.len()));
                 item.push(':');
                 item.push_str(text);
             }
-            Some(Scalar::N(number)) => {
+            Scalar::N(number) => {
                 item.push_str("N:");
                 match crate::sortkey::canonical_number(number) {
                     Ok(canonical) => item.push_str(&canonical),
                     Err(_) => item.push_str(number),
                 }
             }
-            Some(_) => {
-                let value = keys.get(name).map(Attr::to_value);
-                item.push_str(&serde_json::to_string(&value).unwrap_or_default());
-            }
-            None => {}
+            _ => item.push_str(&serde_json::to_string(&Some(value.to_value())).unwrap_or_default()),
         }
     }
 }

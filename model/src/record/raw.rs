@@ -65,7 +65,7 @@ pub(super) struct RawIdentity<'a> {
 #[serde(expecting = "a `dynamodb` object")]
 pub(super) struct RawStreamRecord<'a, I, K = ImageField> {
     #[serde(rename = "ApproximateCreationDateTime", borrow)]
-    pub(super) created: Option<&'a RawValue>,
+    pub(super) created: Option<JsonText<'a>>,
     #[serde(rename = "Keys")]
     pub(super) keys: Option<K>,
     #[serde(rename = "NewImage")]
@@ -91,4 +91,23 @@ pub(in crate::record) struct Parts<'a> {
     pub(in crate::record) table_name: Option<Cow<'a, str>>,
     /// `dynamodb`'s members in order, each value as written.
     pub(in crate::record) dynamodb: Option<Vec<(Cow<'a, str>, &'a str)>>,
+}
+
+/// A value's JSON text, kept as sent (`ApproximateCreationDateTime`: a
+/// number or a string, read later): read by serde as a [`RawValue`], or
+/// taken from the hand scanner, which checks it as JSON as it goes by.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(test, derive(Debug))]
+pub(super) struct JsonText<'a>(pub(super) &'a str);
+
+impl<'a> JsonText<'a> {
+    pub(super) fn get(self) -> &'a str {
+        self.0
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for JsonText<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(deserializer).map(|raw| JsonText(raw.get()))
+    }
 }

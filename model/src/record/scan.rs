@@ -26,10 +26,8 @@ mod token;
 
 use std::borrow::Cow;
 
-use serde_json::value::RawValue;
-
 use super::attr::Text;
-use super::raw::{Parts, RawIdentity, RawRecord, RawStreamRecord};
+use super::raw::{JsonText, Parts, RawIdentity, RawRecord, RawStreamRecord};
 pub(super) use image::{Scanned, ScannedKeys};
 use token::Scan;
 
@@ -264,13 +262,14 @@ fn stream<'a, I: Scanned<'a>, K: ScannedKeys<'a>>(
     Some(stream)
 }
 
-/// `ApproximateCreationDateTime`: a number or a string, as its JSON text.
-fn created<'a>(scan: &mut Scan<'a>) -> Option<&'a RawValue> {
+/// `ApproximateCreationDateTime`: a number or a string, as its JSON text
+/// (checked by the scan).
+fn created<'a>(scan: &mut Scan<'a>) -> Option<JsonText<'a>> {
     let text = scan.raw(|scan| match scan.peek()? {
         b'"' => scan.string().map(drop),
         _ => scan.number().map(drop),
     })?;
-    serde_json::from_str(text).ok()
+    Some(JsonText(text))
 }
 
 #[cfg(test)]
