@@ -34,8 +34,11 @@ pub trait Ledger: Send + Sync {
 /// found by binary search), packed (see `model::version::PackedVersion`).
 #[derive(Default)]
 pub struct MemoryLedger {
-    entries: Mutex<ItemMap<SmallVec<[PackedVersion; 1]>>>,
+    entries: Mutex<ItemMap<Versions>>,
 }
+
+/// An item's versions noted.
+type Versions = SmallVec<[PackedVersion; 1]>;
 
 impl std::fmt::Debug for MemoryLedger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -57,14 +60,14 @@ impl MemoryLedger {
 
     /// How many entries it holds.
     pub fn len(&self) -> usize {
-        self.lock().values().map(SmallVec::len).sum()
+        self.lock().values().map(Versions::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, ItemMap<SmallVec<[PackedVersion; 1]>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ItemMap<Versions>> {
         self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -86,7 +89,7 @@ impl Ledger for MemoryLedger {
         let mut held = self.lock();
         for entry in entries {
             let version = entry.version.packed();
-            let (versions, _) = held.get_or_insert_with(&entry.item, SmallVec::new);
+            let (versions, _) = held.get_or_insert_with(&entry.item, Versions::new);
             if let Err(at) = versions.binary_search(&version) {
                 versions.insert(at, version);
             }
