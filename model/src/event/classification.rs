@@ -32,11 +32,25 @@ pub struct Classification {
     pub entry: Option<Box<crate::ledger::Entry>>,
 }
 
-/// Whether a change of `table` with these `keys` and `events` is noted
-/// (see [`Classification::noted`]).
-fn is_noted<I: Attrs>(config: &Config, table: &TableConfig, keys: &I, events: &Result<Vec<Event>, EventError>) -> bool {
-    table.stream.is_unordered()
-        && (events.as_ref().is_ok_and(|e| !e.is_empty()) || crate::ledger::reaper_reads(config, table, keys))
+impl Classification {
+    /// A change of `table` with these `keys`: its `events`, whether it is
+    /// the pipeline's own write, and so whether it is noted; no entry yet.
+    fn new<I: Attrs>(
+        config: &Config,
+        table: &TableConfig,
+        keys: &I,
+        events: Result<Vec<Event>, EventError>,
+        pipeline_own: bool,
+    ) -> Classification {
+        let noted = table.stream.is_unordered()
+            && (events.as_ref().is_ok_and(|e| !e.is_empty()) || crate::ledger::reaper_reads(config, table, keys));
+        Classification {
+            events,
+            pipeline_own,
+            noted,
+            entry: None,
+        }
+    }
 }
 
 /// [`classify`](super::classify)s a received record of `table`: takes what
@@ -63,12 +77,7 @@ pub fn classify_received<I: Attrs>(
                     sequence_number: record.sequence_number.clone(),
                     source: error.clone(),
                 });
-                Classification {
-                    noted: is_noted(config, table, &record.keys, &events),
-                    events,
-                    pipeline_own: false,
-                    entry: None,
-                }
+                Classification::new(config, table, &record.keys, events, false)
             }
         };
     }
@@ -118,21 +127,9 @@ pub(super) fn classification<I: Attrs>(
         && record.table.as_deref().is_none_or(|name| *name == *table.name)
         && only_pipeline_changes(config, table, record)
     {
-        let events = Ok(Vec::new());
-        return Classification {
-            noted: is_noted(config, table, &record.keys, &events),
-            events,
-            pipeline_own: true,
-            entry: None,
-        };
+        return Classification::new(config, table, &record.keys, Ok(Vec::new()), true);
     }
-    let events = events(config, table, record);
-    Classification {
-        noted: is_noted(config, table, &record.keys, &events),
-        events,
-        pipeline_own: false,
-        entry: None,
-    }
+    Classification::new(config, table, &record.keys, events(config, table, record), false)
 }
 
 /// Whether a MODIFY changed nothing but what the pipeline owns (the edge
