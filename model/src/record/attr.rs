@@ -4,9 +4,9 @@
 //! input is consumed as usual. (serde's own type errors quote the offending
 //! value, which may be item contents, and do not say which attribute.)
 //!
-//! One cohesive thing, longer than most modules here: a serde visitor per
-//! DynamoDB JSON type tag (`S`, `N`, `B`, `BOOL`, `NULL`, `M`, `L`, `SS`,
-//! `NS`, `BS`), each needing the same lenient shape.
+//! A serde visitor per DynamoDB JSON type tag (`S`, `N`, `B`, `BOOL`,
+//! `NULL`, `M`, `L`, `SS`, `NS`, `BS`), each as lenient as the JSON
+//! readings of [`lenient`]; what can be wrong is in [`problem`].
 
 use std::borrow::Cow;
 use std::fmt;
@@ -14,7 +14,15 @@ use std::fmt;
 use base64::Engine;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::value::{borrowed, DuplicateAttribute, Image, Name, Value};
+use crate::value::{borrowed, Image, Name, Value};
+
+mod lenient;
+mod problem;
+
+pub(super) use lenient::{drain_map, drain_seq, lenient_all_but, lenient_scalars, MaybeBool, MaybeText};
+use lenient::{MaybeString, MaybeStrings};
+use problem::duplicate;
+pub(super) use problem::{AttrProblem, ImageProblem};
 
 const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -42,79 +50,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
         }
         deserializer.deserialize_str(TextVisitor)
     }
-}
-
-/// What is wrong with one attribute value. Its `Display` completes the
-/// sentence "attribute `name` of `NewImage` ...".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum AttrProblem {
-    NotAnObject,
-    NoTag,
-    SeveralTags,
-    /// The tag when it is short and alphanumeric (else it is not repeated).
-    UnknownTag(Option<String>),
-    WrongType {
-        tag: &'static str,
-        expected: &'static str,
-    },
-    BadNumber {
-        tag: &'static str,
-    },
-    BadBase64 {
-        tag: &'static str,
-    },
-    Duplicate,
-    /// A key attribute of another type than S, N or B.
-    KeyType {
-        tag: &'static str,
-    },
-    /// The problem is somewhere inside this attribute's M or L value.
-    Nested(Box<AttrProblem>),
-}
-
-impl AttrProblem {
-    fn nested(self) -> AttrProblem {
-        match self {
-            nested @ AttrProblem::Nested(_) => nested,
-            other => AttrProblem::Nested(Box::new(other)),
-        }
-    }
-}
-
-impl fmt::Display for AttrProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AttrProblem::NotAnObject => f.write_str("is not a DynamoDB JSON value (an object like {\"S\": ...})"),
-            AttrProblem::NoTag => f.write_str("has no type tag (an empty object)"),
-            AttrProblem::SeveralTags => f.write_str("has more than one type tag"),
-            AttrProblem::UnknownTag(Some(tag)) => write!(
-                f,
-                "has an unknown type tag `{tag}` (expected S, N, B, BOOL, NULL, M, L, SS, NS or BS)"
-            ),
-            AttrProblem::UnknownTag(None) => {
-                f.write_str("has an unknown type tag (expected S, N, B, BOOL, NULL, M, L, SS, NS or BS)")
-            }
-            AttrProblem::WrongType { tag, expected } => {
-                write!(f, "has a `{tag}` value that is not {expected}")
-            }
-            AttrProblem::BadNumber { tag } => {
-                write!(f, "has a `{tag}` value that is not a decimal number")
-            }
-            AttrProblem::BadBase64 { tag } => write!(f, "has a `{tag}` value that is not base64"),
-            AttrProblem::Duplicate => f.write_str("appears more than once"),
-            AttrProblem::KeyType { tag } => {
-                write!(f, "is of type {tag}, but a key attribute must be S, N or B")
-            }
-            AttrProblem::Nested(inner) => write!(f, "holds a nested value that {inner}"),
-        }
-    }
-}
-
-/// What is wrong with a whole image (`Keys`, `NewImage`, `OldImage`, or an `M`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum ImageProblem {
-    NotAnObject,
-    Attribute { name: String, problem: AttrProblem },
 }
 
 /// An image, or why it is malformed. `Option<ImageField>` reads `null` as `None`.
@@ -166,205 +101,11 @@ std::thread_local! {
     static SCRATCH: std::cell::Cell<Vec<(Name, Value)>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// The problem of an image that repeats attribute `name`.
-fn duplicate(repeated: DuplicateAttribute) -> ImageProblem {
-    ImageProblem::Attribute {
-        name: repeated.name,
-        problem: AttrProblem::Duplicate,
-    }
-}
-
 /// One attribute value, or why it is malformed.
 struct Attr(Result<Value, AttrProblem>);
 
-/// A JSON string, or `None` for any other JSON value.
-struct MaybeString(Option<String>);
-
-/// A JSON string borrowed from the text when it has no escapes, or `None`
-/// for any other JSON value (the glance's [`MaybeString`]).
-pub(super) struct MaybeText<'a>(pub Option<Cow<'a, str>>);
-
-/// A JSON bool, or `None` for any other JSON value.
-pub(super) struct MaybeBool(pub Option<bool>);
-
-/// A JSON array of strings, or `None` for any other JSON value.
-struct MaybeStrings(Option<Vec<String>>);
-
 /// A JSON array of attribute values (an `L`), or the first problem.
 struct AttrList(Result<Vec<Value>, AttrProblem>);
-
-/// Drains a map or sequence whose contents are not wanted.
-pub(super) fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-pub(super) fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-/// Implements the visitor methods for every JSON scalar, returning `$fallback`.
-macro_rules! lenient_scalars {
-    ($value:ty, $fallback:expr) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
-            Ok($fallback)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
-            Ok($fallback)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
-            Ok($fallback)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
-            Ok($fallback)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
-            Ok($fallback)
-        }
-    };
-}
-
-/// `lenient_scalars!` plus strings, arrays and objects.
-macro_rules! lenient_all_but {
-    (str, $value:ty, $fallback:expr) => {
-        lenient_scalars!($value, $fallback);
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<$value, A::Error> {
-            drain_seq(seq)?;
-            Ok($fallback)
-        }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<$value, A::Error> {
-            drain_map(map)?;
-            Ok($fallback)
-        }
-    };
-    (seq, $value:ty, $fallback:expr) => {
-        lenient_scalars!($value, $fallback);
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
-            Ok($fallback)
-        }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<$value, A::Error> {
-            drain_map(map)?;
-            Ok($fallback)
-        }
-    };
-    (map, $value:ty, $fallback:expr) => {
-        lenient_scalars!($value, $fallback);
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
-            Ok($fallback)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<$value, A::Error> {
-            drain_seq(seq)?;
-            Ok($fallback)
-        }
-    };
-}
-
-// The glance's visitors are lenient the same way.
-pub(super) use {lenient_all_but, lenient_scalars};
-
-impl<'de> Deserialize<'de> for MaybeString {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = MaybeString;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<MaybeString, E> {
-                Ok(MaybeString(Some(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<MaybeString, E> {
-                Ok(MaybeString(Some(v)))
-            }
-            lenient_all_but!(str, MaybeString, MaybeString(None));
-        }
-        deserializer.deserialize_any(V)
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for MaybeText<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = MaybeText<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<MaybeText<'de>, E> {
-                Ok(MaybeText(Some(Cow::Borrowed(v))))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<MaybeText<'de>, E> {
-                Ok(MaybeText(Some(Cow::Owned(v.to_owned()))))
-            }
-            lenient_all_but!(str, MaybeText<'de>, MaybeText(None));
-        }
-        deserializer.deserialize_any(V)
-    }
-}
-
-impl<'de> Deserialize<'de> for MaybeBool {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = MaybeBool;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<MaybeBool, E> {
-                Ok(MaybeBool(Some(v)))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<MaybeBool, E> {
-                Ok(MaybeBool(None))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<MaybeBool, E> {
-                Ok(MaybeBool(None))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<MaybeBool, E> {
-                Ok(MaybeBool(None))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<MaybeBool, E> {
-                Ok(MaybeBool(None))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<MaybeBool, E> {
-                Ok(MaybeBool(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<MaybeBool, A::Error> {
-                drain_seq(seq)?;
-                Ok(MaybeBool(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<MaybeBool, A::Error> {
-                drain_map(map)?;
-                Ok(MaybeBool(None))
-            }
-        }
-        deserializer.deserialize_any(V)
-    }
-}
-
-impl<'de> Deserialize<'de> for MaybeStrings {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = MaybeStrings;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<MaybeStrings, A::Error> {
-                let mut out = Some(Vec::with_capacity(seq.size_hint().unwrap_or(4).min(64)));
-                while let Some(MaybeString(item)) = seq.next_element::<MaybeString>()? {
-                    match (&mut out, item) {
-                        (Some(strings), Some(item)) => strings.push(item),
-                        _ => out = None,
-                    }
-                }
-                Ok(MaybeStrings(out))
-            }
-            lenient_all_but!(seq, MaybeStrings, MaybeStrings(None));
-        }
-        deserializer.deserialize_any(V)
-    }
-}
 
 impl<'de> Deserialize<'de> for AttrList {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
