@@ -102,7 +102,7 @@ pub fn write_item<I: Attrs>(table: &TableConfig, keys: &I, item: &mut String) {
                     Err(_) => item.push_str(number),
                 }
             }
-            _ => item.push_str(&serde_json::to_string(&Some(value.to_value())).unwrap_or_default()),
+            _ => item.push_str(&serde_json::to_string(&value.to_value()).unwrap_or_default()),
         }
     }
 }

@@ -96,7 +96,7 @@ pub(in crate::record) struct Parts<'a> {
 /// A value's JSON text, kept as sent (`ApproximateCreationDateTime`: a
 /// number or a string, read later): read by serde as a [`RawValue`], or
 /// taken from the hand scanner, which checks it as JSON as it goes by.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 #[cfg_attr(test, derive(Debug))]
 pub(super) struct JsonText<'a>(pub(super) &'a str);
 
